@@ -1,0 +1,185 @@
+// The `ubicrawl` command line (DESIGN.md "CLI"). Exit codes: 0 success,
+// 1 runtime failure, 2 usage error; errors are one clear line on stderr.
+// Heavy modules are imported inside the actions so `--help` stays instant.
+import { writeFileSync, readFileSync } from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { parseResolveRule, DEFAULT_USER_AGENT, type ResolveRule } from '../config.js';
+import { classifySeed, UsageError, type SeedSet } from './seeds.js';
+
+const VERSION = '0.1.0';
+
+function intArg(name: string, min: number) {
+  return (v: string): number => {
+    if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`${name} must be a whole number`);
+    const n = Number(v);
+    if (n < min) throw new InvalidArgumentError(`${name} must be at least ${min}`);
+    return n;
+  };
+}
+
+function collect(v: string, prev: string[]): string[] { return [...prev, v]; }
+
+function resolveArg(v: string, prev: ResolveRule[]): ResolveRule[] {
+  try { return [...prev, parseResolveRule(v)]; } catch (err) { throw new InvalidArgumentError((err as Error).message); }
+}
+
+export function buildProgram(): Command {
+  const program = new Command('ubicrawl')
+    .description('A fully peer-to-peer web crawler: identical agents, no coordinator, WARC/1.1 output.')
+    .version(VERSION)
+    .showSuggestionAfterError(true);
+
+  program.command('join')
+    .description('start an agent: crawl seeds, and (with a peer seed) join a mesh')
+    .option('--seed <url|peer|file>', 'crawl seed URL, peer (multiaddr or host:port), or file of either; repeatable', collect, [])
+    .option('--data-dir <dir>', 'where the store and the WARC files live', './ubicrawl-data')
+    .option('--user-agent <string>', 'User-Agent header; its product token is matched against robots.txt', DEFAULT_USER_AGENT)
+    .option('--concurrency <n>', 'parallel fetches (each to a different host)', intArg('--concurrency', 1), 32)
+    .option('--min-delay <ms>', 'minimum delay between two requests to one host', intArg('--min-delay', 0), 1000)
+    .option('--delay-factor <k>', 'wait k × the last response time before the next request to a host (Mercator)', (v) => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('--delay-factor must be a number ≥ 0');
+      return n;
+    }, 10)
+    .option('--max-pages <n>', 'stop after fetching this many pages (0 = no limit)', intArg('--max-pages', 0), 0)
+    .option('--until-idle', 'exit once nothing is left to crawl', false)
+    .option('--summary <file>', 'also write the closing JSON summary to this file')
+    .option('--resolve <host:port:addr>', "connect to ADDR for HOST:PORT (curl syntax; HOST may be '*' or '*.suffix'); repeatable", resolveArg, [])
+    .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
+    .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
+    .option('--no-warc', 'do not write WARC files')
+    .addOption(new Option('--progress <mode>', 'live display').choices(['auto', 'tty', 'log', 'off']).default('auto'))
+    .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'))
+    .action(async (opts) => { process.exitCode = await runJoin(opts); });
+
+  const robots = program.command('robots').description('robots.txt tools (RFC 9309)');
+  robots.command('check')
+    .description('tell, for each URL, whether a robots.txt allows it and which rule decided')
+    .argument('<file-or-url>', 'robots.txt file, or the URL of one to fetch')
+    .argument('<url...>', 'URLs or paths to check')
+    .option('--agent <name>', 'user agent (product token) to check for', 'ubicrawl')
+    .option('--resolve <host:port:addr>', 'as for join; repeatable', resolveArg, [])
+    .action(async (source: string, urls: string[], opts: { agent: string; resolve: ResolveRule[] }) => {
+      const { RobotsTxt, formatExplain } = await import('../robots/parse.js');
+      const body = await readSource(source, opts.resolve);
+      const robotsTxt = RobotsTxt.parse(body);
+      for (const u of urls) process.stdout.write(formatExplain(u, robotsTxt.explain(u, opts.agent)) + '\n');
+    });
+
+  const url = program.command('url').description('URL tools (RFC 3986)');
+  url.command('normalize')
+    .description('print the normal form of each URL (arguments, or stdin one per line)')
+    .argument('[url...]', 'URLs to normalise')
+    .option('--base <url>', 'resolve relative references against this base')
+    .action(async (urls: string[], opts: { base?: string }) => {
+      const { normalizeUrl } = await import('../url/normalize.js');
+      const inputs = urls.length ? urls : await readStdinLines();
+      let bad = 0;
+      for (const u of inputs) {
+        const n = normalizeUrl(u, opts.base);
+        if (n === null) { bad++; process.stdout.write(`invalid\t${u}\n`); } else process.stdout.write(n + '\n');
+      }
+      if (bad) process.exitCode = 1;
+    });
+
+  program.command('simhash')
+    .description('print the 64-bit SimHash of each file (visible text for HTML)')
+    .argument('<file...>')
+    .action(async (files: string[]) => {
+      const { simhash64 } = await import('../dedup/simhash.js');
+      const { extractPage } = await import('../parse/html.js');
+      for (const f of files) {
+        const body = readFileSync(f);
+        const isHtml = /\.x?html?$/i.test(f) || /^\s*</.test(body.subarray(0, 64).toString('latin1'));
+        const text = isHtml
+          ? extractPage(body, { url: 'http://localhost/', contentType: 'text/html', robotsToken: 'ubicrawl', wantText: true }).text ?? ''
+          : body.toString('utf8');
+        process.stdout.write(`${simhash64(text).toString(16).padStart(16, '0')}  ${f}\n`);
+      }
+    });
+
+  return program;
+}
+
+async function readSource(source: string, resolve: ResolveRule[]): Promise<string> {
+  if (/^https?:\/\//i.test(source)) {
+    const { Fetcher } = await import('../fetch/fetcher.js');
+    const { HostResolver } = await import('../fetch/dns.js');
+    const { defaultConfig } = await import('../config.js');
+    const cfg = defaultConfig();
+    const f = new Fetcher(cfg.fetch, cfg.userAgent, new HostResolver(resolve));
+    const out = await f.fetch(source);
+    await f.close();
+    if (!out.ok) throw new Error(`cannot fetch ${source}: ${out.message}`);
+    if (out.status >= 400 && out.status < 500) { process.stderr.write(`note: ${source} answered ${out.status}: RFC 9309 §2.3.1.3 says allow all\n`); return ''; }
+    if (out.status >= 500) throw new Error(`${source} answered ${out.status}: RFC 9309 §2.3.1.4 says disallow all`);
+    return out.body.toString('utf8');
+  }
+  try { return readFileSync(source, 'utf8'); } catch (err) { throw new UsageError(`cannot read ${source}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`); }
+}
+
+async function readStdinLines(): Promise<string[]> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8').split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+}
+
+interface JoinOpts {
+  seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
+  maxPages: number; untilIdle: boolean; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
+  warc: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string;
+}
+
+async function runJoin(opts: JoinOpts): Promise<number> {
+  const seeds: SeedSet = { urls: [], peers: [] };
+  for (const s of opts.seed) classifySeed(s, seeds);
+  if (seeds.peers.length) throw new Error('joining a mesh of peers is not available in this build yet; give http(s) seed URLs');
+  const mode = opts.progress === 'auto' ? (process.stderr.isTTY ? 'tty' : 'log') : opts.progress;
+  const { startAgent } = await import('../crawl/agent.js');
+  const { createLogger } = await import('../util/log.js');
+  const { startProgress } = await import('./progress.js');
+  // On a TTY the live line is the display; logs show only what needs attention.
+  const logger = createLogger(mode === 'tty' && opts.logLevel === 'info' ? 'warn' : opts.logLevel);
+  const agent = await startAgent({
+    dataDir: opts.dataDir, userAgent: opts.userAgent, seeds: seeds.urls, concurrency: opts.concurrency,
+    minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
+    resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody }, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
+    logger,
+  });
+  const progress = startProgress(mode, () => agent.snapshot(), logger);
+  let signals = 0;
+  const onSignal = (sig: string) => {
+    if (++signals > 1) process.exit(130);
+    logger.warn({ signal: sig }, 'stopping: finishing in-flight fetches (again to force)');
+    void agent.stop();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const summary = await agent.done;
+  progress.stop();
+  const text = JSON.stringify(summary, null, 2);
+  process.stdout.write(text + '\n');
+  if (opts.summary) writeFileSync(opts.summary, text + '\n');
+  if (mode === 'tty' && summary.warcDir) process.stderr.write(`WARC files are in ${String(summary.warcDir)}\n`);
+  return summary.failure ? 1 : 0;
+}
+
+/** Runs the CLI; resolves to the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  program.exitOverride();
+  program.configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  for (const c of program.commands) { c.exitOverride(); for (const sc of c.commands) sc.exitOverride(); }
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      return 2; // commander already printed its one-line message
+    }
+    if (err instanceof UsageError) { process.stderr.write(`ubicrawl: ${err.message}\n`); return 2; }
+    process.stderr.write(`ubicrawl: ${(err as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,175 @@
+// The one place for configuration defaults. Every module takes its settings
+// from an AgentConfig built by `resolveConfig`, so a default lives here once.
+
+export interface ResolveRule {
+  /** Host pattern: exact name, `*` (any host) or `*.suffix`. Lower case. */
+  host: string;
+  /** Port the rule applies to (curl semantics: HOST:PORT:ADDR). */
+  port: number;
+  /** Address to connect to instead of resolving the name. */
+  address: string;
+}
+
+export interface AgentConfig {
+  dataDir: string;
+  /** Full User-Agent header. Its product token is what robots.txt groups are matched on. */
+  userAgent: string;
+  /** Crawl seeds (absolute http(s) URLs). */
+  seeds: string[];
+  /** Maximum concurrent fetches (each to a different host). */
+  concurrency: number;
+  /** Per-host floor between two requests, ms (DESIGN.md: default 1 s). */
+  minDelayMs: number;
+  /** Mercator's rule: next request waits k × the last response time. */
+  delayFactor: number;
+  /** Upper bound on any politeness delay we honour (Crawl-delay, Retry-After), ms. */
+  maxDelayMs: number;
+  /** Stop after this many fetched pages (0 = no limit). */
+  maxPages: number;
+  /** Exit once nothing is queued or in flight. */
+  untilIdle: boolean;
+  /** Write the closing summary JSON here as well as printing it. */
+  summaryFile?: string;
+  resolve: ResolveRule[];
+  fetch: FetchConfig;
+  robots: RobotsConfig;
+  warc: WarcConfig;
+  frontier: FrontierConfig;
+  seen: SeenConfig;
+  /** Progress display: 'auto' = live line on a TTY, JSON logs otherwise. */
+  progress: 'auto' | 'tty' | 'log' | 'off';
+  logLevel: string;
+}
+
+export interface FetchConfig {
+  connectTimeoutMs: number;
+  /** Time to wait for response headers. */
+  headersTimeoutMs: number;
+  /** Idle time allowed between two body chunks. */
+  readTimeoutMs: number;
+  /** Wall-clock cap on one whole exchange; a trickling body is cut here. */
+  totalTimeoutMs: number;
+  /** Body cap, applied to the raw and to the decoded body. Longer bodies are kept truncated. */
+  maxBodyBytes: number;
+  /** Content types whose bodies are parsed for links. */
+  parseTypes: string[];
+}
+
+export interface RobotsConfig {
+  /** RFC 9309 §2.4: cache no longer than 24 h. */
+  cacheTtlMs: number;
+  /** RFC 9309 §2.5: parse at least 500 KiB. */
+  maxBytes: number;
+  /** RFC 9309 §2.3.1.2: follow at least five consecutive redirects. */
+  maxRedirects: number;
+}
+
+export interface WarcConfig {
+  enabled: boolean;
+  prefix: string;
+  maxFileBytes: number;
+}
+
+export interface FrontierConfig {
+  /** Hosts kept active (with an in-memory head) per unit of concurrency (Mercator: ~3×). */
+  activeHostsPerSlot: number;
+  /** URLs loaded into memory per active host at a time. */
+  headSize: number;
+}
+
+export interface SeenConfig {
+  /** DRUM: URLs buffered before one sorted check+update round. */
+  batchSize: number;
+  /** DRUM: longest a URL waits in the buffer, ms. */
+  maxWaitMs: number;
+}
+
+export const DEFAULT_USER_AGENT = 'ubicrawl/0.1 (+https://github.com/ubicrawl/ubicrawl)';
+
+export function defaultConfig(): AgentConfig {
+  return {
+    dataDir: './ubicrawl-data',
+    userAgent: DEFAULT_USER_AGENT,
+    seeds: [],
+    concurrency: 32,
+    minDelayMs: 1000,
+    delayFactor: 10,
+    maxDelayMs: 120_000,
+    maxPages: 0,
+    untilIdle: false,
+    resolve: [],
+    fetch: {
+      connectTimeoutMs: 10_000,
+      headersTimeoutMs: 15_000,
+      readTimeoutMs: 15_000,
+      totalTimeoutMs: 60_000,
+      maxBodyBytes: 2 * 1024 * 1024,
+      parseTypes: ['text/html', 'application/xhtml+xml'],
+    },
+    robots: {
+      cacheTtlMs: 24 * 3600 * 1000,
+      maxBytes: 500 * 1024,
+      maxRedirects: 5,
+    },
+    warc: {
+      enabled: true,
+      prefix: 'ubicrawl',
+      maxFileBytes: 1024 * 1024 * 1024,
+    },
+    frontier: {
+      activeHostsPerSlot: 3,
+      headSize: 64,
+    },
+    seen: {
+      batchSize: 4096,
+      maxWaitMs: 20,
+    },
+    progress: 'auto',
+    logLevel: 'info',
+  };
+}
+
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+export type AgentOptions = DeepPartial<AgentConfig>;
+
+/** Merges user options over the defaults (one level of nesting, which is all the config has). */
+export function resolveConfig(options: AgentOptions = {}): AgentConfig {
+  const base = defaultConfig();
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(options)) {
+    if (value === undefined) continue;
+    const current = (base as unknown as Record<string, unknown>)[key];
+    if (current && typeof current === 'object' && !Array.isArray(current) && typeof value === 'object' && !Array.isArray(value)) {
+      out[key] = { ...current, ...value };
+    } else {
+      out[key] = value;
+    }
+  }
+  return out as unknown as AgentConfig;
+}
+
+/** Parses curl's `--resolve HOST:PORT:ADDR` syntax. Throws a usage error with a clear message. */
+export function parseResolveRule(spec: string): ResolveRule {
+  // ADDR may be an IPv6 literal in brackets: host:443:[::1]
+  const m = /^([^:]+):(\d{1,5}):(\[[0-9a-fA-F:.]+\]|[0-9.]+)$/.exec(spec.trim());
+  if (!m) throw new Error(`--resolve expects HOST:PORT:ADDR (e.g. '*.web.test:8080:127.0.0.1'), got '${spec}'`);
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) throw new Error(`--resolve port out of range in '${spec}'`);
+  const address = m[3]!.startsWith('[') ? m[3]!.slice(1, -1) : m[3]!;
+  return { host: m[1]!.toLowerCase(), port, address };
+}
+
+/** The rule that applies to host:port, if any. Exact names win over wildcards, longer suffixes over shorter. */
+export function matchResolveRule(rules: readonly ResolveRule[], host: string, port: number): ResolveRule | undefined {
+  let best: ResolveRule | undefined;
+  let bestScore = -1;
+  for (const r of rules) {
+    if (r.port !== port) continue;
+    let score = -1;
+    if (r.host === host) score = 1e6;
+    else if (r.host === '*') score = 0;
+    else if (r.host.startsWith('*.') && host.endsWith(r.host.slice(1))) score = r.host.length;
+    if (score > bestScore) { best = r; bestScore = score; }
+  }
+  return best;
+}

@@ -1,0 +1,427 @@
+// One crawling agent: wires the pipeline of DESIGN.md together.
+//
+//   candidates ─► scope/traps ─► seen-set (DRUM) ─► frontier (disk) ─► robots ─► fetch
+//        ▲                                                                         │
+//        └──── normalise ◄── extract links ◄── WARC ◄──────────────────────────────┘
+//
+// Write ordering (why a SIGKILL loses nothing, see docs/storage.md):
+//   1. a URL's seen entry and its frontier entry are written in one batch;
+//   2. after a fetch, the WARC records are written, then the page's links go
+//      through (1) and are durable, and only then is the URL's frontier entry
+//      deleted (in the same batch that marks it fetched).
+// A kill at any point re-queues at most the URLs that were in flight.
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { openStore, type Store } from '../store/db.js';
+import { hostKey, seenKey } from '../store/keys.js';
+import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
+import { Drum, type BatchOp } from '../seen/drum.js';
+import { Frontier, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
+import { Fetcher, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
+import { HostResolver } from '../fetch/dns.js';
+import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
+import { productToken } from '../robots/parse.js';
+import { normalizeUrl } from '../url/normalize.js';
+import { extractPage } from '../parse/html.js';
+import { ScopePolicy } from '../scope/traps.js';
+import { WarcWriter } from '../warc/writer.js';
+import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
+import { CrawlStats, bump } from './stats.js';
+import { createLogger, silentLogger, type Logger } from '../util/log.js';
+
+export interface HostData {
+  robots: Map<string, RobotsEntry>;
+  lastResponseMs: number;
+  crawlDelayMs: number;
+  errorRun: number;
+  pages: number;
+}
+
+/** A URL on its way into the frontier. */
+interface Candidate extends NewUrl {
+  key: Buffer;
+}
+
+const SEEN_QUEUED = Buffer.from([1]);
+
+export interface AgentHandle {
+  readonly config: AgentConfig;
+  readonly stats: CrawlStats;
+  readonly done: Promise<Record<string, unknown>>;
+  seed(urls: string[]): Promise<number>;
+  snapshot(): AgentSnapshot;
+  stop(): Promise<Record<string, unknown>>;
+}
+
+export interface AgentSnapshot {
+  fetched: number;
+  queued: number;
+  inFlight: number;
+  hosts: number;
+  activeHosts: number;
+  errors: number;
+  pagesPerSecond: number;
+}
+
+export async function startAgent(options: AgentOptions & { logger?: Logger } = {}): Promise<AgentHandle> {
+  const config = resolveConfig(options);
+  const logger = options.logger ?? (config.logLevel === 'silent' ? silentLogger : createLogger(config.logLevel));
+  const store = await openStore(config.dataDir);
+  const agent = new Agent(config, store, logger);
+  try {
+    await agent.start();
+  } catch (err) {
+    await store.close().catch(() => {});
+    throw err;
+  }
+  return agent;
+}
+
+class Agent implements AgentHandle {
+  readonly stats = new CrawlStats();
+  readonly done: Promise<Record<string, unknown>>;
+  private resolveDone!: (s: Record<string, unknown>) => void;
+  private readonly token: string;
+  private readonly fetcher: Fetcher;
+  private readonly robots: RobotsCache;
+  private readonly drum: Drum<Candidate>;
+  private readonly frontier: Frontier<HostData>;
+  private readonly scope: ScopePolicy;
+  private warc: WarcWriter | undefined;
+  private inFlight = 0;
+  private running = false;
+  private stopping: Promise<Record<string, unknown>> | undefined;
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeAt = Infinity;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private shortId = '';
+  private pumpScheduled = false;
+  private fatal: Error | undefined;
+
+  constructor(readonly config: AgentConfig, private readonly store: Store, private readonly log: Logger) {
+    this.done = new Promise((r) => { this.resolveDone = r; });
+    this.token = productToken(config.userAgent);
+    this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
+    this.robots = new RobotsCache(store.robots, this.fetcher, config.robots);
+    this.scope = new ScopePolicy({});
+    this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
+      maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
+      headSize: config.frontier.headSize,
+      createData: () => ({ robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0 }),
+    });
+    this.frontier.onReady = () => this.schedulePump();
+    this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
+    this.drum = new Drum<Candidate>(store.db, store.seen, {
+      batchSize: config.seen.batchSize,
+      maxWaitMs: config.seen.maxWaitMs,
+      valueOf: () => SEEN_QUEUED,
+      onNew: (items) => this.frontier.enqueueOps(items),
+      afterCommit: (items) => { this.stats.urlsDiscovered += items.length; this.frontier.committed(items); },
+    });
+  }
+
+  async start(): Promise<void> {
+    this.shortId = await this.agentShortId();
+    await this.frontier.recover();
+    if (this.config.warc.enabled) {
+      this.warc = await WarcWriter.open({
+        dir: join(this.config.dataDir, 'warc'),
+        prefix: this.config.warc.prefix,
+        agentShortId: this.shortId,
+        maxFileBytes: this.config.warc.maxFileBytes,
+        warcinfo: {
+          software: 'ubicrawl/0.1',
+          format: 'WARC File Format 1.1',
+          'http-header-user-agent': this.config.userAgent,
+          robots: 'obey (RFC 9309)',
+        },
+      });
+    }
+    this.running = true;
+    this.log.info({ dataDir: this.config.dataDir, queued: this.frontier.queued, hosts: this.frontier.knownHosts, agent: this.shortId }, 'agent started');
+    await this.seed(this.config.seeds);
+    this.schedulePump();
+    this.armIdleCheck();
+  }
+
+  /** Adds crawl seeds; returns how many were accepted for queuing (before the seen check). */
+  async seed(urls: string[]): Promise<number> {
+    const cands: Candidate[] = [];
+    for (const u of urls) {
+      const c = this.candidate(u, undefined, 0);
+      if (c) cands.push(c);
+    }
+    await this.drum.submit(cands);
+    return cands.length;
+  }
+
+  snapshot(): AgentSnapshot {
+    const secs = (Date.now() - this.stats.startedAt) / 1000;
+    let errors = 0;
+    for (const v of Object.values(this.stats.errors)) errors += v;
+    return {
+      fetched: this.stats.fetched,
+      queued: this.frontier.queued,
+      inFlight: this.inFlight,
+      hosts: this.frontier.knownHosts,
+      activeHosts: this.frontier.activeHosts,
+      errors,
+      pagesPerSecond: secs > 0 ? this.stats.fetched / secs : 0,
+    };
+  }
+
+  stop(): Promise<Record<string, unknown>> {
+    if (!this.stopping) this.stopping = this.shutdown();
+    return this.stopping;
+  }
+
+  // ---- scheduling -------------------------------------------------------
+
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => { this.pumpScheduled = false; this.pump(); });
+  }
+
+  private pump(): void {
+    if (!this.running) return;
+    const limitReached = this.config.maxPages > 0 && this.stats.fetched + this.inFlight >= this.config.maxPages;
+    const now = Date.now();
+    while (!limitReached && this.inFlight < this.config.concurrency) {
+      if (this.config.maxPages > 0 && this.stats.fetched + this.inFlight >= this.config.maxPages) break;
+      const h = this.frontier.nextReady(now);
+      if (!h) break;
+      this.inFlight++;
+      this.turn(h).catch((err: Error) => this.onFatal(err)).finally(() => {
+        this.inFlight--;
+        this.schedulePump();
+      });
+    }
+    const wake = this.frontier.nextWake();
+    if (wake !== undefined && wake > now && wake < this.wakeAt) {
+      if (this.wakeTimer) clearTimeout(this.wakeTimer);
+      this.wakeAt = wake;
+      this.wakeTimer = setTimeout(() => { this.wakeAt = Infinity; this.wakeTimer = undefined; this.pump(); }, wake - now);
+    }
+    if (limitReached && this.inFlight === 0) void this.stop();
+  }
+
+  /** One turn of a host: at most one request to it (robots.txt or a page). */
+  private async turn(h: HostState<HostData>): Promise<void> {
+    for (;;) {
+      const q = this.frontier.take(h);
+      if (!q) { this.frontier.release(h, Date.now()); return; }
+      let origin: string;
+      try { origin = new URL(q.url).origin; } catch { await this.finish(q, h, [], undefined); continue; }
+      let robots = h.data.robots.get(origin);
+      if (!robots || robots.expires <= Date.now()) {
+        robots = await this.robots.lookup(origin);
+        if (robots) h.data.robots.set(origin, robots);
+      }
+      if (!robots) {
+        // Fetching robots.txt is this turn's request; the page waits for the next turn.
+        this.frontier.unshift(h, q);
+        const t0 = Date.now();
+        const log = { outcomes: [] as FetchOutcome[] };
+        const entry = await this.robots.fetch(origin, log);
+        this.stats.robotsFetches++;
+        h.data.robots.set(origin, entry);
+        h.data.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
+        for (const out of log.outcomes) if (out.ok) await this.writeWarc(out);
+        if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
+        const last = log.outcomes.at(-1);
+        this.frontier.release(h, this.politeAfter(h, Date.now(), last?.durationMs ?? Date.now() - t0, undefined));
+        return;
+      }
+      if (robots.rules.crawlDelay(this.token) !== undefined) h.data.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
+      if (!robots.rules.isAllowed(q.url, this.token)) {
+        this.stats.robotsBlocked++;
+        bump(this.stats.rejected, robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots');
+        await this.finish(q, h, [], 'robots');
+        continue; // no request was made: the host's turn goes on
+      }
+      const out = await this.fetcher.fetch(q.url);
+      if (!this.running && !out.ok) {
+        // Shutdown aborted it: leave it queued for the next run.
+        this.frontier.release(h, Date.now());
+        return;
+      }
+      const retryAfter = out.ok ? parseRetryAfter(out.header('retry-after'), Date.now()) : undefined;
+      const next = this.politeAfter(h, Date.now(), out.durationMs, retryAfter);
+      await this.process(q, h, out);
+      this.frontier.release(h, next);
+      return;
+    }
+  }
+
+  private politeAfter(h: HostState<HostData>, endedAt: number, responseMs: number, retryAfterMs: number | undefined): number {
+    h.data.lastResponseMs = responseMs;
+    return nextAllowedAt({
+      endedAt,
+      minDelayMs: this.config.minDelayMs,
+      crawlDelayMs: h.data.crawlDelayMs,
+      lastResponseMs: responseMs,
+      factor: this.config.delayFactor,
+      retryAfterMs,
+      maxDelayMs: this.config.maxDelayMs,
+    });
+  }
+
+  // ---- one fetched page -------------------------------------------------
+
+  private async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome): Promise<void> {
+    if (!out.ok) {
+      bump(this.stats.errors, out.kind);
+      h.data.errorRun++;
+      this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
+      await this.finish(q, h, [], `error:${out.kind}`);
+      return;
+    }
+    h.data.errorRun = 0;
+    h.data.pages++;
+    this.stats.recordResponse(out.status, out.rawBytes);
+    if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
+    if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
+    await this.writeWarc(out);
+    const links: Candidate[] = [];
+    if (out.status >= 300 && out.status < 400) {
+      const loc = out.header('location');
+      if (loc) {
+        this.stats.redirects++;
+        const c = this.candidate(loc, q.url, q.depth);
+        if (c) links.push(c);
+      }
+    } else if (out.status >= 200 && out.status < 300) {
+      this.extractLinks(q, out, links);
+    }
+    await this.finish(q, h, links, undefined);
+  }
+
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[]): void {
+    const ct = out.header('content-type');
+    let page;
+    try {
+      page = extractPage(out.body, {
+        url: q.url,
+        contentType: ct,
+        xRobotsTag: out.responseHeaders.filter(([k]) => k === 'x-robots-tag').map(([, v]) => v),
+        robotsToken: this.token,
+      });
+    } catch (err) {
+      bump(this.stats.errors, 'parse');
+      this.log.warn({ url: q.url, err: (err as Error).message }, 'page could not be parsed');
+      return;
+    }
+    if (!page.isHtml) return;
+    if (page.directives.nofollow) { bump(this.stats.rejected, 'page-nofollow', page.links.length); return; }
+    this.stats.linksExtracted += page.links.length;
+    for (const link of page.links) {
+      const c = this.candidate(link.url, undefined, q.depth + 1);
+      if (c) into.push(c);
+    }
+  }
+
+  /** Normalises and filters a discovered URL; null if it is turned away (counted). */
+  private candidate(raw: string, base: string | undefined, depth: number): Candidate | null {
+    const url = normalizeUrl(raw, base);
+    if (!url) { bump(this.stats.rejected, 'invalid-url'); return null; }
+    const host = new URL(url).hostname;
+    const verdict = this.scope.check(url, host);
+    if (verdict) { bump(this.stats.rejected, verdict); return null; }
+    const hk = hostKey(host);
+    return { host, hostKey: hk, url, depth, hops: 0, key: seenKey(hk, url) };
+  }
+
+  /**
+   * Completes a URL: its links are made durable first, then its frontier entry
+   * is removed and the seen entry marked with the outcome — in that order.
+   */
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], failure: string | undefined): Promise<void> {
+    try {
+      await this.drum.submit(links);
+      const ops: BatchOp[] = [this.frontier.doneOp(q)];
+      const state = Buffer.from([failure ? 3 : 2]);
+      ops.push({ type: 'put', sublevel: this.store.seen, key: seenKey(h.key, q.url), value: state });
+      await this.store.db.batch(ops as never);
+      this.frontier.acknowledged();
+    } catch (err) {
+      this.onFatal(err as Error);
+    }
+  }
+
+  private async writeWarc(out: FetchResponse): Promise<void> {
+    if (!this.warc) return;
+    try {
+      await this.warc.writeExchange({
+        url: out.url,
+        date: out.startedAt,
+        ip: out.ip,
+        method: out.method,
+        requestHeaders: out.requestHeaders,
+        status: out.status,
+        statusText: out.statusText,
+        responseHeaders: out.responseHeaders,
+        body: out.body,
+        truncated: out.truncated,
+      });
+      this.stats.warcRecords += 2;
+    } catch (err) {
+      bump(this.stats.errors, 'warc');
+      this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
+    }
+  }
+
+  // ---- lifecycle -------------------------------------------------------
+
+  private armIdleCheck(): void {
+    this.idleTimer = setInterval(() => {
+      if (!this.running) return;
+      if (this.config.untilIdle && this.inFlight === 0 && !this.drum.busy && this.frontier.idle) void this.stop();
+    }, 50);
+    this.idleTimer.unref();
+  }
+
+  private onFatal(err: Error): void {
+    if (this.fatal) return;
+    this.fatal = err;
+    this.log.error({ err: err.message }, 'agent failed');
+    void this.stop();
+  }
+
+  private async shutdown(): Promise<Record<string, unknown>> {
+    this.running = false;
+    if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    if (this.idleTimer) clearInterval(this.idleTimer);
+    // Let in-flight turns finish (each is bounded by the fetch timeouts).
+    const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
+    while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await this.drum.flush().catch((err: Error) => this.log.error({ err: err.message }, 'seen flush failed'));
+    await this.warc?.close().catch((err: Error) => this.log.error({ err: err.message }, 'WARC close failed'));
+    await this.fetcher.close();
+    const summary = this.stats.summary({
+      queued: this.frontier.queued,
+      hosts: this.frontier.knownHosts,
+      rejectedByScope: this.scope.counts(),
+      seen: { ...this.drum.stats },
+      dataDir: this.config.dataDir,
+      warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
+      agent: this.shortId,
+      ...(this.fatal ? { failure: this.fatal.message } : {}),
+    });
+    await this.store.close().catch(() => {});
+    this.log.info({ pages: this.stats.fetched }, 'agent stopped');
+    this.resolveDone(summary);
+    return summary;
+  }
+
+  private async agentShortId(): Promise<string> {
+    const k = Buffer.from('agent-id');
+    let id = await this.store.meta.get(k);
+    if (!id) {
+      // Replaced by the libp2p PeerId once the mesh exists; stable per data dir either way.
+      id = Buffer.from(randomBytes(6).toString('hex'));
+      await this.store.meta.put(k, id);
+    }
+    return id.toString('utf8');
+  }
+}

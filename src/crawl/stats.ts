@@ -1,0 +1,54 @@
+// Counters of one agent's crawl and the closing summary built from them.
+// Everything a person or a test wants to know afterwards is counted here, by kind.
+
+export type Counts = Record<string, number>;
+
+export function bump(c: Counts, key: string, by = 1): void {
+  c[key] = (c[key] ?? 0) + by;
+}
+
+export class CrawlStats {
+  readonly startedAt = Date.now();
+  fetched = 0;
+  bytes = 0;
+  readonly byStatusClass: Counts = {};
+  readonly byStatus: Counts = {};
+  readonly errors: Counts = {};
+  /** URLs turned away before fetching, by reason (robots, scope, traps, invalid). */
+  readonly rejected: Counts = {};
+  robotsBlocked = 0;
+  robotsFetches = 0;
+  truncated = 0;
+  redirects = 0;
+  linksExtracted = 0;
+  urlsDiscovered = 0;
+  warcRecords = 0;
+
+  recordResponse(status: number, bytes: number): void {
+    this.fetched++;
+    this.bytes += bytes;
+    bump(this.byStatusClass, `${Math.floor(status / 100)}xx`);
+    bump(this.byStatus, String(status));
+  }
+
+  summary(extra: Record<string, unknown> = {}): Record<string, unknown> {
+    const durationMs = Date.now() - this.startedAt;
+    return {
+      pages: this.fetched,
+      pagesByStatusClass: { ...this.byStatusClass },
+      pagesByStatus: { ...this.byStatus },
+      bytes: this.bytes,
+      durationMs,
+      pagesPerSecond: durationMs > 0 ? Math.round((this.fetched / durationMs) * 10000) / 10 : 0,
+      robotsBlocked: this.robotsBlocked,
+      robotsFetches: this.robotsFetches,
+      errors: { ...this.errors },
+      rejected: { ...this.rejected },
+      truncated: this.truncated,
+      redirects: this.redirects,
+      linksExtracted: this.linksExtracted,
+      urlsDiscovered: this.urlsDiscovered,
+      ...extra,
+    };
+  }
+}

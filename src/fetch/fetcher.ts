@@ -1,0 +1,175 @@
+// The HTTP edge: one undici Agent, connections resolved through HostResolver
+// (so `--resolve` can point any name at loopback and we know the IP for WARC),
+// every limit enforced here — connect/headers/read/total timeouts and a body cap
+// applied to both the raw and the decoded body. A truncated body is returned
+// with `truncated` set, never thrown away.
+import { Agent, buildConnector } from 'undici';
+import type { FetchConfig } from '../config.js';
+import { HostResolver } from './dns.js';
+import { decodeBody } from './decode.js';
+
+export type Truncation = false | 'length' | 'time' | 'disconnect';
+
+export interface FetchResponse {
+  ok: true;
+  url: string;
+  status: number;
+  statusText: string;
+  httpVersion: string;
+  method: string;
+  requestHeaders: [string, string][];
+  responseHeaders: [string, string][];
+  /** Body after Content-Encoding decoding (raw bytes if decoding failed). */
+  body: Buffer;
+  rawBytes: number;
+  truncated: Truncation;
+  contentEncodingError?: string;
+  ip?: string;
+  startedAt: Date;
+  durationMs: number;
+  header(name: string): string | undefined;
+}
+
+export type FetchErrorKind = 'dns' | 'connect' | 'timeout' | 'reset' | 'tls' | 'protocol' | 'aborted' | 'other';
+
+export interface FetchFailure {
+  ok: false;
+  url: string;
+  kind: FetchErrorKind;
+  message: string;
+  startedAt: Date;
+  durationMs: number;
+}
+
+export type FetchOutcome = FetchResponse | FetchFailure;
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 201: 'Created', 204: 'No Content', 206: 'Partial Content', 301: 'Moved Permanently', 302: 'Found',
+  303: 'See Other', 304: 'Not Modified', 307: 'Temporary Redirect', 308: 'Permanent Redirect', 400: 'Bad Request',
+  401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 410: 'Gone', 429: 'Too Many Requests',
+  500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout',
+};
+
+export class Fetcher {
+  private readonly agent: Agent;
+  private readonly ipOf = new Map<string, string>();
+
+  constructor(private readonly cfg: FetchConfig, private readonly userAgent: string, readonly resolver: HostResolver) {
+    const base = buildConnector({ timeout: cfg.connectTimeoutMs });
+    this.agent = new Agent({
+      connections: 1, // one connection per origin: politeness is enforced above, this keeps it honest
+      pipelining: 1,
+      headersTimeout: cfg.headersTimeoutMs,
+      bodyTimeout: cfg.readTimeoutMs,
+      keepAliveTimeout: 10_000,
+      connect: (opts, cb) => {
+        const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);
+        this.resolver.resolve(opts.hostname, port).then((r) => {
+          this.ipOf.set(opts.hostname, r.address);
+          base({ ...opts, hostname: r.address, servername: opts.servername ?? opts.hostname }, cb);
+        }, (err: Error) => {
+          const e = new Error(`dns: ${err.message}`) as NodeJS.ErrnoException;
+          e.code = 'UBI_DNS';
+          cb(e, null);
+        });
+      },
+    });
+  }
+
+  async fetch(url: string, extraHeaders: [string, string][] = []): Promise<FetchOutcome> {
+    const startedAt = new Date();
+    const t0 = performance.now();
+    let u: URL;
+    try { u = new URL(url); } catch { return fail(url, 'other', 'invalid URL', startedAt, t0); }
+    const requestHeaders: [string, string][] = [
+      ['Host', u.host],
+      ['User-Agent', this.userAgent],
+      ['Accept', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
+      ['Accept-Encoding', 'gzip, deflate, br'],
+      ...extraHeaders,
+    ];
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => { timedOut = true; controller.abort(); }, this.cfg.totalTimeoutMs);
+    try {
+      const res = await this.agent.request({
+        origin: u.origin,
+        path: u.pathname + u.search,
+        method: 'GET',
+        headers: requestHeaders.slice(1).flat(), // undici writes Host from the origin
+        signal: controller.signal,
+        maxRedirections: 0,
+      } as Parameters<Agent['request']>[0]);
+      const chunks: Buffer[] = [];
+      let raw = 0;
+      let truncated: Truncation = false;
+      const cap = this.cfg.maxBodyBytes;
+      try {
+        for await (const chunk of res.body as AsyncIterable<Buffer>) {
+          const room = cap - raw;
+          if (chunk.length >= room) {
+            if (room > 0) chunks.push(chunk.subarray(0, room));
+            raw += room;
+            truncated = 'length';
+            break;
+          }
+          chunks.push(chunk);
+          raw += chunk.length;
+        }
+      } catch (err) {
+        truncated = timedOut ? 'time' : 'disconnect';
+        void err;
+      }
+      if (truncated) res.body.destroy();
+      const responseHeaders = headerPairs(res.headers);
+      const header = (name: string) => {
+        const v = res.headers[name.toLowerCase()];
+        return Array.isArray(v) ? v.join(', ') : v;
+      };
+      const rawBody = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, raw);
+      const decoded = decodeBody(rawBody, header('content-encoding'), cap);
+      if (decoded.truncated && !truncated) truncated = 'length';
+      return {
+        ok: true, url, status: res.statusCode, statusText: STATUS_TEXT[res.statusCode] ?? '', httpVersion: '1.1', method: 'GET',
+        requestHeaders, responseHeaders, body: decoded.body, rawBytes: raw, truncated,
+        contentEncodingError: decoded.error, ip: this.ipOf.get(u.hostname.replace(/^\[|\]$/g, '')) ?? this.ipOf.get(u.hostname),
+        startedAt, durationMs: performance.now() - t0, header,
+      };
+    } catch (err) {
+      return fail(url, timedOut ? 'timeout' : classify(err), (err as Error).message, startedAt, t0);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close().catch(() => this.agent.destroy());
+  }
+}
+
+function fail(url: string, kind: FetchErrorKind, message: string, startedAt: Date, t0: number): FetchFailure {
+  return { ok: false, url, kind, message, startedAt, durationMs: performance.now() - t0 };
+}
+
+function headerPairs(h: Record<string, string | string[] | undefined>): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined) continue;
+    if (Array.isArray(v)) for (const x of v) out.push([k, x]);
+    else out.push([k, v]);
+  }
+  return out;
+}
+
+function classify(err: unknown): FetchErrorKind {
+  const code = (err as NodeJS.ErrnoException)?.code ?? '';
+  const name = (err as Error)?.name ?? '';
+  if (code === 'UBI_DNS' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
+  if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'connect';
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ETIMEDOUT') return 'timeout';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED') return 'reset';
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || code === 'CERT_HAS_EXPIRED' || code === 'DEPTH_ZERO_SELF_SIGNED_CERT') return 'tls';
+  if (code.startsWith('HPE_') || code === 'UND_ERR_INFO' || code === 'UND_ERR_RESPONSE_STATUS_CODE') return 'protocol';
+  if (name === 'AbortError' || code === 'UND_ERR_ABORTED') return 'aborted';
+  return 'other';
+}
