@@ -54,7 +54,8 @@ function needsWork(s: string, i: number, c: number, pattern: boolean): boolean {
     const h = i + 2 < s.length ? hexVal(s.charCodeAt(i + 1)) : -1;
     const l = h >= 0 ? hexVal(s.charCodeAt(i + 2)) : -1;
     if (l < 0) return true; // bare "%": becomes %25
-    if (CLASS[(h << 4) | l] === UNRESERVED && ((h << 4) | l) < 0x80) return true; // decode
+    const b = (h << 4) | l;
+    if (b < 0x80 && CLASS[b] === UNRESERVED) return true; // decoded
     const c1 = s.charCodeAt(i + 1);
     const c2 = s.charCodeAt(i + 2);
     return c1 >= 0x61 || c2 >= 0x61; // lower-case hex
