@@ -60,7 +60,7 @@ export function buildProgram(): Command {
     .option('--agent <name>', 'user agent (product token) to check for', 'ubicrawl')
     .option('--resolve <host:port:addr>', 'as for join; repeatable', resolveArg, [])
     .action(async (source: string, urls: string[], opts: { agent: string; resolve: ResolveRule[] }) => {
-      const { RobotsTxt, formatExplain } = await import('../robots/parse.js');
+      const { RobotsTxt, formatExplain } = await import('../robots/index.js');
       const body = await readSource(source, opts.resolve);
       const robotsTxt = RobotsTxt.parse(body);
       for (const u of urls) process.stdout.write(formatExplain(u, robotsTxt.explain(u, opts.agent)) + '\n');

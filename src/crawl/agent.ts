@@ -20,7 +20,7 @@ import { Frontier, type HostState, type NewUrl, type QueuedUrl } from '../fronti
 import { Fetcher, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
-import { productToken } from '../robots/parse.js';
+import { productToken } from '../robots/index.js';
 import { normalizeUrl } from '../url/normalize.js';
 import { extractPage } from '../parse/html.js';
 import { ScopePolicy } from '../scope/traps.js';
