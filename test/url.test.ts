@@ -242,6 +242,8 @@ test('WHATWG URL: "\\" is "/" before the query in http(s), kept (encoded) in the
   assert.equal(normalizeUrl('http:\\\\a\\b\\c?d\\e'), 'http://a/b/c?d%5Ce');
   assert.equal(normalizeUrl('\\\\h\\x', 'https://a/'), 'https://h/x');
   assert.equal(normalizeUrl('..\\g', 'http://a/b/c/d'), 'http://a/b/g');
+  assert.equal(normalizeUrl('http:\\\\a\\b'), 'http://a/b');
+  assert.equal(normalizeUrl('http://a\\b'), 'http://a/b');
 });
 
 test('schemes: only http and https by default; the option widens or narrows it', () => {
@@ -311,6 +313,37 @@ test('RFC 3986 §6.1: the normal form is a fixed point and a valid URI', () => {
     assert.match(n1, uriChars, u);
     assert.doesNotMatch(n1, /%(?![0-9A-F]{2})/, u);
   }
+});
+
+test('differential: same octets as WHATWG URL wherever both accept the input (RFC 3986 §6.1 equivalence)', () => {
+  // Percent-decoding both outputs octet by octet removes the differences that
+  // are pure encoding choices (hex case, unreserved decoding, what gets
+  // encoded); what is left must be identical: same host, same path after dot
+  // removal, same query.
+  const octets = (u: string) => u.replace(/%([0-9A-Fa-f]{2})/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+  let seed = 4242;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 0x1000000;
+  const alphabet = ['a', 'B', '0', '/', '/', '.', '..', './', '../', '?', '#', '&', '=', '%', '%2e', '%2E%2e', '%41', '%7e',
+    '%2F', '%3f', '%zz', ' ', '\\', "'", '"', '<', '|', '^', '[', ']', '{', '`', '~', 'é', '\u4e2d', ';', ':', '@', '+', '\t'];
+  const pick = () => alphabet[Math.floor(rnd() * alphabet.length)];
+  const hosts = ['h.example', 'H.Example', 'xn--bcher-kva.example', 'bücher.example', '127.0.0.1', '[::1]', 'h.example:8080', 'h.example:80'];
+  let compared = 0;
+  for (let i = 0; i < 4000; i++) {
+    let ref = '';
+    const len = Math.floor(rnd() * 12);
+    for (let j = 0; j < len; j++) ref += pick();
+    const host = hosts[Math.floor(rnd() * hosts.length)];
+    const absolute = rnd() < 0.5;
+    const input = absolute ? `http://${host}/${ref}` : ref;
+    const base = `https://${host}/p/q/r?s`;
+    const ours = normalizeUrl(input, absolute ? undefined : base, { stripTrackingParams: false });
+    let theirs: string | null = null;
+    try { theirs = new URL(input, absolute ? undefined : base).href.replace(/#.*$/, ''); } catch { /* refused */ }
+    if (ours === null || theirs === null) continue;
+    compared++;
+    assert.equal(octets(ours), octets(theirs), `input ${JSON.stringify(input)}: ${ours} vs ${theirs}`);
+  }
+  assert.ok(compared > 3000, String(compared));
 });
 
 test('the normal form resolves, in a browser-compatible parser, to the same resource', () => {

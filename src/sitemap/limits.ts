@@ -1,8 +1,9 @@
 // Limits of Sitemaps 0.90 (https://www.sitemaps.org/protocol.html): a sitemap
 // file holds at most 50,000 URLs and 50 MiB (52,428,800 bytes) uncompressed; a
 // sitemap index at most 50,000 sitemaps under the same size limit. The
-// protocol does not allow an index to list indexes, but the web does it, so
-// the fetcher follows nested indexes down to a fixed depth and never twice.
+// protocol does not provide for an index listing indexes, but the web does
+// it, so the fetcher follows nested indexes down to a fixed depth and never
+// twice.
 
 export interface SitemapLimits {
   /** Entries (<url>, <sitemap>, text lines, feed items) considered per file. */

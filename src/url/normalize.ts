@@ -264,8 +264,12 @@ function split(s: string, from: number, scheme: string | null, out: Parts): void
   out.query = q < 0 ? null : s.slice(q + 1, end);
 }
 
-/** Parses `s` (already cleaned). `inheritScheme` is the base's scheme, used only to decide on `\` handling. */
-function parseRef(s: string, inheritScheme: string | null, out: Parts): void {
+/**
+ * Parses `s` (already cleaned) into `out`. `inheritScheme` is the base's
+ * scheme, used only to decide on `\` handling. Returns the string that was
+ * split (`s` with backslashes turned into slashes where WHATWG does that).
+ */
+function parseRef(s: string, inheritScheme: string | null, out: Parts): string {
   const sl = schemeLength(s);
   let scheme: string | null = null;
   let from = 0;
@@ -276,6 +280,7 @@ function parseRef(s: string, inheritScheme: string | null, out: Parts): void {
   const eff = scheme ?? inheritScheme;
   if (eff !== null && isSpecial(eff)) s = backslashes(s, from);
   split(s, from, scheme, out);
+  return s;
 }
 
 // Single-entry cache of the last base: link extraction resolves many hrefs
@@ -545,9 +550,10 @@ let AUTH_POST = '';
 /** Sets AUTH_PRE/AUTH_HOST/AUTH_POST for `authority` (§3.2), or returns why it is invalid. */
 function normAuthority(authority: string, scheme: string): NormalizeFailure | null {
   if (authority === authIn && scheme === authScheme) return authFail;
+  authIn = null; // not cached until parsed completely
+  authFail = parseAuthority(authority, scheme);
   authIn = authority;
   authScheme = scheme;
-  authFail = parseAuthority(authority, scheme);
   return authFail;
 }
 
@@ -598,12 +604,12 @@ function parseAuthority(authority: string, scheme: string): NormalizeFailure | n
 }
 
 function run(input: string, base: string | undefined, c: Compiled): string | NormalizeFailure {
-  const s = clean(input);
+  let s = clean(input);
   const hasBase = base !== undefined && base !== null && base !== '';
   const b = hasBase ? parseBase(String(base)) : null;
   if (hasBase && b === null) return FAILURES.base;
   if (s.length === 0 && b === null) return FAILURES.empty;
-  parseRef(s, b === null ? null : b.scheme, REF);
+  s = parseRef(s, b === null ? null : b.scheme, REF);
 
   // RFC 3986 §5.2.2 (transform references), non-strict variant: a reference
   // with the base's own scheme and no authority ("http:g") is resolved as a
