@@ -72,14 +72,11 @@ export function buildProgram(): Command {
     .argument('[url...]', 'URLs to normalise')
     .option('--base <url>', 'resolve relative references against this base')
     .action(async (urls: string[], opts: { base?: string }) => {
-      const { normalizeUrl } = await import('../url/normalize.js');
-      const inputs = urls.length ? urls : await readStdinLines();
-      let bad = 0;
-      for (const u of inputs) {
-        const n = normalizeUrl(u, opts.base);
-        if (n === null) { bad++; process.stdout.write(`invalid\t${u}\n`); } else process.stdout.write(n + '\n');
-      }
-      if (bad) process.exitCode = 1;
+      const { normalizeUrlsForCli, splitInputLines } = await import('../url/cli.js');
+      const inputs = urls.length ? urls : splitInputLines(await readStdin());
+      const result = normalizeUrlsForCli(inputs, { base: opts.base });
+      process.stdout.write(result.lines.map((l) => l + '\n').join(''));
+      if (result.invalid > 0) process.exitCode = 1;
     });
 
   program.command('simhash')
@@ -118,10 +115,10 @@ async function readSource(source: string, resolve: ResolveRule[]): Promise<strin
   try { return readFileSync(source, 'utf8'); } catch (err) { throw new UsageError(`cannot read ${source}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`); }
 }
 
-async function readStdinLines(): Promise<string[]> {
+async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString('utf8').split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 interface JoinOpts {
