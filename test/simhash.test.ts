@@ -7,7 +7,7 @@ import {
   permute, unpermute, tableKeys, candidatePrefixes, candidateRanges, fingerprintFromKey,
   SimhashIndex, TABLE_KEY_BYTES,
 } from '../src/dedup/simhash.js';
-import { article, prng } from './textgen.js';
+import { article, prng } from '../bench/textgen.js';
 
 // Straightforward reference (string shingles, one vote per bit): slow but obviously right.
 function referenceSimhash(text: string, k = 3): bigint {
