@@ -5,17 +5,20 @@
 //   1. year SEP two-digit month (01–12):        /2099/05, 2099-05-17, 2099_05
 //   2. year SEP month SEP day (1–2 digits each):  /2099/5/17, 2099.5.1
 //      (SEP one of / - . _, the same both times)
-//   3. a query parameter named like a date (year, month, date, day, cal, …)
+//   3. a query parameter named for a date (year, month, date, day, cal, …)
 //      whose value starts with YYYY, YYYYMM or YYYYMMDD:  ?year=2099, ?date=20990517
 //   4. a whole path segment YYYY, YYYYMM or YYYYMMDD right after a segment
 //      named like a calendar (calendar, events, archive, year, …): /events/2099
 // A bare 4-digit number elsewhere (/product/2500) is not taken for a year.
 // The scan is linear, with no regular expression.
 
-/** Query parameter names whose value is a date (lower-case). */
+/** Query parameter names whose value is a date (lower-case). Offsets and
+ * coordinates (start, from, y, m, d) are deliberately absent: `?start=3000`
+ * is a pager offset, not the year 3000 (dates with separators in any
+ * parameter are caught by shapes 1 and 2 anyway). */
 export const CALENDAR_PARAMS: ReadonlySet<string> = new Set([
-  'year', 'yr', 'y', 'month', 'mon', 'm', 'day', 'd', 'date', 'dt', 'cal', 'calendar',
-  'from', 'to', 'start', 'end', 'since', 'until', 'week', 'period', 'time', 'ym', 'ymd',
+  'year', 'yr', 'month', 'mon', 'day', 'date', 'dt', 'cal', 'calendar',
+  'ym', 'ymd', 'yyyy', 'yyyymm', 'yyyymmdd', 'jahr', 'annee',
 ]);
 
 /** Path segments after which a year-like segment is a date (lower-case). */

@@ -88,8 +88,11 @@ export function compileSessionIdMatcher(
     }
     if (query !== null) {
       const parts = query.split('&');
-      const kept = parts.filter((p) => !queryParam.test(p));
-      if (kept.length !== parts.length) query = kept.length > 0 ? kept.join('&') : null;
+      if (parts.some((p) => queryParam.test(p))) {
+        // Rebuilt only when something goes; empty pieces ("&&") go with it.
+        const kept = parts.filter((p) => p.length > 0 && !queryParam.test(p));
+        query = kept.length > 0 ? kept.join('&') : null;
+      }
     }
     return path + (query !== null ? '?' + query : '') + frag;
   }

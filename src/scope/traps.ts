@@ -207,7 +207,8 @@ export class ScopePolicy {
    * the seen-set, so that session variants of one page are one URL.
    */
   rewrite(url: string): string {
-    if (this.options.sessionIds !== 'strip') return url;
+    // Over-long URLs are left as they are: check() turns them away anyway.
+    if (this.options.sessionIds !== 'strip' || typeof url !== 'string' || url.length > this.options.maxUrlLength) return url;
     const out = this.session.strip(url);
     if (out !== url) this.strippedCount++;
     return out;
