@@ -21,7 +21,7 @@ import { Fetcher, type FetchOutcome, type FetchResponse } from '../fetch/fetcher
 import { HostResolver } from '../fetch/dns.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
 import { productToken } from '../robots/index.js';
-import { normalizeUrl } from '../url/normalize.js';
+import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { extractPage } from '../parse/html.js';
 import { ScopePolicy } from '../scope/traps.js';
 import { WarcWriter } from '../warc/writer.js';
@@ -41,6 +41,8 @@ export interface HostData {
 interface Candidate extends NewUrl {
   key: Buffer;
 }
+
+const SEEN_REJECTED = Buffer.from([4]);
 
 const SEEN_QUEUED = Buffer.from([1]);
 
@@ -87,6 +89,8 @@ class Agent implements AgentHandle {
   private readonly drum: Drum<Candidate>;
   private readonly frontier: Frontier<HostData>;
   private readonly scope: ScopePolicy;
+  /** Candidates of the DRUM round in progress that passed the scope budgets. */
+  private readonly admitted = new Set<Candidate>();
   private warc: WarcWriter | undefined;
   private inFlight = 0;
   private running = false;
@@ -114,9 +118,18 @@ class Agent implements AgentHandle {
     this.drum = new Drum<Candidate>(store.db, store.seen, {
       batchSize: config.seen.batchSize,
       maxWaitMs: config.seen.maxWaitMs,
-      valueOf: () => SEEN_QUEUED,
-      onNew: (items) => this.frontier.enqueueOps(items),
-      afterCommit: (items) => { this.stats.urlsDiscovered += items.length; this.frontier.committed(items); },
+      valueOf: (it) => (this.admitted.has(it) ? SEEN_QUEUED : SEEN_REJECTED),
+      // Budgets are charged only for URLs the seen-set says are new (repeat links must not use them up).
+      onNew: (items) => {
+        const admitted = items.filter((it) => this.scope.admit(it.url, it.host) === null);
+        for (const it of admitted) this.admitted.add(it);
+        return this.frontier.enqueueOps(admitted);
+      },
+      afterCommit: (items) => {
+        const admitted = items.filter((it) => this.admitted.delete(it));
+        this.stats.urlsDiscovered += admitted.length;
+        this.frontier.committed(admitted);
+      },
     });
   }
 
@@ -315,7 +328,12 @@ class Agent implements AgentHandle {
     if (!page.isHtml) return;
     if (page.directives.nofollow) { bump(this.stats.rejected, 'page-nofollow', page.links.length); return; }
     this.stats.linksExtracted += page.links.length;
-    for (const link of page.links) {
+    let links = page.links;
+    if (links.length > this.scope.maxLinksPerPage) {
+      this.scope.noteLinkCap(links.length - this.scope.maxLinksPerPage);
+      links = links.slice(0, this.scope.maxLinksPerPage);
+    }
+    for (const link of links) {
       const c = this.candidate(link.url, undefined, q.depth + 1);
       if (c) into.push(c);
     }
@@ -323,11 +341,12 @@ class Agent implements AgentHandle {
 
   /** Normalises and filters a discovered URL; null if it is turned away (counted). */
   private candidate(raw: string, base: string | undefined, depth: number): Candidate | null {
-    const url = normalizeUrl(raw, base);
-    if (!url) { bump(this.stats.rejected, 'invalid-url'); return null; }
-    const host = new URL(url).hostname;
-    const verdict = this.scope.check(url, host);
-    if (verdict) { bump(this.stats.rejected, verdict); return null; }
+    const normal = normalizeUrl(raw, base);
+    if (!normal) { bump(this.stats.rejected, 'invalid-url'); return null; }
+    const url = this.scope.rewrite(normal);
+    const host = hostOf(url);
+    // Scope rejections are counted by the policy itself (summary: rejectedByScope).
+    if (this.scope.checkStatic(url, host)) return null;
     const hk = hostKey(host);
     return { host, hostKey: hk, url, depth, hops: 0, key: seenKey(hk, url) };
   }
