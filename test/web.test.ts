@@ -9,7 +9,8 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Parser } from 'htmlparser2';
 import {
-  startSyntheticWeb, checkPoliteness, checkPolitenessPerIp, WebGraph, RobotsOracle, canonicalTarget, buildGzipBomb,
+  startSyntheticWeb, checkPoliteness, checkPolitenessPerIp, computeReachable, WebGraph, RobotsOracle, canonicalTarget,
+  buildGzipBomb,
   type SyntheticWeb, type RequestRecord,
 } from '../bench/web/index.js';
 import { Renderer } from '../bench/web/content.js';
@@ -158,6 +159,21 @@ test('determinism: link targets do not move when only variant/nofollow shares ch
   }
 });
 
+test('pagesPerHost may vary per host; every link and redirect target is an existing page', () => {
+  const g = new WebGraph({ hosts: 5, pagesPerHost: (i) => 3 + i * 10, crossHostShare: 0.5, errorMix: { redirect: 0.3 } }, 8080);
+  assert.equal(g.totalPages(), 3 + 13 + 23 + 33 + 43);
+  for (let i = 0; i < 5; i++) {
+    for (let k = 0; k < g.pages(i); k++) {
+      for (const l of g.links(i, k)) assert.ok(l.page < g.pages(l.host));
+      const t = g.redirect(i, k).target;
+      if (t) assert.ok(t.page < g.pages(t.host));
+    }
+  }
+  const r = computeReachable(g);
+  for (const u of r.reachable) assert.notEqual(g.describe(u), null);
+  assert.ok(r.reachable.size > 80);
+});
+
 test('determinism: two servers with the same seed serve the same pages (modulo port)', async () => {
   const w1 = await startSyntheticWeb({ seed: 'abc', hosts: 3, pagesPerHost: 8 });
   const w2 = await startSyntheticWeb({ seed: 'abc', hosts: 3, pagesPerHost: 8 });
@@ -278,6 +294,7 @@ test('error mix: shares hold per host; 404, 500, 429 + Retry-After and 301/302 c
     // Serve every page of a few hosts and compare with describe().
     const chainLengths = new Set<number>();
     const codes = new Set<number>();
+    let relative = 0;
     for (let i = 0; i < 4; i++) {
       for (let k = 0; k < 41; k++) {
         const url = web.graph.pageUrl(i, k);
@@ -291,6 +308,7 @@ test('error mix: shares hold per host; 404, 500, 429 + Retry-After and 301/302 c
           let res = r;
           while (res.status >= 300 && res.status < 400) {
             codes.add(res.status);
+            if (res.headers.location!.startsWith('/')) relative++;
             at = new URL(res.headers.location!, at).href;
             hops++;
             res = await get(web, at);
@@ -303,6 +321,7 @@ test('error mix: shares hold per host; 404, 500, 429 + Retry-After and 301/302 c
     }
     assert.ok(chainLengths.has(1) && chainLengths.has(2), `chain lengths seen: ${[...chainLengths]}`);
     assert.deepEqual(sorted([...codes].map(String)), ['301', '302']);
+    assert.ok(relative > 0, 'intermediate hops use relative Location references');
   } finally {
     await web.close();
   }

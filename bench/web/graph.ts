@@ -273,6 +273,7 @@ export class WebGraph {
   private readonly pageCounts: Int32Array | null;
   private readonly plans: (HostPlan | undefined)[];
   private readonly origins: (string | undefined)[];
+  private readonly names: (string | undefined)[];
   private readonly robotsOpt: SyntheticWebOptions['robots'];
   private readonly robotsCache: (ResolvedRobots | undefined)[];
   readonly trapHosts: Map<string, TrapHost> = new Map();
@@ -295,6 +296,7 @@ export class WebGraph {
     }
     this.plans = new Array(this.cfg.hosts);
     this.origins = new Array(this.cfg.hosts);
+    this.names = new Array(this.cfg.hosts);
     this.robotsOpt = options.robots ?? 'allow';
     this.robotsCache = new Array(this.cfg.hosts);
     const t = this.cfg.traps;
@@ -329,7 +331,9 @@ export class WebGraph {
   }
 
   hostName(i: number): string {
-    return `${this.cfg.hostPrefix}${i}${this.dotSuffix}`;
+    let n = this.names[i];
+    if (n === undefined) n = this.names[i] = `${this.cfg.hostPrefix}${i}${this.dotSuffix}`;
+    return n;
   }
 
   trapHostName(t: TrapHost): string {
@@ -472,8 +476,22 @@ export class WebGraph {
 
   /** Absolute Location of hop j of page k's redirect chain. */
   redirectLocation(i: number, k: number, hop: number, r: RedirectInfo = this.redirect(i, k)): string {
-    if (hop + 1 < r.length) return `${this.origin(i)}/r/${k}/${hop + 1}`;
+    if (hop + 1 < r.length) return `${this.origin(i)}${this.hopPath(k, hop + 1)}`;
     return r.target ? this.pageUrl(r.target.host, r.target.page) : `${this.origin(i)}/m/${k}`;
+  }
+
+  /**
+   * Location header as sent: intermediate hops use a relative reference
+   * (RFC 9110 §10.2.2 allows it), the final target an absolute URL, so
+   * crawlers must resolve both kinds.
+   */
+  redirectWireLocation(i: number, k: number, hop: number, r: RedirectInfo = this.redirect(i, k)): string {
+    if (hop + 1 < r.length) return this.hopPath(k, hop + 1);
+    return this.redirectLocation(i, k, hop, r);
+  }
+
+  private hopPath(k: number, n: number): string {
+    return `/r/${k}/${n}`;
   }
 
   /** Static Last-Modified of a page that never changes: a fixed date in 2024. */

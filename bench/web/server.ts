@@ -316,7 +316,7 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
           case Kind.NearDup: return servePage(req, res, head, i, k, graph.contentSource(i, k), true);
           case Kind.Redirect: {
             const r = graph.redirect(i, k);
-            return redirectTo(res, head, r.codes[0], graph.redirectLocation(i, k, 0, r));
+            return redirectTo(res, head, r.codes[0], graph.redirectWireLocation(i, k, 0, r));
           }
           case Kind.NotFound: return send(res, head, 404, { 'content-type': HTML, 'content-length': NOT_FOUND.length }, NOT_FOUND);
           case Kind.ServerError:
@@ -337,7 +337,7 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
       }
       case 'hop': {
         const r = graph.redirect(i, route.page);
-        return redirectTo(res, head, r.codes[route.hop], graph.redirectLocation(i, route.page, route.hop, r));
+        return redirectTo(res, head, r.codes[route.hop], graph.redirectWireLocation(i, route.page, route.hop, r));
       }
       case 'moved':
         return servePage(req, res, head, i, route.page, route.page, false);
@@ -417,7 +417,7 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
     const tres = res as TaggedResponse;
     inFlight++;
     res.once('close', onClose);
-    const host = hostOf(req.headers.host);
+    let host = hostOf(req.headers.host);
     let target = req.url ?? '/';
     if (target.charCodeAt(0) !== 0x2f) {
       // absolute-form (RFC 9112 §3.2.2) or garbage
@@ -429,6 +429,7 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
       }
     }
     const i = graph.hostIndex(host);
+    if (i >= 0) host = graph.hostName(i); // one shared string per host in the log
     const method = req.method ?? 'GET';
     if (logOn) {
       const sock = req.socket;
