@@ -115,8 +115,8 @@ const HEAD_2 = B('</title>\n<style>body{font-family:sans-serif;max-width:42em;ma
   '<body>\n<header><nav><a href="/">');
 const HEAD_3 = B('</a></nav></header>\n<main>\n<article>\n<h1>');
 const ALT_1 = B('<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n<meta name="viewport" content="width=device-width">\n<title>');
-const ALT_2 = B('</title>\n<style>.print{font:12pt serif}.promo{border:1px solid #ccc;padding:4px}</style>\n<script>window.pv=');
-const ALT_3 = B(';</script>\n</head>\n<body class="print">\n<div id="top"><nav class="m"><a href="/">');
+const ALT_2 = B('</title>\n<style>.print{font:12pt serif}.promo{border:1px solid #ccc;padding:4px}</style>\n<!-- print view ');
+const ALT_3 = B(' -->\n</head>\n<body class="print">\n<div id="top"><nav class="m"><a href="/">');
 const ALT_4 = B('</a></nav></div>\n<div class="content">\n<h1>');
 const H1_END = B('</h1>\n');
 const P_CLOSE = B('</p>\n');
@@ -244,9 +244,17 @@ export class Renderer {
     if (!alt) {
       w.buf(TAIL_1); w.buf(this.ad(i)); w.buf(TAIL_2); w.str(site); w.buf(FOOT_1); w.str(String(i % 7)); w.buf(FOOT_2);
     } else {
-      const altRng = new Rng(hash4(g.cfg.seed, i, altSeed, SALT_ALT));
-      w.buf(ALT_TAIL_1); w.str(this.pool.phrase(altRng, 3)); w.buf(ALT_TAIL_2); w.str(site); w.buf(FOOT_1);
-      w.str(String(7 + (altSeed % 7))); w.buf(FOOT_2);
+      w.buf(ALT_TAIL_1);
+      const changed = g.cfg.nearDupChangedWords;
+      if (changed === 0) w.buf(this.ad(i));
+      else {
+        // The host's ad with its last words swapped: `changed` visible words differ.
+        const words = this.ad(i).toString('utf8').split(' ');
+        const altRng = new Rng(hash4(g.cfg.seed, i, altSeed, SALT_ALT));
+        const extra = this.pool.phrase(altRng, changed).split(' ');
+        w.str([...words.slice(0, Math.max(0, words.length - changed)), ...extra].join(' '));
+      }
+      w.buf(ALT_TAIL_2); w.str(site); w.buf(FOOT_1); w.str(String(i % 7)); w.buf(FOOT_2);
     }
     return w.finish(alloc);
   }

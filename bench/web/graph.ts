@@ -166,6 +166,7 @@ export interface GraphConfig {
   errorMix: Required<ErrorMix>;
   redirectToExistingShare: number;
   nearDupShare: number;
+  nearDupChangedWords: number;
   exactDupShare: number;
   sitemap: boolean;
   hostPrefix: string;
@@ -224,6 +225,7 @@ export function resolveConfig(o: SyntheticWebOptions): GraphConfig {
     errorMix,
     redirectToExistingShare: share(o.redirectToExistingShare ?? 0.5, 'redirectToExistingShare'),
     nearDupShare: share(o.nearDupShare, 'nearDupShare'),
+    nearDupChangedWords: Math.max(0, Math.floor(o.nearDupChangedWords ?? 0)),
     exactDupShare: share(o.exactDupShare, 'exactDupShare'),
     sitemap: o.sitemap ?? true,
     hostPrefix: (o.hostPrefix ?? 'h').toLowerCase(),
@@ -637,7 +639,11 @@ export class WebGraph {
     if (this.trapHosts.has(host)) return { url: canon, status: 0, kind: 'trap', links: [] };
     const i = this.hostIndex(host);
     if (i < 0) return { url: canon, status: 404, kind: 'missing', links: [] };
-    const target = canonicalTarget(u.pathname + u.search);
+    return this.describeAt(i, canonicalTarget(u.pathname + u.search), canon);
+  }
+
+  /** describe() for graph host i and an already canonical target (path?query) whose full URL is `canon`. */
+  describeAt(i: number, target: string, canon: string): UrlInfo {
     const q = target.indexOf('?');
     const path = q >= 0 ? target.slice(0, q) : target;
     const r = this.route(i, path);
@@ -675,7 +681,7 @@ export class WebGraph {
         }
       }
     }
-    return null;
+    throw new Error('unreachable route');
   }
 
   /** Links of an HTML page as rendered: nav link to `/`, article links of its content source `src`, trap links. */

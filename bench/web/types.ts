@@ -102,8 +102,20 @@ export interface SyntheticWebOptions {
   errorMix?: ErrorMix;
   /** Share of redirect chains that end at another existing page rather than at /m/<k>. Default 0.5. */
   redirectToExistingShare?: number;
-  /** Share of pages that are near-duplicates (same article, different boilerplate) of another page. Default 0. */
+  /**
+   * Share of pages that are near-duplicates of another page of the same
+   * host: the same article (text and links) in different boilerplate
+   * (markup, classes, style, comments; different bytes, so no exact-digest
+   * match). Default 0.
+   */
   nearDupShare?: number;
+  /**
+   * Words of the near-duplicates' ad block that differ from the original's
+   * visible text. Default 0: visible text identical, so any visible-text
+   * SimHash puts the pair at distance 0. With n > 0 the distance is small but
+   * has a tail (docs/synthetic-web.md gives the measured distribution).
+   */
+  nearDupChangedWords?: number;
   /** Share of pages whose body is byte-identical to another page's. Default 0. */
   exactDupShare?: number;
   /** robots.txt policy. Default 'allow'. */
