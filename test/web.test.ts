@@ -367,10 +367,10 @@ test('RFC 9110 §13.1: ETag/Last-Modified on every page, 304 on If-None-Match or
   }
 });
 
-test('changeEveryMs: content version follows the clock; new ETag and body, old validators get 200, links stay', async () => {
+for (const cacheBytes of [0, 64 * 1024]) test(`changeEveryMs: content version follows the clock; new ETag and body, old validators get 200, links stay (cache ${cacheBytes})`, async () => {
   let now = 1_000_000;
   const web = await startSyntheticWeb({
-    hosts: 1, pagesPerHost: 4, clock: () => now,
+    hosts: 1, pagesPerHost: 4, clock: () => now, cacheBytes,
     changeEveryMs: (host, path) => (path === '/p/1' ? 1000 : undefined),
   });
   try {
@@ -388,9 +388,11 @@ test('changeEveryMs: content version follows the clock; new ETag and body, old v
     assert.ok(!b.body.equals(a.body));
     assert.deepEqual(hrefs(b.body.toString()), hrefs(a.body.toString()));
     assert.ok(Date.parse(b.headers['last-modified']!) > Date.parse(a.headers['last-modified']!));
+    assert.ok((await get(web, fast)).body.equals(b.body), 'same version, same bytes (cached or re-rendered)');
     now += 5000;
     const s1 = await get(web, slow, { 'if-none-match': s0.headers.etag! });
     assert.equal(s1.status, 304, 'pages without a change rate never change');
+    assert.ok((await get(web, slow)).body.equals(s0.body));
     const sm = (await get(web, web.url(0, '/sitemap.xml'))).body.toString();
     assert.match(sm, /\/p\/1<\/loc><changefreq>hourly<\/changefreq>/);
   } finally {

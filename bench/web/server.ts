@@ -256,42 +256,48 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
     // Exact duplicates share their source's cache entry (identical bytes).
     const keyPage = alt ? k : src;
     const key = i * KEY_PAGES + keyPage;
-    let e = cacheCap > 0 ? cacheGet(key, version) : undefined;
-    let recycle = false;
-    if (e === undefined) {
+    const cached = cacheCap > 0 ? cacheGet(key, version) : undefined;
+    let etag: string;
+    let lastModified: string;
+    let lastModifiedMs: number;
+    if (cached !== undefined) {
+      ({ etag, lastModified, lastModifiedMs } = cached);
+    } else {
       const lm = every !== undefined ? wall0 + version * every : graph.staticLastModified(i, src);
-      recycle = cacheCap === 0;
-      e = {
-        version,
-        body: recycle ? renderer.renderArticle(i, src, version, alt, k, takeSlab) : renderer.renderArticle(i, src, version, alt, k),
-        etag: `"${hash4(graph.cfg.seed, i, keyPage, version).toString(16)}-${version}"`,
-        lastModified: new Date(lm).toUTCString(),
-        lastModifiedMs: Math.floor(lm / 1000) * 1000,
-      };
-      if (!recycle) cachePut(key, e);
+      etag = `"${hash4(graph.cfg.seed, i, keyPage, version).toString(16)}-${version}"`;
+      lastModified = new Date(lm).toUTCString();
+      lastModifiedMs = Math.floor(lm / 1000) * 1000;
     }
     // RFC 9110 §13.1.2 / §13.1.3: If-None-Match wins; If-Modified-Since only without it.
+    // Validators are known before the body, so a 304 renders nothing.
     const inm = req.headers['if-none-match'];
     let notModified = false;
-    if (inm !== undefined) notModified = etagMatches(inm, e.etag);
+    if (inm !== undefined) notModified = etagMatches(inm, etag);
     else {
       const ims = req.headers['if-modified-since'];
       if (ims !== undefined) {
         const t = Date.parse(ims);
-        notModified = !Number.isNaN(t) && e.lastModifiedMs <= t;
+        notModified = !Number.isNaN(t) && lastModifiedMs <= t;
       }
     }
     if (notModified) {
-      send(res, true, 304, { etag: e.etag, 'last-modified': e.lastModified }, EMPTY);
+      send(res, true, 304, { etag, 'last-modified': lastModified }, EMPTY);
       return;
     }
-    if (recycle && !head && e.body.buffer.byteLength === slabSize && e.body.byteOffset === 0) {
-      res[BODY] = e.body;
-      res.once('finish', onBodyFinish);
+    let body: Buffer;
+    if (cached !== undefined) body = cached.body;
+    else if (head) body = renderer.renderArticle(i, src, version, alt, k);
+    else if (cacheCap === 0) {
+      body = renderer.renderArticle(i, src, version, alt, k, takeSlab);
+      if (body.buffer.byteLength === slabSize && body.byteOffset === 0) {
+        res[BODY] = body;
+        res.once('finish', onBodyFinish);
+      }
+    } else {
+      body = renderer.renderArticle(i, src, version, alt, k);
+      cachePut(key, { version, body, etag, lastModified, lastModifiedMs });
     }
-    send(res, head, 200, {
-      'content-type': HTML, 'content-length': e.body.length, etag: e.etag, 'last-modified': e.lastModified,
-    }, e.body);
+    send(res, head, 200, { 'content-type': HTML, 'content-length': body.length, etag, 'last-modified': lastModified }, body);
   }
 
   function redirectTo(res: TaggedResponse, head: boolean, status: number, location: string): void {
