@@ -418,7 +418,25 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
     send(res, head, 404, { 'content-type': HTML, 'content-length': UNKNOWN_HOST.length }, UNKNOWN_HOST);
   }
 
+  /** Test hooks (intercept, latency, changeEveryMs) may throw: answer 500 instead of crashing the server. */
+  function guarded(fn: () => void, res: http.ServerResponse): void {
+    try {
+      fn();
+    } catch (e) {
+      if (!res.headersSent) {
+        const body = Buffer.from(`synthetic web: ${(e as Error).message}\n`, 'utf8');
+        send(res as TaggedResponse, false, 500, { 'content-type': 'text/plain', 'content-length': body.length }, body);
+      } else {
+        res.destroy();
+      }
+    }
+  }
+
   function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
+    guarded(() => handle(req, res), res);
+  }
+
+  function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const start = clock();
     const tres = res as TaggedResponse;
     inFlight++;
@@ -469,7 +487,7 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
       return send(tres, method === 'HEAD', 421, { 'content-type': HTML, 'content-length': MISDIRECTED.length }, MISDIRECTED);
     }
     const ms = typeof latency === 'number' ? latency : latency(host, target, i);
-    if (ms > 0) setTimeout(respond, ms, req, tres, host, i, target);
+    if (ms > 0) setTimeout(() => guarded(() => respond(req, tres, host, i, target), tres), ms);
     else respond(req, tres, host, i, target);
   }
 
