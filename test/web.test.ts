@@ -355,6 +355,7 @@ test('RFC 9110 §13.1: ETag/Last-Modified on every page, 304 on If-None-Match or
     assert.ok(!Number.isNaN(Date.parse(lm)));
     const inm = await get(web, url, { 'if-none-match': etag });
     assert.equal(inm.status, 304);
+    assert.deepEqual(web.requests().map((r) => r.conditional), [false, true]);
     assert.equal(inm.body.length, 0);
     assert.equal(inm.headers.etag, etag);
     assert.equal((await get(web, url, { 'if-none-match': `"x", W/${etag}` })).status, 304, 'weak comparison, lists');
@@ -405,7 +406,7 @@ for (const cacheBytes of [0, 64 * 1024]) test(`changeEveryMs: content version fo
 test('request log: host, path, method, addresses, times, status, bytes, canonical url; requestsFor and clearLog', async () => {
   const web = await startSyntheticWeb({ hosts: 2, pagesPerHost: 6, latencyMs: (host) => (host === 'h1.web.test' ? 30 : 0) });
   try {
-    const r = await get(web, web.url(1, '/p/3?utm_source=x&utm_medium=y'));
+    const r = await get(web, web.url(1, '/p/3?utm_source=x&utm_medium=y'), { 'user-agent': 'ubicrawl/0.1 (agent-a)' });
     await get(web, web.url(0, '/p/./2'), {}, 'HEAD');
     await get(web, web.url(0, '/nope'));
     const log = web.requests();
@@ -422,6 +423,8 @@ test('request log: host, path, method, addresses, times, status, bytes, canonica
     assert.equal(a.aborted, false);
     assert.equal(a.url, web.url(1, '/p/3'), 'tracking parameters dropped');
     assert.ok(a.end - a.start >= 25, `latency applied: ${a.end - a.start}`);
+    assert.equal(a.userAgent, 'ubicrawl/0.1 (agent-a)');
+    assert.equal(a.conditional, false);
     assert.ok(Math.abs(a.start - Date.now()) < 10_000, 'epoch-based ms');
     assert.equal(b.method, 'HEAD');
     assert.equal(b.url, web.url(0, '/p/2'));
@@ -653,7 +656,10 @@ test('RFC 9309 §2.2.2: percent-encoding normalised on both sides; BOM, CRLF and
 // --- politeness checker -------------------------------------------------------
 
 function rec(host: string, start: number, end: number, ip = '127.0.0.1'): RequestRecord {
-  return { host, path: '/', method: 'GET', clientAddress: '127.0.0.1', clientPort: 1, localAddress: ip, localPort: 80, start, end, status: 200, bytes: 1, aborted: false, url: null };
+  return {
+    host, path: '/', method: 'GET', clientAddress: '127.0.0.1', clientPort: 1, localAddress: ip, localPort: 80,
+    start, end, status: 200, bytes: 1, aborted: false, url: null, userAgent: '', conditional: false,
+  };
 }
 
 test('checkPoliteness: finds a planted too-close pair and an overlap, and nothing in a polite log', () => {
@@ -737,6 +743,16 @@ test('traps: calendar never ends, loops loop, non-HTML types, malformed HTML; li
       day = new URL(hrefs(r.body.toString())[0].href, day).href;
     }
     assert.equal(day, t.calendar!.replace('2024/01/01', '2024/02/10'));
+    let page = t.pager!;
+    const sids = new Set<string>();
+    let shop = t.sessionIds!;
+    for (let n = 0; n < 20; n++) {
+      page = new URL(hrefs((await get(web, page)).body.toString())[0].href, page).href;
+      shop = new URL(hrefs((await get(web, shop)).body.toString())[0].href, shop).href;
+      sids.add(shop);
+    }
+    assert.equal(page, t.pager!.replace('page=1', 'page=21'));
+    assert.equal(sids.size, 20, 'a new session id every time');
     const loopA = await get(web, t.redirectLoop!);
     const loopB = await get(web, new URL(loopA.headers.location!, t.redirectLoop!).href);
     assert.equal(new URL(loopB.headers.location!, t.redirectLoop!).href, t.redirectLoop);

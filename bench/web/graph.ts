@@ -67,7 +67,7 @@ interface ResolvedRobots {
   retryAfterSec?: number;
 }
 
-export const TRAP_NAMES = ['calendar', 'slow', 'bomb', 'malformed', 'binary', 'loop'] as const;
+export const TRAP_NAMES = ['calendar', 'pager', 'slow', 'bomb', 'malformed', 'binary', 'loop'] as const;
 export type TrapHost = (typeof TRAP_NAMES)[number];
 
 const ALL_VARIANTS: VariantKind[] = ['case', 'dot', 'fragment', 'pct', 'tracking', 'defaultPort'];
@@ -199,6 +199,7 @@ export function resolveConfig(o: SyntheticWebOptions): GraphConfig {
     const t: TrapOptions = o.traps === true ? {} : o.traps;
     traps = {
       calendar: t.calendar ?? true,
+      pager: t.pager ?? true,
       slowForever: t.slowForever ?? true,
       trickleMs: t.trickleMs ?? 100,
       gzipBomb: t.gzipBomb ?? true,
@@ -304,7 +305,7 @@ export class WebGraph {
     const t = this.cfg.traps;
     if (t) {
       const on: Record<TrapHost, boolean> = {
-        calendar: t.calendar, slow: t.slowForever, bomb: t.gzipBomb, malformed: t.malformedHtml,
+        calendar: t.calendar, pager: t.pager, slow: t.slowForever, bomb: t.gzipBomb, malformed: t.malformedHtml,
         binary: t.nonHtml, loop: t.redirectLoop,
       };
       for (const name of TRAP_NAMES) if (on[name]) this.trapHosts.set(this.trapHostName(name), name);
@@ -592,6 +593,10 @@ export class WebGraph {
     if (!t) return out;
     const o = (h: TrapHost): string => this.originOf(this.trapHostName(h));
     if (t.calendar) out.calendar = `${o('calendar')}/cal/2024/01/01`;
+    if (t.pager) {
+      out.pager = `${o('pager')}/list?page=1`;
+      out.sessionIds = `${o('pager')}/shop?sid=0`;
+    }
     if (t.slowForever) out.slowForever = `${o('slow')}/slow-forever`;
     if (t.gzipBomb) out.gzipBomb = `${o('bomb')}/bomb.html`;
     if (t.malformedHtml) out.malformedHtml = `${o('malformed')}/`;

@@ -387,7 +387,7 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
   function serveTrap(res: TaggedResponse, head: boolean, t: TrapHost, target: string): void {
     const q = target.indexOf('?');
     const path = q >= 0 ? target.slice(0, q) : target;
-    const r = traps.respond(t, path);
+    const r = traps.respond(t, path, q >= 0 ? target.slice(q + 1) : '');
     if (r !== 'slow') return sendStatic(res, head, r);
     res.writeHead(200, { 'content-type': HTML });
     if (head) {
@@ -471,6 +471,8 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
         bytes: 0,
         aborted: false,
         url: host === '' ? null : (i >= 0 ? graph.origin(i) : graph.originOf(host)) + canonicalTarget(target),
+        userAgent: req.headers['user-agent'] ?? '',
+        conditional: req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined,
       };
       tres[REC] = rec;
       log.push(rec);

@@ -3,7 +3,7 @@
 // redirect loop, a non-HTML content type; issue 3: endless calendars). Each
 // trap lives on its own host so per-host politeness does not serialise them.
 import zlib from 'node:zlib';
-import { Rng } from './prng.js';
+import { Rng, fmix32 } from './prng.js';
 import type { TrapHost } from './graph.js';
 
 export interface StaticResponse {
@@ -158,8 +158,8 @@ export class Traps {
     return this.bomb;
   }
 
-  /** Answer of trap host `t` for `path` (no query); 'slow' means: trickle forever. */
-  respond(t: TrapHost, path: string): StaticResponse | 'slow' {
+  /** Answer of trap host `t` for `path` and `query`; 'slow' means: trickle forever. */
+  respond(t: TrapHost, path: string, query = ''): StaticResponse | 'slow' {
     if (path === '/robots.txt') {
       return { status: 200, headers: { 'content-type': 'text/plain', 'content-length': ROBOTS_ALLOW.length }, body: ROBOTS_ALLOW };
     }
@@ -176,6 +176,20 @@ export class Traps {
         const nextMonth = new Date(Date.UTC(y, mo, 1));
         return html(200, list(`Events on ${m[1]}-${m[2]}-${m[3]}`,
           [calendarPath(next), calendarPath(prev), calendarPath(nextMonth), '/']));
+      }
+      case 'pager': {
+        if (path === '/') return html(200, list('Pager', ['/list?page=1', '/shop?sid=0']));
+        const m = /^(page|sid)=(\d{1,15})$/.exec(query);
+        if (path === '/list' && m && m[1] === 'page') {
+          const n = +m[2];
+          return html(200, list(`Page ${n}`, [`/list?page=${n + 1}`, `/list?page=${Math.max(1, n - 1)}`, '/']));
+        }
+        if (path === '/shop' && m && m[1] === 'sid') {
+          // Every visit hands out a "new session": a fresh, never-seen URL per page.
+          const next = (fmix32(+m[2] + 1) % 1e9) + 1;
+          return html(200, list('Shop', [`/shop?sid=${next}`, '/']));
+        }
+        break;
       }
       case 'slow':
         if (path === '/') return html(200, list('Slow', ['/slow-forever']));

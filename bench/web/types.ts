@@ -39,6 +39,8 @@ export type VariantKind = 'case' | 'dot' | 'fragment' | 'pct' | 'tracking' | 'de
 export interface TrapOptions {
   /** Endless calendar host: /cal/Y/M/D links the next day forever. Default true. */
   calendar?: boolean;
+  /** Endless pager (/list?page=N links page N+1) and session-id URLs (/shop?sid=X links a new sid). Default true. */
+  pager?: boolean;
   /** /slow-forever: 200, then a few bytes every `trickleMs`, never ending. Default true. */
   slowForever?: boolean;
   /** Interval of the never-ending body's chunks. Default 100 ms. */
@@ -180,10 +182,16 @@ export interface RequestRecord {
   aborted: boolean;
   /** Canonical URL of what was asked for (RFC 3986 §6 normalised, tracking params dropped), or null if unparsable. */
   url: string | null;
+  /** User-Agent header ('' if none): tells agents of a mesh apart. */
+  userAgent: string;
+  /** The request carried If-None-Match or If-Modified-Since. */
+  conditional: boolean;
 }
 
 export interface TrapUrls {
   calendar?: string;
+  pager?: string;
+  sessionIds?: string;
   slowForever?: string;
   gzipBomb?: string;
   malformedHtml?: string;
