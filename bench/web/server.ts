@@ -170,23 +170,24 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
   const clock0 = clock();
   const wall0 = Date.now();
 
-  const onFinish = function (this: TaggedResponse): void {
-    const r = this[REC];
-    if (r) {
-      r.end = clock();
-      r.status = this.statusCode;
-    }
-  };
   // Without a cache every body is rendered, sent and dropped: recycling the
   // buffers once 'finish' says the kernel has the bytes avoids a 20 KB
   // allocation per request and the GC and malloc churn that comes with it.
   const slabSize = pageMaxOf(options) + SLAB_SLACK;
   const free: Buffer[] = [];
   const takeSlab = (size: number): Buffer => (size <= slabSize ? free.pop() ?? Buffer.allocUnsafeSlow(slabSize) : Buffer.allocUnsafe(size));
-  const onBodyFinish = function (this: TaggedResponse): void {
+  // One shared listener per event (no per-request closures).
+  const onFinish = function (this: TaggedResponse): void {
+    const r = this[REC];
+    if (r) {
+      r.end = clock();
+      r.status = this.statusCode;
+    }
     const b = this[BODY];
-    if (b !== undefined && free.length < FREE_MAX) free.push(Buffer.from(b.buffer, b.byteOffset, slabSize));
-    this[BODY] = undefined;
+    if (b !== undefined) {
+      if (free.length < FREE_MAX) free.push(Buffer.from(b.buffer, b.byteOffset, slabSize));
+      this[BODY] = undefined;
+    }
   };
   const onClose = function (this: TaggedResponse): void {
     inFlight--;
@@ -291,7 +292,6 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
       body = renderer.renderArticle(i, src, version, alt, k, takeSlab);
       if (body.buffer.byteLength === slabSize && body.byteOffset === 0) {
         res[BODY] = body;
-        res.once('finish', onBodyFinish);
       }
     } else {
       body = renderer.renderArticle(i, src, version, alt, k);
@@ -440,7 +440,8 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
     const start = clock();
     const tres = res as TaggedResponse;
     inFlight++;
-    res.once('close', onClose);
+    res.on('close', onClose);
+    res.on('finish', onFinish);
     let host = hostOf(req.headers.host);
     let target = req.url ?? '/';
     if (target.charCodeAt(0) !== 0x2f) {
@@ -476,7 +477,6 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
       };
       tres[REC] = rec;
       log.push(rec);
-      res.once('finish', onFinish);
     }
     if (method !== 'GET' && method !== 'HEAD') {
       return send(tres, false, 405, { allow: 'GET, HEAD', 'content-type': HTML, 'content-length': NOT_ALLOWED.length }, NOT_ALLOWED);
