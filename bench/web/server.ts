@@ -142,6 +142,8 @@ function closeServer(server: http.Server): Promise<void> {
 
 /** Starts the synthetic web. See docs/synthetic-web.md. */
 export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Promise<SyntheticWeb> {
+  // Validate every option before binding anything (the real graph needs the port).
+  void new WebGraph(options, options.port ?? 0);
   const addresses = options.addresses && options.addresses.length ? [...options.addresses] : ['127.0.0.1'];
   for (const a of addresses) {
     if (!isLoopback(a)) throw new RangeError(`synthetic web listens on loopback only, not ${a}`);
@@ -419,21 +421,29 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
   }
 
   /** Test hooks (intercept, latency, changeEveryMs) may throw: answer 500 instead of crashing the server. */
-  function guarded(fn: () => void, res: http.ServerResponse): void {
-    try {
-      fn();
-    } catch (e) {
-      if (!res.headersSent) {
-        const body = Buffer.from(`synthetic web: ${(e as Error).message}\n`, 'utf8');
-        send(res as TaggedResponse, false, 500, { 'content-type': 'text/plain', 'content-length': body.length }, body);
-      } else {
-        res.destroy();
-      }
+  function fail(res: http.ServerResponse, e: unknown): void {
+    if (!res.headersSent) {
+      const body = Buffer.from(`synthetic web: ${(e as Error)?.message ?? String(e)}\n`, 'utf8');
+      send(res as TaggedResponse, false, 500, { 'content-type': 'text/plain', 'content-length': body.length }, body);
+    } else {
+      res.destroy();
     }
   }
 
   function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
-    guarded(() => handle(req, res), res);
+    try {
+      handle(req, res);
+    } catch (e) {
+      fail(res, e);
+    }
+  }
+
+  function respondLater(req: http.IncomingMessage, res: TaggedResponse, host: string, i: number, target: string): void {
+    try {
+      respond(req, res, host, i, target);
+    } catch (e) {
+      fail(res, e);
+    }
   }
 
   function handle(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -489,7 +499,7 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
       return send(tres, method === 'HEAD', 421, { 'content-type': HTML, 'content-length': MISDIRECTED.length }, MISDIRECTED);
     }
     const ms = typeof latency === 'number' ? latency : latency(host, target, i);
-    if (ms > 0) setTimeout(() => guarded(() => respond(req, tres, host, i, target), tres), ms);
+    if (ms > 0) setTimeout(respondLater, ms, req, tres, host, i, target);
     else respond(req, tres, host, i, target);
   }
 
