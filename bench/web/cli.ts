@@ -3,7 +3,7 @@
 //   node dist/bench/web/cli.js --hosts 50 --pages 40 --port 8080
 // prints the --resolve argument(s) and the root URLs, then serves until
 // SIGINT/SIGTERM. `--json` prints one JSON line instead (for scripts).
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { startSyntheticWeb } from './server.js';
 import type { SyntheticWebOptions } from './types.js';
 
@@ -53,7 +53,13 @@ const program = new Command('synthetic-web')
   .option('--cache-mb <n>', 'rendered-page cache size in MiB', num('cache-mb'), 0)
   .option('--json', 'print one JSON line {port, resolve, roots, traps} instead of text', false);
 
-program.parse();
+// Usage errors exit 2, as ubicrawl's own CLI does (DESIGN.md "CLI").
+program.exitOverride();
+try {
+  program.parse();
+} catch (e) {
+  process.exit((e as CommanderError).exitCode === 0 ? 0 : 2);
+}
 const o = program.opts();
 
 const m = /^(\d+)(?:-(\d+))?$/.exec(String(o.pageBytes));
