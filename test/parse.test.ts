@@ -582,3 +582,94 @@ describe('malformed and hostile input', () => {
     assert.deepEqual(urls(ex('<a href="q">q</a>')), ['https://example.com/dir/q']);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+describe('differential check against htmlparser2 Parser', () => {
+  test('<a href> extraction agrees with htmlparser2 Parser on 300 random documents', async () => {
+    const { Parser } = await import('htmlparser2');
+    let x = 987654321;
+    const rnd = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return (x >>> 8) % n;
+    };
+    const hrefs = ['/a', 'b.html', '/s?x=1&amp;y=2', '/e&copy=1', '/n&notin;', '/c&#x41;&#66;', '  /sp  ', '#f', 'javascript:x', '//h.example/p', '/q\'x', '/d"x', '/u&lt', 'mailto:z', ''];
+    const frags = [
+      () => `<a href="${hrefs[rnd(hrefs.length)].replace(/"/g, '&quot;')}">t</a>`,
+      () => `<A HREF='${hrefs[rnd(hrefs.length)].replace(/'/g, '&#39;')}' class=x>t</A>`,
+      () => `<a class="k" href=${hrefs[rnd(hrefs.length)].replace(/[\s"'<>=`]/g, '') || '/e'} >t</a>`,
+      () => '<p>text &amp; more < 3 &lt; 5 &notanentity; &#x3C;a href="/fake"&#x3E;</p>',
+      () => '<script>var s = "<a href=\'/in-script\'>"; if (a < b) {}</script>',
+      () => '<style>a[href="/in-style"]{}</style>',
+      () => '<!-- <a href="/in-comment"> -->',
+      () => '<title><a href="/in-title"></title>',
+      () => '<textarea><a href="/in-textarea"></textarea>',
+      () => '<svg><a href="/svg">s</a><title>t</title></svg>',
+      () => '<math><mi><a href="/math">m</a></mi></math>',
+      () => '<div><span>inline</span></div>',
+      () => '<a href="/dup">1</a><a href="/dup">2</a>',
+      () => '<![CDATA[ <a href="/cdata"> ]]>',
+      () => '<a href="/noclose">',
+      () => '<a\nhref\n=\n"/newlines"\n>x</a>',
+      () => '<a href="/first" href="/second">d</a>',
+    ];
+    for (let doc = 0; doc < 300; doc++) {
+      let html = '';
+      const n = 1 + rnd(25);
+      for (let i = 0; i < n; i++) html += frags[rnd(frags.length)]();
+      const expected: string[] = [];
+      const seen = new Set<string>();
+      const self = new URL(URL0).href.split('#')[0];
+      const p = new Parser({
+        onopentag(name, attribs) {
+          if (name !== 'a' || attribs.href === undefined) return;
+          let u: URL;
+          try {
+            u = new URL(attribs.href, URL0);
+          } catch {
+            return;
+          }
+          if (u.protocol !== 'http:' && u.protocol !== 'https:') return;
+          const s = u.href.split('#')[0];
+          if (s === self || seen.has(s)) return;
+          seen.add(s);
+          expected.push(s);
+        },
+      });
+      p.end(html);
+      assert.deepEqual(urls(ex(html)), expected, html);
+    }
+  });
+});
+
+describe('URL resolution', () => {
+  test('WHATWG URL Standard: resolved links equal new URL(href, base) minus fragment, on 20,000 random references', () => {
+    let x = 42;
+    const rnd = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return (x >>> 8) % n;
+    };
+    const alphabet = ['/', '/', '/', '.', '..', '%', '2', 'e', 'E', '%2e', '%2E', '?', '#', ':', '\\', ' ', "'", '^', 'a', 'b', 'é',
+      '@', '&', '=', '~', '|', '[', ']', '{', '`', '"', '<', '\t', 'x.html', 'seg', '-', '_', '!', '$', '(', '*', '+', ',', ';', '%41'];
+    const bases = ['https://example.com/dir/page.html?q=1', 'http://u:p@Example.COM:8080/a/b/', 'https://example.com', 'https://xn--nxasmq6b.example/%7Euser/x'];
+    for (const base of bases) {
+      for (let k = 0; k < 5000; k++) {
+        let h = '';
+        const n = 1 + rnd(8);
+        for (let i = 0; i < n; i++) h += alphabet[rnd(alphabet.length)];
+        let expected: string | null = null;
+        try {
+          const u = new URL(h, base);
+          if (u.protocol === 'http:' || u.protocol === 'https:') expected = u.href.split('#')[0];
+        } catch {
+          expected = null;
+        }
+        const self = new URL(base).href.split('#')[0];
+        const got = extractPage(enc.encode(`<a href="${h.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}">x</a>`), {
+          url: base, contentType: 'text/html', robotsToken: 'ubicrawl',
+        });
+        const want = expected === null || expected === self ? [] : [expected];
+        assert.deepEqual(got.links.map((l) => l.url), want, `${JSON.stringify(h)} against ${base}`);
+      }
+    }
+  });
+});

@@ -782,6 +782,70 @@ function nonHttpScheme(h: string): boolean {
   return false;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fast path for resolving the common relative references ("/path?q", "page.html") without the
+// URL parser, which costs ~0.6 µs per call with a string base. It applies only when the result is
+// certain to equal what the WHATWG URL parser would serialise: the reference consists of
+// characters the parser leaves untouched in a path or query of a special URL (no percent-encode
+// set member, no backslash, no non-ASCII, no quote), and has no dot segment (". ", "..", or
+// their %2e spellings) for the parser to remove. Anything else goes to the URL parser.
+// test/parse.test.ts checks the equivalence against `new URL` on random references.
+
+interface FastBase {
+  /** scheme://userinfo@host:port — what precedes the path in the base's serialisation. */
+  prefix: string;
+  /** prefix + the base path up to and including its last '/'. */
+  dir: string;
+}
+
+function fastBase(base: string | undefined): FastBase | null {
+  if (base === undefined) return null;
+  const u = tryUrl(base);
+  if (u === null || (u.protocol !== 'http:' && u.protocol !== 'https:')) return null;
+  const href = u.href;
+  const tail = u.pathname.length + u.search.length + u.hash.length;
+  const prefix = href.slice(0, href.length - tail);
+  const path = u.pathname;
+  return { prefix, dir: prefix + path.slice(0, path.lastIndexOf('/') + 1) };
+}
+
+// Characters kept verbatim by the URL parser in the path and the query of an http(s) URL:
+// ALPHA DIGIT - . _ ~ ! $ & ( ) * + , ; = : @ / ? %. (Not ' which the special-query set encodes,
+// nor ^ ` { } | [ ] \ " < > space, controls or non-ASCII.)
+const SAFE = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&()*+,;=:@/?%') SAFE[c.charCodeAt(0)] = 1;
+
+function resolveFast(h: string, b: FastBase): string | null {
+  let end = h.indexOf('#');
+  if (end < 0) end = h.length;
+  if (end === 0) return null;
+  const c0 = h.charCodeAt(0);
+  let slashRooted = false;
+  if (c0 === 0x2f) {
+    // "//host" is scheme-relative; "/\" is too for special URLs.
+    if (end > 1 && (h.charCodeAt(1) === 0x2f || h.charCodeAt(1) === 0x5c)) return null;
+    slashRooted = true;
+  } else if (c0 === 0x2e || c0 === 0x3f || c0 === 0x25) {
+    // "./x", "../x", "?q" (keeps the base path), "%2e…": leave to the parser
+    return null;
+  }
+  let inQuery = false;
+  for (let i = 0; i < end; i++) {
+    const c = h.charCodeAt(i);
+    if (c >= 128 || SAFE[c] === 0) return null;
+    if (inQuery) continue;
+    if (c === 0x3f) inQuery = true;
+    // A ':' before any '/' or '?' makes a non-rooted reference a scheme ("foo:bar").
+    else if (c === 0x3a && !slashRooted) return null;
+    // Dot segments and their percent-encoded spellings are removed/decoded by the parser.
+    else if (c === 0x2e && h.charCodeAt(i - 1) === 0x2f) return null;
+    else if (c === 0x25 && h.charCodeAt(i + 1) === 0x32 && (h.charCodeAt(i + 2) | 0x20) === 0x65) return null;
+    else if (c === 0x2f) slashRooted = true;
+  }
+  const ref = end === h.length ? h : h.slice(0, end);
+  return c0 === 0x2f ? b.prefix + ref : b.dir + ref;
+}
+
 function emptyExtract(url: string, isHtml: boolean, directives: RobotsDirectives): PageExtract {
   return { charset: '', base: url, links: [], linksDropped: 0, invalidLinks: 0, ignoredLinks: 0, nofollowLinks: 0, directives, isHtml };
 }
@@ -838,6 +902,7 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
     }
     const baseArg = docUrl === null && ex.baseHref === null ? undefined : base;
     const selfUrl = stripFragment(docHref);
+    const fast = fastBase(baseArg);
 
     const out: PageExtract = {
       charset: cs.encoding,
@@ -877,17 +942,20 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
         out.ignoredLinks++;
         continue;
       }
-      const u = tryUrl(h, baseArg);
-      if (u === null) {
-        out.invalidLinks++;
-        continue;
+      let url = fast === null ? null : resolveFast(h, fast);
+      if (url === null) {
+        const u = tryUrl(h, baseArg);
+        if (u === null) {
+          out.invalidLinks++;
+          continue;
+        }
+        const p = u.protocol;
+        if (p !== 'http:' && p !== 'https:') {
+          out.ignoredLinks++;
+          continue;
+        }
+        url = stripFragment(u.href);
       }
-      const p = u.protocol;
-      if (p !== 'http:' && p !== 'https:') {
-        out.ignoredLinks++;
-        continue;
-      }
-      const url = stripFragment(u.href);
       // A link back to this very page adds nothing; duplicates after resolution are merged.
       if (url === selfUrl || seen.has(url)) continue;
       seen.add(url);
