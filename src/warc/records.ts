@@ -271,8 +271,20 @@ function httpHeadBytes(record: WARCRecord): Uint8Array {
   return Buffer.from(record.httpHeaders!.toString() + '\r\n', 'utf8');
 }
 
+/**
+ * Members concatenated into one exact-size ArrayBuffer (never a slice of zlib's
+ * output chunk or of Node's Buffer pool), so the worker can transfer it, not copy it.
+ */
 function concat(parts: Uint8Array[]): { bytes: Uint8Array; sizes: number[] } {
-  return { bytes: parts.length === 1 ? parts[0] : Buffer.concat(parts), sizes: parts.map((p) => p.length) };
+  let total = 0;
+  for (const p of parts) total += p.length;
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  return { bytes, sizes: parts.map((p) => p.length) };
 }
 
 /**
@@ -375,8 +387,7 @@ export async function encodeRevisit(rv: RevisitInput, level: number): Promise<En
     ),
   });
   rec.warcHeaders.headers.set('WARC-Block-Digest', sha256Label(httpHeadBytes(rec)));
-  const m = await member(rec, level);
-  return { bytes: m, sizes: [m.length], primary: 0, recordId: id, payloadDigest };
+  return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest };
 }
 
 /** application/warc-fields body (WARC/1.1 §7: `name: value` CRLF lines). */
@@ -401,8 +412,7 @@ export async function encodeMetadata(md: MetadataInput, level: number): Promise<
   // For a record without an HTTP message the payload is the whole block.
   warc.push(['WARC-Payload-Digest', digest], ['WARC-Block-Digest', digest]);
   const rec = WARCRecord.create({ url: md.url, date, type: 'metadata', warcVersion: WARC_1_1, warcHeaders: warc }, [body]);
-  const m = await member(rec, level);
-  return { bytes: m, sizes: [m.length], primary: 0, recordId: id, payloadDigest: digest };
+  return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest: digest };
 }
 
 /** The `warcinfo` record that opens every file (WARC/1.1 §6.2). */
@@ -429,8 +439,7 @@ export async function encodeWarcinfo(
     },
     [body],
   );
-  const m = await member(rec, level);
-  return { bytes: m, sizes: [m.length], primary: 0, recordId: id, payloadDigest: '' };
+  return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest: '' };
 }
 
 export function encodeJob(job: EncodeJob): Promise<Encoded> {
