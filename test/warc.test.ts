@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, writeFile, rm, copyFile, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, writeFile, rm, stat } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -296,10 +296,17 @@ test('RFC 1952 §2.2: each result offset/length is one gzip member that inflates
     const mine: WarcEntry[] = [];
     for await (const e of readWarc(join(dir, file))) mine.push(e);
     assert.equal(mine.length, recs.length);
+    let end = 0;
     for (let i = 0; i < recs.length; i++) {
       assert.equal(mine[i].offset, recs[i].offset);
       assert.equal(mine[i].length, recs[i].length);
+      // Members tile the file: each starts where the previous ended and inflates alone.
+      assert.equal(mine[i].offset, end);
+      end += mine[i].length;
+      const one = gunzipSync(bytes.subarray(mine[i].offset, end)).toString('latin1');
+      assert.ok(one.startsWith(`WARC/1.1\r\nWARC-Type: ${mine[i].type}\r\n`));
     }
+    assert.equal(end, bytes.length);
     const cdx: Array<Record<string, unknown>> = [];
     const indexer = new CDXIndexer({ format: 'cdxj' } as never);
     for await (const line of indexer.iterIndex([{ filename: file, reader: createReadStream(join(dir, file)) }])) {
