@@ -1,0 +1,454 @@
+// Builds WARC/1.1 records with warcio and compresses each into its own gzip member.
+// Runs both on the main thread and inside the encoder worker (worker.ts), so it is
+// plain functions over structured-cloneable data, no I/O.
+//
+// warcio does the serialisation (WARC header block, HTTP header block, framing,
+// Content-Length). We hand it precomputed digests (WARC/1.1 §5.8 block, §5.9
+// payload) from node:crypto: warcio skips hashing a record whose digest headers are
+// already set, and its own hash-wasm path costs ~0.4 ms a record.
+import { gzipSync } from 'node:zlib';
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import { WARCRecord, WARCSerializer, StatusAndHeaders, HeadersMultiMap, WARC_1_1 } from 'warcio';
+import type { WARCSerializerOpts } from 'warcio';
+import { sha256Label, EMPTY_SHA256 } from './digest.js';
+
+export type HeaderList = [string, string][];
+export type TruncatedReason = false | 'length' | 'time' | 'disconnect';
+
+/** One HTTP fetch, as the fetcher saw it. `body` is the entity after content decoding. */
+export interface ExchangeInput {
+  url: string;
+  date: Date;
+  ip?: string;
+  /** Request header fields as sent (the request line is rebuilt from method, url, httpVersion). */
+  requestHeaders: HeaderList;
+  method?: string;
+  /** '1.1' (default), '1.0' or '2'. */
+  httpVersion?: string;
+  status: number;
+  statusText?: string;
+  /** Response header fields as received (undici's latin1 strings are fine). */
+  responseHeaders: HeaderList;
+  body: Uint8Array;
+  /** WARC-Truncated (WARC/1.1 §5.13): why the stored body is shorter than what was served. */
+  truncated?: TruncatedReason;
+  /**
+   * true (default): `body` had its Content-Encoding removed by the fetcher, so the
+   * stored headers rename Content-Encoding to X-Crawler-Content-Encoding. false: the
+   * body is stored as received (e.g. an encoding the fetcher could not decode).
+   */
+  contentDecoded?: boolean;
+}
+
+export type RevisitProfile = 'identical-payload-digest' | 'server-not-modified';
+
+export interface RevisitInput {
+  url: string;
+  date: Date;
+  ip?: string;
+  refersToUri: string;
+  refersToDate: Date;
+  /** WARC-Refers-To: record id of the original response (`<urn:uuid:…>` or bare uuid urn). */
+  refersToRecordId?: string;
+  /** Payload digest of the original (identical) payload, as written in its response record. */
+  payloadDigest: string;
+  status: number;
+  statusText?: string;
+  httpVersion?: string;
+  responseHeaders: HeaderList;
+  profile: RevisitProfile;
+  /** Decoded length of the duplicated payload, if known: sets Content-Length in the stored headers. */
+  payloadLength?: number;
+  contentDecoded?: boolean;
+}
+
+export interface MetadataInput {
+  url: string;
+  date: Date;
+  fields: Record<string, string>;
+  concurrentTo?: string;
+}
+
+export type EncodeJob =
+  | { kind: 'exchange'; input: ExchangeInput; level: number }
+  | { kind: 'revisit'; input: RevisitInput; level: number }
+  | { kind: 'metadata'; input: MetadataInput; level: number };
+
+/** Gzip members of one job, concatenated; `sizes[i]` is the compressed size of member i. */
+export interface Encoded {
+  bytes: Uint8Array;
+  sizes: number[];
+  /** Index of the member a CDX line points at (the response / revisit / metadata record). */
+  primary: number;
+  recordId: string;
+  payloadDigest: string;
+}
+
+export const PROFILE_URI: Record<RevisitProfile, string> = {
+  'identical-payload-digest': 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest',
+  'server-not-modified': 'http://netpreserve.org/warc/1.1/revisit/server-not-modified',
+};
+
+const SER_OPTS: WARCSerializerOpts = {
+  gzip: false,
+  // Only used if warcio ever has to compute a digest itself; same format as ours.
+  digest: { algo: 'sha-256', prefix: 'sha256:', base32: true },
+};
+
+/** `<urn:uuid:…>` (WARC/1.1 §5.2). */
+export function newRecordId(): string {
+  return `<urn:uuid:${randomUUID()}>`;
+}
+
+/** Accepts `<urn:uuid:x>`, `urn:uuid:x` or a bare uuid; returns the bracketed form. */
+export function normaliseRecordId(id: string): string {
+  const s = id.trim();
+  if (s.startsWith('<') && s.endsWith('>')) return s;
+  if (/^[0-9a-f-]{36}$/i.test(s)) return `<urn:uuid:${s}>`;
+  return `<${s}>`;
+}
+
+/**
+ * WARC-Date: WARC/1.1 §5.4 allows a fractional second (W3C-ISO8601), so a date
+ * keeps its milliseconds. An invalid Date becomes "now" rather than throwing.
+ */
+export function warcDate(d: Date): string {
+  const t = d instanceof Date ? d.getTime() : Number.NaN;
+  return new Date(Number.isFinite(t) ? t : Date.now()).toISOString();
+}
+
+// Header hygiene. undici hands header values as latin1 strings (one char per byte);
+// warcio writes header blocks as UTF-8. Re-reading the bytes as UTF-8 where they
+// are valid UTF-8 makes the stored bytes equal the received ones. Bytes that are
+// not UTF-8 stay as the UTF-8 encoding of their latin1 characters (readable, but
+// not byte-exact; documented in docs/warc.md). CR/LF would break the header block.
+const NEEDS_CLEAN = /[\r\n\u0080-\uffff]/;
+const HIGH_LATIN1 = /[\u0080-\u00ff]/;
+const BEYOND_LATIN1 = /[\u0100-\uffff]/;
+const CRLF_RUN = /[\r\n]+/g;
+const BAD_NAME = /[\r\n:\u0080-\uffff]/g;
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+
+export function cleanHeaderValue(v: string): string {
+  const s0 = typeof v === 'string' ? v : String(v);
+  if (!NEEDS_CLEAN.test(s0)) return s0;
+  let s = s0.replace(CRLF_RUN, ' ');
+  if (HIGH_LATIN1.test(s) && !BEYOND_LATIN1.test(s)) {
+    try {
+      s = utf8Strict.decode(Buffer.from(s, 'latin1'));
+    } catch {
+      // not UTF-8: keep the latin1 characters
+    }
+  }
+  return s;
+}
+
+function cleanHeaderName(n: string): string {
+  const s = typeof n === 'string' ? n : String(n);
+  return NEEDS_CLEAN.test(s) || s.includes(':') ? s.replace(BAD_NAME, '_') : s;
+}
+
+function isIdentity(v: string): boolean {
+  const t = v.trim().toLowerCase();
+  return t === '' || t === 'identity';
+}
+
+/**
+ * The response header fields we store, so that the stored HTTP message parses to
+ * exactly the stored body (the Common Crawl convention for decoded payloads):
+ * - Content-Encoding (not identity) on a decoded body → X-Crawler-Content-Encoding;
+ * - Transfer-Encoding (not identity) → X-Crawler-Transfer-Encoding (the body is stored
+ *   de-chunked);
+ * - a Content-Length that differs from the stored length (decoded or truncated body)
+ *   → X-Crawler-Content-Length, and a correct Content-Length is added. A response
+ *   without one (close-delimited) also gets one, so the block frames unambiguously.
+ * `bodyLength` null (revisits without a known length): Content-Length is kept unless
+ * it described an encoded body, in which case it is renamed and none is added.
+ */
+export function storedResponseHeaders(
+  headers: HeaderList,
+  bodyLength: number | null,
+  contentDecoded = true,
+): HeaderList {
+  const out: HeaderList = [];
+  let lengthOk = false;
+  let renamedEncoding = false;
+  const lengths: string[] = [];
+  for (const pair of headers) {
+    const name = cleanHeaderName(pair[0]);
+    const value = cleanHeaderValue(pair[1]);
+    const lower = name.toLowerCase();
+    if (lower === 'content-length') {
+      lengths.push(value);
+      continue;
+    }
+    if (lower === 'content-encoding' && contentDecoded && !isIdentity(value)) {
+      out.push(['X-Crawler-Content-Encoding', value]);
+      renamedEncoding = true;
+      continue;
+    }
+    if (lower === 'transfer-encoding' && !isIdentity(value)) {
+      out.push(['X-Crawler-Transfer-Encoding', value]);
+      continue;
+    }
+    out.push([name, value]);
+  }
+  const want = bodyLength === null ? null : String(bodyLength);
+  for (const v of lengths) {
+    const keep = want === null ? !renamedEncoding : !lengthOk && v.trim() === want;
+    if (keep && !lengthOk) {
+      out.push(['Content-Length', v.trim()]);
+      lengthOk = true;
+    } else {
+      out.push(['X-Crawler-Content-Length', v]);
+    }
+  }
+  if (!lengthOk && want !== null) out.push(['Content-Length', want]);
+  return out;
+}
+
+/**
+ * HeadersMultiMap that serialises an exact list: warcio's own map groups repeated
+ * names, splits values on ",,," and refuses repeated "WARC-*" names, none of which
+ * we want for arbitrary server headers. warcio only iterates it when writing.
+ */
+class ListHeaders extends HeadersMultiMap {
+  private readonly list: HeaderList;
+  constructor(list: HeaderList) {
+    super();
+    this.list = list;
+  }
+  override *[Symbol.iterator](): IterableIterator<[string, string]> {
+    yield* this.list;
+  }
+}
+
+function httpVersionLine(v: string | undefined): { proto: string; warcProtocol?: string } {
+  const s = (v ?? '1.1').trim();
+  if (s === '1.0') return { proto: 'HTTP/1.0' };
+  // HTTP/2 is stored in its HTTP/1.1 form (IIPC "WARC Extensions for HTTP/2").
+  if (s === '2' || s === '2.0') return { proto: 'HTTP/1.1', warcProtocol: 'h2' };
+  return { proto: 'HTTP/1.1' };
+}
+
+function statusLine(proto: string, status: number, statusText?: string): string {
+  const code = Number.isInteger(status) && status >= 100 && status <= 999 ? status : 0;
+  const reason = cleanHeaderValue(statusText ?? STATUS_CODES[code] ?? '');
+  // RFC 9112 §4: status-line = HTTP-version SP status-code SP [ reason-phrase ]
+  return `${proto} ${String(code).padStart(3, '0')} ${reason}`;
+}
+
+function parseUrl(url: string): URL | null {
+  try {
+    return new URL(url);
+  } catch {
+    return null;
+  }
+}
+
+function requestHeaderList(ex: ExchangeInput, u: URL | null): HeaderList {
+  const out: HeaderList = [];
+  let hasHost = false;
+  for (const pair of ex.requestHeaders ?? []) {
+    const name = cleanHeaderName(pair[0]);
+    if (name.toLowerCase() === 'host') hasHost = true;
+    out.push([name, cleanHeaderValue(pair[1])]);
+  }
+  // HTTP/1.1 requires Host (RFC 9112 §3.2); undici adds it itself, so the fetcher's list may lack it.
+  if (!hasHost && u) out.unshift(['Host', u.host]);
+  return out;
+}
+
+/** Serialises one record with warcio and gzips it as its own member. */
+async function member(record: WARCRecord, level: number): Promise<Uint8Array> {
+  const raw = await WARCSerializer.serialize(record, SER_OPTS);
+  return gzipSync(raw, { level });
+}
+
+function httpHeadBytes(record: WARCRecord): Uint8Array {
+  // Exactly the bytes warcio's serializer writes for the HTTP header block.
+  return Buffer.from(record.httpHeaders!.toString() + '\r\n', 'utf8');
+}
+
+/**
+ * Members concatenated into one exact-size ArrayBuffer (never a slice of zlib's
+ * output chunk or of Node's Buffer pool), so the worker can transfer it, not copy it.
+ */
+function concat(parts: Uint8Array[]): { bytes: Uint8Array; sizes: number[] } {
+  let total = 0;
+  for (const p of parts) total += p.length;
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  return { bytes, sizes: parts.map((p) => p.length) };
+}
+
+/**
+ * A `response` then a `request` record (the order Heritrix and browsertrix write;
+ * pywb and warcio indexers pair either order), each pointing at the other with
+ * WARC-Concurrent-To (WARC/1.1 §5.7).
+ */
+export async function encodeExchange(ex: ExchangeInput, level: number): Promise<Encoded> {
+  const u = parseUrl(ex.url);
+  const date = warcDate(ex.date);
+  const respId = newRecordId();
+  const reqId = newRecordId();
+  const body = ex.body ?? new Uint8Array(0);
+  const { proto, warcProtocol } = httpVersionLine(ex.httpVersion);
+
+  const common: HeaderList = [];
+  if (ex.ip) common.push(['WARC-IP-Address', cleanHeaderValue(ex.ip)]);
+  if (warcProtocol) common.push(['WARC-Protocol', warcProtocol]);
+
+  const payloadDigest = sha256Label(body);
+  const respWarc: HeaderList = [
+    ['WARC-Type', 'response'],
+    ['WARC-Record-ID', respId],
+    ['WARC-Date', date],
+    ...common,
+    ['WARC-Concurrent-To', reqId],
+  ];
+  if (ex.truncated) respWarc.push(['WARC-Truncated', ex.truncated]);
+  respWarc.push(['WARC-Payload-Digest', payloadDigest]);
+  const resp = WARCRecord.create(
+    { url: ex.url, date, type: 'response', warcVersion: WARC_1_1, warcHeaders: respWarc },
+    [body],
+  );
+  resp.httpHeaders = new StatusAndHeaders({
+    statusline: statusLine(proto, ex.status, ex.statusText),
+    headers: new ListHeaders(storedResponseHeaders(ex.responseHeaders ?? [], body.length, ex.contentDecoded ?? true)),
+  });
+  resp.warcHeaders.headers.set('WARC-Block-Digest', sha256Label(httpHeadBytes(resp), body));
+
+  const method = cleanHeaderValue(ex.method ?? 'GET').replace(/\s+/g, '') || 'GET';
+  const path = u ? u.pathname + u.search : '/';
+  const req = WARCRecord.create(
+    {
+      url: ex.url,
+      date,
+      type: 'request',
+      warcVersion: WARC_1_1,
+      warcHeaders: [
+        ['WARC-Type', 'request'],
+        ['WARC-Record-ID', reqId],
+        ['WARC-Date', date],
+        ...common,
+        ['WARC-Concurrent-To', respId],
+        ['WARC-Payload-Digest', EMPTY_SHA256],
+      ],
+    },
+    [],
+  );
+  req.httpHeaders = new StatusAndHeaders({
+    statusline: `${method} ${path} ${proto}`,
+    headers: new ListHeaders(requestHeaderList(ex, u)),
+  });
+  req.warcHeaders.headers.set('WARC-Block-Digest', sha256Label(httpHeadBytes(req)));
+
+  const { bytes, sizes } = concat([await member(resp, level), await member(req, level)]);
+  return { bytes, sizes, primary: 0, recordId: respId, payloadDigest };
+}
+
+/**
+ * A `revisit` record (WARC/1.1 §6.7): the block is the HTTP response header only;
+ * WARC-Payload-Digest repeats the original's so an indexer can resolve it.
+ */
+export async function encodeRevisit(rv: RevisitInput, level: number): Promise<Encoded> {
+  const date = warcDate(rv.date);
+  const id = newRecordId();
+  const { proto, warcProtocol } = httpVersionLine(rv.httpVersion);
+  const warc: HeaderList = [
+    ['WARC-Type', 'revisit'],
+    ['WARC-Record-ID', id],
+    ['WARC-Date', date],
+  ];
+  if (rv.ip) warc.push(['WARC-IP-Address', cleanHeaderValue(rv.ip)]);
+  if (warcProtocol) warc.push(['WARC-Protocol', warcProtocol]);
+  warc.push(['WARC-Refers-To-Target-URI', cleanHeaderValue(rv.refersToUri)]);
+  warc.push(['WARC-Refers-To-Date', warcDate(rv.refersToDate)]);
+  if (rv.refersToRecordId) warc.push(['WARC-Refers-To', normaliseRecordId(rv.refersToRecordId)]);
+  const payloadDigest = cleanHeaderValue(rv.payloadDigest);
+  warc.push(['WARC-Payload-Digest', payloadDigest]);
+  const rec = WARCRecord.create({ url: rv.url, date, type: 'revisit', warcVersion: WARC_1_1, warcHeaders: warc }, []);
+  // warcio presets the identical-payload-digest profile; set the one asked for.
+  rec.warcHeaders.headers.set('WARC-Profile', PROFILE_URI[rv.profile] ?? PROFILE_URI['identical-payload-digest']);
+  rec.httpHeaders = new StatusAndHeaders({
+    statusline: statusLine(proto, rv.status, rv.statusText),
+    headers: new ListHeaders(
+      storedResponseHeaders(
+        rv.responseHeaders ?? [],
+        typeof rv.payloadLength === 'number' && rv.payloadLength >= 0 ? rv.payloadLength : null,
+        rv.contentDecoded ?? true,
+      ),
+    ),
+  });
+  rec.warcHeaders.headers.set('WARC-Block-Digest', sha256Label(httpHeadBytes(rec)));
+  return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest };
+}
+
+/** application/warc-fields body (WARC/1.1 §7: `name: value` CRLF lines). */
+export function warcFields(fields: Record<string, string>): Uint8Array {
+  let s = '';
+  for (const [k, v] of Object.entries(fields)) s += `${cleanHeaderName(k)}: ${cleanHeaderValue(String(v))}\r\n`;
+  return Buffer.from(s, 'utf8');
+}
+
+/** A `metadata` record (WARC/1.1 §6.6) with warc-fields, e.g. a near-duplicate note. */
+export async function encodeMetadata(md: MetadataInput, level: number): Promise<Encoded> {
+  const date = warcDate(md.date);
+  const id = newRecordId();
+  const body = warcFields(md.fields ?? {});
+  const digest = sha256Label(body);
+  const warc: HeaderList = [
+    ['WARC-Type', 'metadata'],
+    ['WARC-Record-ID', id],
+    ['WARC-Date', date],
+  ];
+  if (md.concurrentTo) warc.push(['WARC-Concurrent-To', normaliseRecordId(md.concurrentTo)]);
+  // For a record without an HTTP message the payload is the whole block.
+  warc.push(['WARC-Payload-Digest', digest], ['WARC-Block-Digest', digest]);
+  const rec = WARCRecord.create({ url: md.url, date, type: 'metadata', warcVersion: WARC_1_1, warcHeaders: warc }, [body]);
+  return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest: digest };
+}
+
+/** The `warcinfo` record that opens every file (WARC/1.1 §6.2). */
+export async function encodeWarcinfo(
+  filename: string,
+  date: Date,
+  info: Record<string, string>,
+  level: number,
+): Promise<Encoded> {
+  const id = newRecordId();
+  const body = warcFields(info);
+  const rec = WARCRecord.create(
+    {
+      type: 'warcinfo',
+      filename,
+      date: warcDate(date),
+      warcVersion: WARC_1_1,
+      warcHeaders: [
+        ['WARC-Type', 'warcinfo'],
+        ['WARC-Record-ID', id],
+        ['WARC-Date', warcDate(date)],
+        ['WARC-Block-Digest', sha256Label(body)],
+      ],
+    },
+    [body],
+  );
+  return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest: '' };
+}
+
+export function encodeJob(job: EncodeJob): Promise<Encoded> {
+  switch (job.kind) {
+    case 'exchange':
+      return encodeExchange(job.input, job.level);
+    case 'revisit':
+      return encodeRevisit(job.input, job.level);
+    case 'metadata':
+      return encodeMetadata(job.input, job.level);
+  }
+}

@@ -1,0 +1,597 @@
+// WARC/1.1 writer: one gzip member per record, a warcinfo record opening each file,
+// rotation at a size limit, crash-safe naming. Format choices: docs/warc.md.
+//
+// Pipeline per call: the record(s) are built and gzipped by an encoder (a worker
+// thread by default, so the ~0.3 ms of deflate per 15 KB page runs on the other
+// core), several calls in parallel; the appends to the file are serialised in call
+// order, so offsets are exact and a request/response pair is never split.
+import { Worker } from 'node:worker_threads';
+import { mkdir, open, readdir, rename, stat, truncate, unlink } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { encodeJob, encodeWarcinfo } from './records.js';
+import type { EncodeJob, Encoded, ExchangeInput, RevisitInput } from './records.js';
+import { gzipMembers } from './gzmembers.js';
+
+export type { ExchangeInput, RevisitInput, HeaderList, RevisitProfile, TruncatedReason } from './records.js';
+
+export interface WarcWriterOptions {
+  /** Directory for the files (created if missing). */
+  dir: string;
+  /** File name prefix, default 'ubicrawl'. */
+  prefix?: string;
+  /** Short id of this agent, the last part of every file name. */
+  agentShortId: string;
+  /** Rotate before a write would take the file past this size (default 1 GiB). */
+  maxFileBytes?: number;
+  /** Extra or overriding warcinfo fields (software, operator, robots, http-header-user-agent, …). */
+  warcinfo?: Record<string, string>;
+  /**
+   * zlib level, 0–9 (default 4: 97 % of level 6's compression of HTML for 55 % of
+   * its CPU; see docs/warc.md for the measurements).
+   */
+  gzipLevel?: number;
+  /** Build and compress records in a worker thread (default true). */
+  worker?: boolean;
+  /** Calls accepted at once before further calls wait (backpressure, default 64). */
+  maxPending?: number;
+  /** fsync a file before it is renamed to its final name (default true). */
+  fsync?: boolean;
+  /** Called with the final path of every file once it is complete (rotation, close, recovery). */
+  onFileClosed?: (path: string) => void;
+}
+
+export interface WriteResult {
+  /** Final file name (no directory), as a CDXJ `filename` field wants it. */
+  filename: string;
+  /** Offset and length of the primary record's gzip member (response / revisit / metadata). */
+  offset: number;
+  length: number;
+  /** `<urn:uuid:…>` of that record. */
+  recordId: string;
+  payloadDigest: string;
+}
+
+export interface WriterStats {
+  filesClosed: number;
+  records: number;
+  bytes: number;
+  pending: number;
+}
+
+const GiB = 1024 * 1024 * 1024;
+const DEFAULT_LEVEL = 4;
+const OPEN_SUFFIX = '.open';
+
+const DEFAULT_INFO: Record<string, string> = {
+  software: 'ubicrawl',
+  format: 'WARC File Format 1.1',
+  conformsTo: 'https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/',
+};
+
+function safePart(s: string): string {
+  return String(s).replace(/[^A-Za-z0-9._]/g, '_') || '_';
+}
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** UTC YYYYMMDDHHMMSSmmm. */
+export function fileTimestamp(d: Date): string {
+  return d.toISOString().replace(/[^0-9]/g, '').slice(0, 17);
+}
+
+function fileNameRe(prefix: string, agent: string): RegExp {
+  return new RegExp(`^${escapeRe(prefix)}-(\\d{17})-(\\d{5,})-${escapeRe(agent)}\\.warc\\.gz(\\.open)?$`);
+}
+
+// ---------------------------------------------------------------------------
+// Encoders
+
+interface Encoder {
+  encode(job: EncodeJob): Promise<Encoded>;
+  close(): Promise<void>;
+}
+
+const inlineEncoder: Encoder = {
+  encode: (job) => encodeJob(job),
+  close: async () => {},
+};
+
+interface WorkerJob {
+  id: number;
+  job: EncodeJob;
+}
+
+export interface WorkerResult {
+  id: number;
+  ok?: Encoded;
+  err?: string;
+}
+
+interface Pending {
+  job: EncodeJob;
+  resolve: (e: Encoded) => void;
+  reject: (e: Error) => void;
+}
+
+/**
+ * One worker thread. bench/warc.ts, 15 KB pages, level 4: ~25 µs of main-thread CPU
+ * per exchange instead of ~310 µs in-line, for ~100 µs more CPU in total (messages,
+ * a second heap). zlib's own async API was worse on both counts: +100 µs CPU a call
+ * (a fresh deflate state and stream each time) and still ~60 µs on the main thread.
+ * If the worker dies, its pending jobs and all later ones are encoded in-line.
+ */
+class WorkerEncoder implements Encoder {
+  private w: Worker | null;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closing = false;
+  // Jobs are posted in batches, once per event-loop turn: one cross-thread message
+  // (and wake-up) per batch instead of per call. The worker answers the same way.
+  private outbox: WorkerJob[] = [];
+  private outTransfer: ArrayBuffer[] = [];
+  private flushScheduled = false;
+
+  constructor() {
+    this.w = new Worker(new URL('./worker.js', import.meta.url));
+    this.w.unref();
+    this.w.on('message', (results: WorkerResult[]) => {
+      for (const m of results) {
+        const p = this.pending.get(m.id);
+        if (!p) continue;
+        this.pending.delete(m.id);
+        if (m.ok) p.resolve(m.ok);
+        else p.reject(new Error(m.err ?? 'encoder failed'));
+      }
+      if (this.pending.size === 0) this.w?.unref();
+    });
+    this.w.on('error', () => this.fail());
+    this.w.on('exit', () => this.fail());
+  }
+
+  private fail(): void {
+    this.w = null;
+    if (this.closing) return;
+    for (const [id, p] of this.pending) {
+      this.pending.delete(id);
+      encodeJob(p.job).then(p.resolve, p.reject);
+    }
+  }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    const jobs = this.outbox;
+    const transfer = this.outTransfer;
+    this.outbox = [];
+    this.outTransfer = [];
+    if (!this.w || !jobs.length) return;
+    try {
+      this.w.postMessage(jobs, transfer);
+    } catch {
+      // Something in a job cannot be cloned: encode this batch here instead.
+      for (const { id, job } of jobs) {
+        const p = this.pending.get(id);
+        if (!p) continue;
+        this.pending.delete(id);
+        encodeJob(job).then(p.resolve, p.reject);
+      }
+      if (this.pending.size === 0) this.w?.unref();
+    }
+  };
+
+  encode(job: EncodeJob): Promise<Encoded> {
+    const w = this.w;
+    if (!w) return encodeJob(job);
+    return new Promise<Encoded>((resolve, reject) => {
+      const id = this.nextId++;
+      this.pending.set(id, { job, resolve, reject });
+      if (this.pending.size === 1) w.ref();
+      // Hand the worker a private, exact-size copy of the body and transfer it: a
+      // structured clone would copy the body's whole backing ArrayBuffer, which for
+      // a Buffer view can be far larger than the body (a pool or a read buffer).
+      if (job.kind === 'exchange' && job.input.body) {
+        const body = new Uint8Array(job.input.body);
+        this.outTransfer.push(body.buffer);
+        job = { ...job, input: { ...job.input, body } };
+      }
+      this.outbox.push({ id, job });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    const w = this.w;
+    this.w = null;
+    if (w) await w.terminate();
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+interface Slot {
+  enc: Encoded | null;
+  failed: boolean;
+  err: unknown;
+  settled: boolean;
+  resolve: (r: WriteResult) => void;
+  reject: (e: unknown) => void;
+}
+
+const MAX_BATCH = 256;
+
+async function writevFully(fh: FileHandle, bufs: Uint8Array[], position: number): Promise<void> {
+  let rest = bufs;
+  while (rest.length) {
+    let want = 0;
+    for (const b of rest) want += b.length;
+    const { bytesWritten } = await fh.writev(rest, position);
+    if (bytesWritten <= 0) throw new Error('short write');
+    position += bytesWritten;
+    if (bytesWritten === want) return;
+    // Partial write: drop what went out, keep the rest.
+    let skip = bytesWritten;
+    const next: Uint8Array[] = [];
+    for (const b of rest) {
+      if (skip >= b.length) skip -= b.length;
+      else {
+        next.push(skip ? b.subarray(skip) : b);
+        skip = 0;
+      }
+    }
+    rest = next;
+  }
+}
+
+async function writeFully(fh: FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) {
+    const { bytesWritten } = await fh.write(bytes, done, bytes.length - done, position + done);
+    if (bytesWritten <= 0) throw new Error('short write');
+    done += bytesWritten;
+  }
+}
+
+function callHook(hook: ((path: string) => void) | undefined, path: string): void {
+  if (!hook) return;
+  try {
+    const r = hook(path) as unknown;
+    if (r && typeof (r as Promise<void>).catch === 'function') (r as Promise<void>).catch(() => {});
+  } catch {
+    // a failing hook must not break writing
+  }
+}
+
+/**
+ * Makes a `.open` file left by a killed writer whole: cuts it after its last whole
+ * gzip member and renames it to its final name. A file with nothing but its warcinfo
+ * record is deleted. Returns the final path, or null if the file was deleted.
+ */
+export async function recoverWarcFile(path: string): Promise<string | null> {
+  let members = 0;
+  let end = 0;
+  let size = 0;
+  for await (const _m of gzipMembers(path, (t) => ((end = t.end), (size = t.size)))) members++;
+  if (members <= 1) {
+    await unlink(path);
+    return null;
+  }
+  if (end < size) await truncate(path, end);
+  const final = path.endsWith(OPEN_SUFFIX) ? path.slice(0, -OPEN_SUFFIX.length) : path;
+  if (final !== path) {
+    const exists = await stat(final).then(
+      () => true,
+      () => false,
+    );
+    if (exists) return path;
+    await rename(path, final);
+  }
+  return final;
+}
+
+export class WarcWriter {
+  /** Called with the final path of each completed file (issue 6 builds its CDXJ here). */
+  onFileClosed?: (path: string) => void;
+
+  private readonly dir: string;
+  private readonly prefix: string;
+  private readonly agent: string;
+  private readonly maxFileBytes: number;
+  private readonly info: Record<string, string>;
+  private readonly level: number;
+  private readonly maxPending: number;
+  private readonly fsync: boolean;
+  private readonly encoder: Encoder;
+
+  private serial: number;
+  private fh: FileHandle | null = null;
+  private curName = '';
+  private curSize = 0;
+  private curPayloadRecords = 0;
+  private readonly queue: Slot[] = [];
+  private flushing = false;
+  private inflight = 0;
+  private readonly slotWaiters: Array<() => void> = [];
+  private readonly all = new Set<Promise<unknown>>();
+  private closed = false;
+  /** Last error met while completing a file in the background (it keeps its .open name). */
+  lastError: Error | null = null;
+  private readonly st: WriterStats = { filesClosed: 0, records: 0, bytes: 0, pending: 0 };
+
+  private constructor(opts: WarcWriterOptions, serial: number) {
+    this.dir = opts.dir;
+    this.prefix = safePart(opts.prefix ?? 'ubicrawl');
+    this.agent = safePart(opts.agentShortId);
+    this.maxFileBytes = opts.maxFileBytes && opts.maxFileBytes > 0 ? opts.maxFileBytes : GiB;
+    this.info = { ...DEFAULT_INFO, ...(opts.warcinfo ?? {}) };
+    const lvl = opts.gzipLevel ?? DEFAULT_LEVEL;
+    this.level = Number.isInteger(lvl) && lvl >= 0 && lvl <= 9 ? lvl : DEFAULT_LEVEL;
+    this.maxPending = Math.max(1, opts.maxPending ?? 64);
+    this.fsync = opts.fsync ?? true;
+    this.onFileClosed = opts.onFileClosed;
+    this.serial = serial;
+    this.encoder = opts.worker === false ? inlineEncoder : new WorkerEncoder();
+  }
+
+  /**
+   * Opens a writer on `dir`. Any `.open` file this agent left behind (a crash) is
+   * first repaired with recoverWarcFile() and reported to onFileClosed; serial
+   * numbers continue after the highest one found. No file is created until the
+   * first record is written.
+   */
+  static async open(opts: WarcWriterOptions): Promise<WarcWriter> {
+    await mkdir(opts.dir, { recursive: true });
+    const prefix = safePart(opts.prefix ?? 'ubicrawl');
+    const agent = safePart(opts.agentShortId);
+    const re = fileNameRe(prefix, agent);
+    let maxSerial = -1;
+    const stale: string[] = [];
+    for (const name of await readdir(opts.dir)) {
+      const m = re.exec(name);
+      if (!m) continue;
+      maxSerial = Math.max(maxSerial, Number(m[2]));
+      if (m[3]) stale.push(name);
+    }
+    for (const name of stale.sort()) {
+      const final = await recoverWarcFile(join(opts.dir, name));
+      if (final && !final.endsWith(OPEN_SUFFIX)) callHook(opts.onFileClosed, final);
+    }
+    return new WarcWriter(opts, maxSerial + 1);
+  }
+
+  /** A `response` and a `request` record for one fetch; the result locates the response. */
+  writeExchange(ex: ExchangeInput): Promise<WriteResult> {
+    return this.submit({ kind: 'exchange', input: ex, level: this.level });
+  }
+
+  /** A `revisit` record (identical-payload-digest or server-not-modified profile). */
+  writeRevisit(rv: RevisitInput): Promise<WriteResult> {
+    return this.submit({ kind: 'revisit', input: rv, level: this.level });
+  }
+
+  /** A `metadata` record of warc-fields about `url`, e.g. a near-duplicate note. */
+  writeMetadata(url: string, date: Date, fields: Record<string, string>, concurrentTo?: string): Promise<WriteResult> {
+    return this.submit({ kind: 'metadata', input: { url, date, fields, concurrentTo }, level: this.level });
+  }
+
+  get stats(): WriterStats {
+    return { ...this.st, pending: this.inflight };
+  }
+
+  /** Path of the file being written (with its `.open` suffix), or null. */
+  get currentPath(): string | null {
+    return this.fh ? join(this.dir, this.curName + OPEN_SUFFIX) : null;
+  }
+
+  /** Waits for every accepted write, completes the current file and stops the encoder. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    while (this.all.size) await Promise.allSettled([...this.all]);
+    try {
+      await this.closeFile();
+    } finally {
+      await this.encoder.close();
+    }
+  }
+
+  private async acquire(): Promise<void> {
+    if (this.inflight < this.maxPending) {
+      this.inflight++;
+      return;
+    }
+    await new Promise<void>((r) => this.slotWaiters.push(r));
+  }
+
+  private release(): void {
+    const next = this.slotWaiters.shift();
+    if (next) next(); // the slot passes straight to the next waiter
+    else this.inflight--;
+  }
+
+  private submit(job: EncodeJob): Promise<WriteResult> {
+    if (this.closed) return Promise.reject(new Error('WarcWriter is closed'));
+    const p = this.run(job);
+    this.all.add(p);
+    const drop = () => this.all.delete(p);
+    p.then(drop, drop);
+    return p;
+  }
+
+  private async run(job: EncodeJob): Promise<WriteResult> {
+    await this.acquire();
+    try {
+      return await new Promise<WriteResult>((resolve, reject) => {
+        // The slot takes its place in the append order now: files hold records in call order.
+        const slot: Slot = { enc: null, failed: false, err: null, settled: false, resolve, reject };
+        this.queue.push(slot);
+        this.encoder.encode(job).then(
+          (enc) => {
+            slot.enc = enc;
+            slot.settled = true;
+            this.kick();
+          },
+          (err: unknown) => {
+            slot.failed = true;
+            slot.err = err;
+            slot.settled = true;
+            this.kick();
+          },
+        );
+      });
+    } finally {
+      this.release();
+    }
+  }
+
+  private kick(): void {
+    if (this.flushing) return;
+    this.flushing = true;
+    this.flush().then(
+      () => (this.flushing = false),
+      () => (this.flushing = false),
+    );
+  }
+
+  /**
+   * Group commit: takes the encoded prefix of the queue and appends it with one
+   * writev (fewer syscalls and thread-pool round trips than one write per call).
+   */
+  private async flush(): Promise<void> {
+    while (this.queue.length && this.queue[0].settled) {
+      let n = 1;
+      while (n < this.queue.length && n < MAX_BATCH && this.queue[n].settled) n++;
+      await this.writeBatch(this.queue.splice(0, n));
+    }
+  }
+
+  private async writeBatch(batch: Slot[]): Promise<void> {
+    let i = 0;
+    while (i < batch.length) {
+      const first = batch[i];
+      if (first.failed || !first.enc) {
+        first.reject(first.err);
+        i++;
+        continue;
+      }
+      try {
+        // Rotate between calls only: a request/response pair always shares a file.
+        if (this.fh && this.curPayloadRecords > 0 && this.curSize + first.enc.bytes.length > this.maxFileBytes) {
+          // The full file is fsynced and renamed in the background: writing goes
+          // on into the next file meanwhile (an fsync of 1 GiB can take seconds).
+          this.track(this.closeFile());
+        }
+        if (!this.fh) await this.openFile();
+      } catch (e) {
+        first.reject(e);
+        i++;
+        continue;
+      }
+      const group: Slot[] = [];
+      let size = this.curSize;
+      let count = this.curPayloadRecords;
+      while (i < batch.length) {
+        const enc = batch[i].enc;
+        if (batch[i].failed || !enc) break;
+        if (count > 0 && size + enc.bytes.length > this.maxFileBytes) break;
+        group.push(batch[i]);
+        size += enc.bytes.length;
+        count++;
+        i++;
+      }
+      const fh = this.fh!;
+      const start = this.curSize;
+      try {
+        await writevFully(fh, group.map((g) => g.enc!.bytes), start);
+      } catch (e) {
+        // Leave no partial member behind: cut back to the last whole one.
+        await fh.truncate(start).catch(() => {});
+        for (const g of group) g.reject(e);
+        continue;
+      }
+      let at = start;
+      for (const g of group) {
+        const enc = g.enc!;
+        let p = at;
+        for (let k = 0; k < enc.primary; k++) p += enc.sizes[k];
+        g.resolve({
+          filename: this.curName,
+          offset: p,
+          length: enc.sizes[enc.primary],
+          recordId: enc.recordId,
+          payloadDigest: enc.payloadDigest,
+        });
+        at += enc.bytes.length;
+        this.st.records += enc.sizes.length;
+        this.st.bytes += enc.bytes.length;
+      }
+      this.curSize = at;
+      this.curPayloadRecords = count;
+    }
+  }
+
+  private async openFile(): Promise<void> {
+    for (;;) {
+      const now = new Date();
+      const name = `${this.prefix}-${fileTimestamp(now)}-${String(this.serial).padStart(5, '0')}-${this.agent}.warc.gz`;
+      this.serial++;
+      let fh: FileHandle;
+      try {
+        fh = await open(join(this.dir, name + OPEN_SUFFIX), 'wx');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST') continue;
+        throw e;
+      }
+      try {
+        const info = await encodeWarcinfo(name, now, this.info, this.level);
+        await writeFully(fh, info.bytes, 0);
+        this.st.records++;
+        this.st.bytes += info.bytes.length;
+        this.fh = fh;
+        this.curName = name;
+        this.curSize = info.bytes.length;
+        this.curPayloadRecords = 0;
+        return;
+      } catch (e) {
+        await fh.close().catch(() => {});
+        await unlink(join(this.dir, name + OPEN_SUFFIX)).catch(() => {});
+        throw e;
+      }
+    }
+  }
+
+  /** Keeps a background file close in `all`, so close() waits for it. */
+  private track(p: Promise<void>): void {
+    const q = p.catch((e: unknown) => {
+      // The file keeps its .open name; the next open() recovers it.
+      this.lastError = e instanceof Error ? e : new Error(String(e));
+    });
+    this.all.add(q);
+    q.then(() => this.all.delete(q));
+  }
+
+  /** Detaches the current file from the writer at once, then completes it. */
+  private closeFile(): Promise<void> {
+    const fh = this.fh;
+    if (!fh) return Promise.resolve();
+    this.fh = null;
+    const open = join(this.dir, this.curName + OPEN_SUFFIX);
+    const final = join(this.dir, this.curName);
+    return (async () => {
+      try {
+        if (this.fsync) await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(open, final);
+      this.st.filesClosed++;
+      callHook(this.onFileClosed, final);
+    })();
+  }
+}
+
