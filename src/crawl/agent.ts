@@ -92,7 +92,11 @@ class Agent implements AgentHandle {
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
   private readonly admitted = new Set<Candidate>();
   private warc: WarcWriter | undefined;
+  /** Host turns in progress (each holds one fetch slot). */
   private inFlight = 0;
+  /** Fetched pages still being written, parsed and acknowledged (host already released). */
+  private processing = 0;
+  private readonly maxProcessing: number;
   private running = false;
   private stopping: Promise<Record<string, unknown>> | undefined;
   private wakeTimer: NodeJS.Timeout | undefined;
@@ -105,6 +109,7 @@ class Agent implements AgentHandle {
   constructor(readonly config: AgentConfig, private readonly store: Store, private readonly log: Logger) {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
+    this.maxProcessing = config.concurrency * 4;
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots);
     this.scope = new ScopePolicy({});
@@ -200,7 +205,8 @@ class Agent implements AgentHandle {
     if (!this.running) return;
     const limitReached = this.config.maxPages > 0 && this.stats.fetched + this.inFlight >= this.config.maxPages;
     const now = Date.now();
-    while (!limitReached && this.inFlight < this.config.concurrency) {
+    // Backpressure: fetch slots, and a bound on pages waiting to be processed.
+    while (!limitReached && this.inFlight < this.config.concurrency && this.processing < this.maxProcessing) {
       if (this.config.maxPages > 0 && this.stats.fetched + this.inFlight >= this.config.maxPages) break;
       const h = this.frontier.nextReady(now);
       if (!h) break;
@@ -216,7 +222,7 @@ class Agent implements AgentHandle {
       this.wakeAt = wake;
       this.wakeTimer = setTimeout(() => { this.wakeAt = Infinity; this.wakeTimer = undefined; this.pump(); }, wake - now);
     }
-    if (limitReached && this.inFlight === 0) void this.stop();
+    if (limitReached && this.inFlight === 0 && this.processing === 0) void this.stop();
   }
 
   /** One turn of a host: at most one request to it (robots.txt or a page). */
@@ -260,9 +266,14 @@ class Agent implements AgentHandle {
         return;
       }
       const retryAfter = out.ok ? parseRetryAfter(out.header('retry-after'), Date.now()) : undefined;
-      const next = this.politeAfter(h, Date.now(), out.durationMs, retryAfter);
-      await this.process(q, h, out);
-      this.frontier.release(h, next);
+      // The host's clock starts now; processing the page need not hold the host (or the fetch slot).
+      this.frontier.release(h, this.politeAfter(h, Date.now(), out.durationMs, retryAfter));
+      if (out.ok) this.stats.recordResponse(out.status, out.rawBytes);
+      this.processing++;
+      this.process(q, h, out).catch((err: Error) => this.onFatal(err)).finally(() => {
+        this.processing--;
+        this.schedulePump();
+      });
       return;
     }
   }
@@ -292,7 +303,6 @@ class Agent implements AgentHandle {
     }
     h.data.errorRun = 0;
     h.data.pages++;
-    this.stats.recordResponse(out.status, out.rawBytes);
     if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
     await this.writeWarc(out);
@@ -395,7 +405,7 @@ class Agent implements AgentHandle {
   private armIdleCheck(): void {
     this.idleTimer = setInterval(() => {
       if (!this.running) return;
-      if (this.config.untilIdle && this.inFlight === 0 && !this.drum.busy && this.frontier.idle) void this.stop();
+      if (this.config.untilIdle && this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle) void this.stop();
     }, 50);
     this.idleTimer.unref();
   }
@@ -413,7 +423,7 @@ class Agent implements AgentHandle {
     if (this.idleTimer) clearInterval(this.idleTimer);
     // Let in-flight turns finish (each is bounded by the fetch timeouts).
     const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
-    while (this.inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await this.drum.flush().catch((err: Error) => this.log.error({ err: err.message }, 'seen flush failed'));
     await this.warc?.close().catch((err: Error) => this.log.error({ err: err.message }, 'WARC close failed'));
     await this.fetcher.close();
