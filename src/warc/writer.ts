@@ -452,21 +452,29 @@ export class WarcWriter {
   private kick(): void {
     if (this.flushing) return;
     this.flushing = true;
-    this.flush().then(
-      () => (this.flushing = false),
-      () => (this.flushing = false),
-    );
+    void this.flush();
   }
 
   /**
    * Group commit: takes the encoded prefix of the queue and appends it with one
    * writev (fewer syscalls and thread-pool round trips than one write per call).
+   * `flushing` is cleared in the same microtask as the final emptiness check, so a
+   * slot that settles afterwards always finds kick() ready to start a new flush.
    */
   private async flush(): Promise<void> {
-    while (this.queue.length && this.queue[0].settled) {
-      let n = 1;
-      while (n < this.queue.length && n < MAX_BATCH && this.queue[n].settled) n++;
-      await this.writeBatch(this.queue.splice(0, n));
+    try {
+      while (this.queue.length && this.queue[0].settled) {
+        let n = 1;
+        while (n < this.queue.length && n < MAX_BATCH && this.queue[n].settled) n++;
+        const batch = this.queue.splice(0, n);
+        try {
+          await this.writeBatch(batch);
+        } catch (e) {
+          for (const slot of batch) slot.reject(e); // no-op for slots already resolved
+        }
+      }
+    } finally {
+      this.flushing = false;
     }
   }
 
