@@ -498,6 +498,21 @@ describe('title and visible text', () => {
     assert.equal(ex('<p>wo<b>r</b>d <span>x</span>y</p>', { wantText: true }).text, 'word xy');
   });
 
+  test('whitespace collapsing equals the reference /[ASCII whitespace + NBSP]+/ → " " on random text', () => {
+    let x = 7;
+    const rnd = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return (x >>> 8) % n;
+    };
+    const alphabet = [' ', ' ', '  ', '\n', '\t', '\r\n', '\f', '\u00a0', 'a', 'bc', 'd.', '\u3000'];
+    for (let k = 0; k < 2000; k++) {
+      let t = '';
+      for (let i = rnd(20); i >= 0; i--) t += alphabet[rnd(alphabet.length)];
+      const want = t.replace(/[\t\n\f\r \u00a0]+/g, ' ').trim();
+      assert.equal(ex(`<p>${t}</p>`, { wantText: true }).text, want, JSON.stringify(t));
+    }
+  });
+
   test('maxTextChars caps the text (after collapsing)', () => {
     const r = ex('<p>' + 'word   '.repeat(50_000) + '</p>', { wantText: true, maxTextChars: 1000 });
     assert.equal(r.text?.length, 1000);
