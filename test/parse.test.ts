@@ -484,6 +484,7 @@ describe('title and visible text', () => {
     assert.equal(r.title, 'A & B C');
     assert.equal(ex('<p>no title</p>').title, undefined);
     assert.equal(ex('<svg><title>icon</title></svg><title>doc</title>').title, 'doc');
+    assert.equal(ex('<template><title>tpl</title></template><title>doc</title>').title, 'doc');
   });
 
   test('visible text excludes script, style, noscript, template, title; collapses whitespace', () => {

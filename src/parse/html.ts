@@ -485,7 +485,7 @@ class Extractor implements TokenizerCallbacks {
         // The tokenizer now reads RCDATA up to </title> (not inside svg, where title is a plain
         // element). Only the first title counts (HTML §4.2.2).
         if (this.isInForeignContext()) this.pushCtx(0, selfClosing); // svg <title>: an integration point
-        else this.raw = this.title === null && this.titleParts === null ? RAW_TITLE : RAW_SKIP;
+        else this.raw = this.title === null && this.titleParts === null && this.template === 0 ? RAW_TITLE : RAW_SKIP;
         break;
       case T_SCRIPT:
       case T_STYLE:
