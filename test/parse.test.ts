@@ -484,6 +484,7 @@ describe('title and visible text', () => {
     assert.equal(r.title, 'A & B C');
     assert.equal(ex('<p>no title</p>').title, undefined);
     assert.equal(ex('<svg><title>icon</title></svg><title>doc</title>').title, 'doc');
+    assert.equal(ex('<template><title>tpl</title></template><title>doc</title>').title, 'doc');
   });
 
   test('visible text excludes script, style, noscript, template, title; collapses whitespace', () => {
@@ -496,6 +497,21 @@ describe('title and visible text', () => {
   test('visible text: block boundaries separate words, inline elements do not', () => {
     assert.equal(ex('<div>a</div><div>b</div><p>c<br>d</p><td>e</td><td>f</td>', { wantText: true }).text, 'a b c d e f');
     assert.equal(ex('<p>wo<b>r</b>d <span>x</span>y</p>', { wantText: true }).text, 'word xy');
+  });
+
+  test('whitespace collapsing equals the reference /[ASCII whitespace + NBSP]+/ → " " on random text', () => {
+    let x = 7;
+    const rnd = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return (x >>> 8) % n;
+    };
+    const alphabet = [' ', ' ', '  ', '\n', '\t', '\r\n', '\f', '\u00a0', 'a', 'bc', 'd.', '\u3000'];
+    for (let k = 0; k < 2000; k++) {
+      let t = '';
+      for (let i = rnd(20); i >= 0; i--) t += alphabet[rnd(alphabet.length)];
+      const want = t.replace(/[\t\n\f\r \u00a0]+/g, ' ').trim();
+      assert.equal(ex(`<p>${t}</p>`, { wantText: true }).text, want, JSON.stringify(t));
+    }
   });
 
   test('maxTextChars caps the text (after collapsing)', () => {

@@ -345,6 +345,7 @@ class Extractor implements TokenizerCallbacks {
   // visible text
   textParts: string[] = [];
   textRaw = 0;
+  pendingSpace = false;
   textDone = false;
 
   readonly tokenizer: Tokenizer;
@@ -380,6 +381,7 @@ class Extractor implements TokenizerCallbacks {
     this.nofollowLinks = 0;
     this.textParts = [];
     this.textRaw = 0;
+    this.pendingSpace = false;
     this.textDone = false;
     this.tokenizer.reset();
   }
@@ -483,7 +485,7 @@ class Extractor implements TokenizerCallbacks {
         // The tokenizer now reads RCDATA up to </title> (not inside svg, where title is a plain
         // element). Only the first title counts (HTML §4.2.2).
         if (this.isInForeignContext()) this.pushCtx(0, selfClosing); // svg <title>: an integration point
-        else this.raw = this.title === null && this.titleParts === null ? RAW_TITLE : RAW_SKIP;
+        else this.raw = this.title === null && this.titleParts === null && this.template === 0 ? RAW_TITLE : RAW_SKIP;
         break;
       case T_SCRIPT:
       case T_STYLE:
@@ -552,9 +554,16 @@ class Extractor implements TokenizerCallbacks {
       }
       return;
     }
-    if (this.inHead && !isAllWhitespace(this.s, start, end)) this.inHead = false;
-    if (!this.wantText || this.textDone || this.noscript > 0 || this.template > 0) return;
-    this.addText(this.s.slice(start, end));
+    const want = this.wantText && !this.textDone && this.noscript === 0 && this.template === 0;
+    if (!this.inHead && !want) return;
+    if (isAllWhitespace(this.s, start, end)) {
+      // Inter-element whitespace: at most a word break, no string (HTML §3.2.5.1 "inter-element
+      // whitespace"; most text nodes of a pretty-printed page are just this).
+      if (want) this.textBreak();
+      return;
+    }
+    this.inHead = false;
+    if (want) this.addText(this.s.slice(start, end));
   }
 
   ontextentity(cp: number, _end: number): void {
@@ -659,7 +668,7 @@ class Extractor implements TokenizerCallbacks {
     if (name !== null) {
       const n = name.trim().toLowerCase();
       // Google: name="robots" is for every crawler, name="<user-agent token>" for that one.
-      if (n === 'robots' || n === this.token) parseMetaRobots(content, this.now, this.directives);
+      if (n === 'robots' || (n === this.token && n !== '')) parseMetaRobots(content, this.now, this.directives);
       return;
     }
     const he = this.httpEquiv;
@@ -700,14 +709,19 @@ class Extractor implements TokenizerCallbacks {
 
   // --- text ------------------------------------------------------------------------------------
 
+  /** A word break before the next text (block boundary, whitespace-only text). */
   textBreak(): void {
-    if (this.wantText && !this.textDone && this.textParts.length > 0) {
-      this.textParts.push(' ');
-      this.textRaw++;
-    }
+    if (this.wantText) this.pendingSpace = true;
   }
 
   addText(t: string): void {
+    if (this.pendingSpace) {
+      this.pendingSpace = false;
+      if (this.textParts.length > 0) {
+        this.textParts.push(' ');
+        this.textRaw++;
+      }
+    }
     this.textParts.push(t);
     this.textRaw += t.length;
     if (this.textRaw > this.maxText) this.compactText();
@@ -740,7 +754,7 @@ class Extractor implements TokenizerCallbacks {
 // ASCII whitespace, plus NO-BREAK SPACE (rendered as a space; splitting on it is what word
 // shingling wants). Only runs that are not already a single U+0020 match: replacing every lone
 // space by itself made this regex cost more than the parse.
-const WS_RUN = /[\t\n\f\r\u00a0][\t\n\f\r \u00a0]*| [\t\n\f\r \u00a0]+/g;
+const WS_RUN = / ?[\t\n\f\r\u00a0][\t\n\f\r \u00a0]*| {2,}[\t\n\f\r \u00a0]*/g;
 function collapse(s: string): string {
   return s.replace(WS_RUN, ' ');
 }
