@@ -1,3 +1,5 @@
+import type { ScopeOptions } from './scope/traps.js';
+
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, so a default lives here once.
 
@@ -36,6 +38,8 @@ export interface AgentConfig {
   warc: WarcConfig;
   frontier: FrontierConfig;
   seen: SeenConfig;
+  /** Scope and trap defences; defaults in src/scope/traps.ts (DEFAULT_SCOPE_OPTIONS). */
+  scope: Partial<ScopeOptions>;
   /** Progress display: 'auto' = live line on a TTY, JSON logs otherwise. */
   progress: 'auto' | 'tty' | 'log' | 'off';
   logLevel: string;
@@ -124,6 +128,7 @@ export function defaultConfig(): AgentConfig {
       batchSize: 4096,
       maxWaitMs: 20,
     },
+    scope: {},
     progress: 'auto',
     logLevel: 'info',
   };

@@ -111,8 +111,8 @@ class Agent implements AgentHandle {
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
-    this.robots = new RobotsCache(store.robots, this.fetcher, config.robots);
-    this.scope = new ScopePolicy({});
+    this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
+    this.scope = new ScopePolicy(config.scope);
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,

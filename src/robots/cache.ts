@@ -35,7 +35,8 @@ const UNREACHABLE_TTL_MS = 10 * 60_000;
 interface Stored { fetchedAt: number; status: number; body: string }
 
 export class RobotsCache {
-  constructor(private readonly db: Sublevel, private readonly fetcher: Fetcher, private readonly cfg: RobotsConfig) {}
+  /** `hopDelayMs`: pause between two redirect hops to the same host (politeness holds for robots.txt too). */
+  constructor(private readonly db: Sublevel, private readonly fetcher: Fetcher, private readonly cfg: RobotsConfig, private readonly hopDelayMs = 0) {}
 
   /** The cached entry for an origin if still fresh. */
   async lookup(origin: string, now = Date.now()): Promise<RobotsEntry | undefined> {
@@ -55,7 +56,9 @@ export class RobotsCache {
       if (s >= 300 && s < 400) {
         const loc = out.header('location');
         if (!loc) return this.store(origin, { fetchedAt: now, status: s, body: '' });
+        const from = new URL(target).host;
         try { target = new URL(loc, target).href; } catch { return this.store(origin, { fetchedAt: now, status: 404, body: '' }); }
+        if (this.hopDelayMs > 0 && new URL(target).host === from) await new Promise((r) => setTimeout(r, this.hopDelayMs));
         continue;
       }
       if (s === 429 || s >= 500) return this.unreachable(origin, now);
