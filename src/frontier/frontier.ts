@@ -1,27 +1,51 @@
-// The frontier: Mercator's back queues (Heydon & Najork 1999), kept on disk.
+// The frontier: Mercator's dual queue (Heydon & Najork, "Mercator: A scalable,
+// extensible Web crawler", WWW 1999, §3.2 and Fig. 3), kept on disk.
 //
-// Every queued URL lives in LevelDB under host-hash ‖ seq, so one host's queue
-// is one key range in FIFO order. In memory there are only
-//   - a small record per host that has queued work (name, flags),
-//   - a short head of URLs for each *active* host (about 3 × concurrency of them),
-//   - a heap of active, idle hosts ordered by the time they may next be fetched.
-// Memory therefore grows with the number of hosts, not with the number of URLs.
+// Front queues (priority) × back queues (one per host) become one LevelDB key:
 //
-// A URL leaves the disk only when the caller acknowledges it (`doneOps`), in the
+//     host-hash (8 B) ‖ rank (1 B) ‖ seq (8 B, big-endian, agent-wide counter)
+//
+// where rank = 7 − priority class (src/frontier/priority.ts), so inside one
+// host's key range the best class sorts first and each class is FIFO. Every
+// queued URL lives only there. In memory there are
+//   - a small record per host with queued work: flags, a bitmask of the classes
+//     it may have on disk, and one read cursor (a seq) per class;
+//   - for each *active* host (at most `maxActiveHosts`, about 3 × concurrency),
+//     a head of at most `headSize` URLs, split by class;
+//   - the hosts waiting for activation, one FIFO per best class (Mercator's
+//     front queues decide which host gets a back queue next);
+//   - the active hosts with work, in a min-heap on next-allowed time, and those
+//     already due in one min-heap per class: the best due class goes first.
+// Memory therefore grows with the number of hosts, never with the number of URLs.
+//
+// Why one cursor per class is enough (and keeps "no duplicates" simple): seqs
+// are handed out in increasing order and batches are committed in that order
+// (the DRUM runs one round at a time), so a URL arriving in class c always sorts
+// after everything already read from class c. A class's head is therefore a
+// FIFO window [first in head … cursor) of its disk range; the URLs taken from
+// it (in flight until acknowledged) all lie before that window, and are never
+// read again however the window is moved forward or back.
+//
+// A URL leaves the disk only when the caller acknowledges it (`doneOp`), in the
 // same batch that records the fetch: a crash re-queues exactly the URLs that
-// were in flight.
+// were in flight (docs/storage.md).
 import type { Sublevel } from '../store/db.js';
 import type { BatchOp } from '../seen/drum.js';
 import { MinHeap, type HeapSlot } from '../util/heap.js';
 import { HOST_KEY_BYTES, prefixEnd } from '../store/keys.js';
+import { MAX_PRIORITY, PRIORITY_CLASSES, clampClass, priorityClass } from './priority.js';
 
 export interface QueuedUrl {
   url: string;
   depth: number;
   /** How many times the mesh forwarded it (kept for re-forwarding). */
   hops: number;
-  /** Frontier key (host hash ‖ seq). */
+  /** Frontier key (host hash ‖ rank ‖ seq). */
   key: Buffer;
+  /** Priority class 0–7 (7 is served first). */
+  priority: number;
+  /** Position in the agent-wide enqueue order (FIFO within a class). */
+  seq: number;
 }
 
 export interface NewUrl {
@@ -30,23 +54,38 @@ export interface NewUrl {
   url: string;
   depth: number;
   hops: number;
+  /**
+   * Priority class 0–7 (7 first), e.g. from `priorityClass()`. Absent: the
+   * class for `depth` alone. `enqueueOps` stores the class it used here.
+   */
+  priority?: number;
   /** Filled in by `enqueueOps`. */
   frontierKey?: Buffer;
 }
 
+/** One host's record. The agent reads `name`, `key` and `data`; the rest is the frontier's bookkeeping. */
 export interface HostState<D> extends HeapSlot {
-  name: string;
-  key: Buffer;
-  head: QueuedUrl[];
-  /** Last frontier key copied into `head`; the next load starts after it. */
-  lastLoaded: Buffer | undefined;
-  /** Disk may hold entries after `lastLoaded`. */
-  diskMore: boolean;
+  readonly name: string;
+  readonly key: Buffer;
+  /** Loaded URLs by rank (0 = class 7); only while active. */
+  heads: (QueuedUrl[] | undefined)[] | undefined;
+  /** URLs held in `heads` (≤ headSize). */
+  headCount: number;
+  /** Bit r: heads[r] is not empty. */
+  headMask: number;
+  /** Bit r: disk may hold URLs of rank r at or after cursor[r]. */
+  diskMask: number;
+  /** Bit r: URLs of rank r were committed while a load ran (its view may have missed them). */
+  dirtyMask: number;
+  /** Per rank, the first seq not yet read into memory (undefined = all 0). */
+  cursor: number[] | undefined;
   loading: boolean;
-  /** URLs were committed while a load ran: the load's view may have missed them. */
-  committedDuringLoad: boolean;
   active: boolean;
   pending: boolean;
+  /** Rank of the pending queue this host waits in. */
+  pendingRank: number;
+  /** -1 not ready, 0–7 in the due heap of that rank, 8 in the waiting heap. */
+  readyIn: number;
   inFlight: boolean;
   /** Epoch ms before which this host must not be contacted. */
   nextAllowed: number;
@@ -62,15 +101,55 @@ export interface FrontierOptions<D> {
   createData(host: string): D;
 }
 
+/** Counters for tests, benchmarks and the summary. */
+export interface FrontierStats {
+  loads: number;
+  /** Active hosts sent back to disk to make room for hosts with better work. */
+  rotations: number;
+  /** Loaded URLs pushed back to disk to make room in a head for a better class. */
+  evicted: number;
+  /** Entries in the old 16-byte key layout rewritten by `recover`. */
+  migrated: number;
+}
+
 const SEQ_KEY = Buffer.from('seq');
+const RANKS = PRIORITY_CLASSES;
+const KEY_BYTES = HOST_KEY_BYTES + 1 + 8;
+const LEGACY_KEY_BYTES = HOST_KEY_BYTES + 8;
+const NOT_READY = -1;
+const WAITING = RANKS;
+const TWO32 = 4294967296;
+
+/** Index of the lowest set bit (the best rank in a mask); mask must be non-zero. */
+const lowest = (m: number): number => 31 - Math.clz32(m & -m);
+/** Index of the highest set bit (the worst rank in a mask); mask must be non-zero. */
+const highest = (m: number): number => 31 - Math.clz32(m);
+
+function readSeq(key: Buffer, off: number): number {
+  return key.readUInt32BE(off) * TWO32 + key.readUInt32BE(off + 4);
+}
+
+function writeSeq(buf: Buffer, off: number, seq: number): void {
+  buf.writeUInt32BE(Math.floor(seq / TWO32), off);
+  buf.writeUInt32BE(seq >>> 0, off + 4);
+}
+
+/** Frontier key of (host, rank, seq). */
+export function frontierKey(hostKey: Buffer, rank: number, seq: number): Buffer {
+  const key = Buffer.allocUnsafe(KEY_BYTES);
+  hostKey.copy(key, 0, 0, HOST_KEY_BYTES);
+  key[HOST_KEY_BYTES] = rank;
+  writeSeq(key, HOST_KEY_BYTES + 1, seq);
+  return key;
+}
 
 export function encodeEntry(url: string, depth: number, hops: number): Buffer {
-  const body = Buffer.from(url, 'utf8');
-  const out = Buffer.allocUnsafe(3 + body.length);
+  const len = Buffer.byteLength(url, 'utf8');
+  const out = Buffer.allocUnsafe(3 + len);
   out[0] = 1; // format version
   out[1] = Math.min(depth, 255);
   out[2] = Math.min(hops, 255);
-  body.copy(out, 3);
+  out.write(url, 3, len, 'utf8');
   return out;
 }
 
@@ -79,20 +158,31 @@ export function decodeEntry(value: Buffer): { url: string; depth: number; hops: 
   return { depth: value[1]!, hops: value[2]!, url: value.toString('utf8', 3) };
 }
 
+interface KeyIterator {
+  nextv(size: number): Promise<Buffer[]>;
+  close(): Promise<void>;
+}
+
 export class Frontier<D> {
   private readonly hosts = new Map<string, HostState<D>>();
-  private readonly byKey = new Map<string, HostState<D>>();
-  private readonly ready = new MinHeap<HostState<D>>((h) => h.nextAllowed);
-  private pendingQueue: HostState<D>[] = [];
-  private pendingHead = 0;
+  /** Active, servable hosts not yet due, by next-allowed time. */
+  private readonly waiting = new MinHeap<HostState<D>>((h) => h.nextAllowed);
+  /** Active, servable hosts already due, one heap per best rank. */
+  private readonly due: MinHeap<HostState<D>>[] = [];
+  /** Hosts with work on disk waiting for activation, one FIFO per best rank (entries may be stale). */
+  private readonly pendingQ: HostState<D>[][] = [];
+  private readonly pendingAt: number[] = [];
+  private pendingCount = 0;
   private activeCount = 0;
   private loadsInFlight = 0;
-  private seq = 0n;
+  private seq = 0;
+  private readonly headSize: number;
   /** URLs on disk not yet acknowledged (exact: counted on recovery, then maintained). */
   queued = 0;
   /** Entries that could not be decoded (dropped and counted). */
   corruptEntries = 0;
-  /** Hosts that became idle-ready: the scheduler is told through this callback. */
+  readonly stats: FrontierStats = { loads: 0, rotations: 0, evicted: 0, migrated: 0 };
+  /** Hosts that became ready: the scheduler is told through this callback. */
   onReady: () => void = () => {};
   onLoadError: (host: string, err: Error) => void = () => {};
 
@@ -101,11 +191,18 @@ export class Frontier<D> {
     private readonly hostNames: Sublevel,
     private readonly meta: Sublevel,
     private readonly opts: FrontierOptions<D>,
-  ) {}
+  ) {
+    this.headSize = Math.max(1, Math.floor(opts.headSize));
+    for (let r = 0; r < RANKS; r++) {
+      this.due.push(new MinHeap<HostState<D>>((h) => h.nextAllowed));
+      this.pendingQ.push([]);
+      this.pendingAt.push(0);
+    }
+  }
 
   get activeHosts(): number { return this.activeCount; }
   get knownHosts(): number { return this.hosts.size; }
-  get pendingHosts(): number { return this.pendingQueue.length - this.pendingHead; }
+  get pendingHosts(): number { return this.pendingCount; }
 
   /** True when nothing is queued, loading or in flight. */
   get idle(): boolean {
@@ -114,46 +211,131 @@ export class Frontier<D> {
 
   host(name: string): HostState<D> | undefined { return this.hosts.get(name); }
 
-  /** Rebuilds the in-memory view from disk after a (re)start. */
+  /** Every host record (tests and diagnostics). */
+  allHosts(): IterableIterator<HostState<D>> { return this.hosts.values(); }
+
+  // ---- recovery ------------------------------------------------------------
+
+  /**
+   * Rebuilds the in-memory view from disk after a (re)start: one pass over the
+   * frontier's keys counts the queued URLs and finds, per host, which classes
+   * hold work. Entries in the pre-priority layout (host ‖ seq) are rewritten
+   * into the current one on the way.
+   */
   async recover(): Promise<void> {
     const seqBytes = await this.meta.get(SEQ_KEY);
-    if (seqBytes && seqBytes.length === 8) this.seq = seqBytes.readBigUInt64BE(0);
-    // One pass over the frontier keys: counts entries and finds every host with work.
+    if (seqBytes && seqBytes.length === 8) this.seq = readSeq(seqBytes, 0);
     const hostKeys: Buffer[] = [];
-    let last: Buffer | undefined;
+    const masks: number[] = [];
+    const counts: number[] = [];
+    let hi = -1, lo = -1;
     let maxSeq = this.seq;
-    for await (const key of this.frontier.keys()) {
-      this.queued++;
-      const hk = key.subarray(0, HOST_KEY_BYTES);
-      if (!last || !last.equals(hk)) { last = Buffer.from(hk); hostKeys.push(last); }
-      const s = key.readBigUInt64BE(HOST_KEY_BYTES);
-      if (s >= maxSeq) maxSeq = s + 1n;
+    let legacy: Buffer[] = [];
+    let corrupt: Buffer[] = [];
+    const it = this.frontier.keys() as unknown as KeyIterator;
+    try {
+      for (;;) {
+        const keys = await it.nextv(4096);
+        if (keys.length === 0) break;
+        for (const key of keys) {
+          if (key.length !== KEY_BYTES && key.length !== LEGACY_KEY_BYTES) { corrupt.push(key); continue; }
+          const h0 = key.readUInt32BE(0), h1 = key.readUInt32BE(4);
+          if (h0 !== hi || h1 !== lo) {
+            hi = h0; lo = h1;
+            hostKeys.push(Buffer.from(key.subarray(0, HOST_KEY_BYTES)));
+            masks.push(0);
+            counts.push(0);
+          }
+          const last = hostKeys.length - 1;
+          if (key.length === LEGACY_KEY_BYTES) {
+            const s = readSeq(key, HOST_KEY_BYTES);
+            if (s >= maxSeq) maxSeq = s + 1;
+            legacy.push(key);
+            continue;
+          }
+          const rank = key[HOST_KEY_BYTES]!;
+          if (rank >= RANKS) { corrupt.push(key); continue; }
+          masks[last]! |= 1 << rank;
+          counts[last]!++;
+          const s = readSeq(key, HOST_KEY_BYTES + 1);
+          if (s >= maxSeq) maxSeq = s + 1;
+        }
+        if (legacy.length >= 4096) { await this.migrate(legacy, hostKeys, masks, counts); legacy = []; }
+        if (corrupt.length >= 4096) { await this.dropCorrupt(corrupt); corrupt = []; }
+      }
+    } finally {
+      await it.close();
     }
+    if (legacy.length) await this.migrate(legacy, hostKeys, masks, counts);
+    if (corrupt.length) await this.dropCorrupt(corrupt);
     this.seq = maxSeq;
-    const names = hostKeys.length ? await this.hostNames.getMany(hostKeys) : [];
-    for (let i = 0; i < hostKeys.length; i++) {
-      const name = names[i]?.toString('utf8');
-      if (!name) continue; // a host record is written in the same batch as its first URL; absent means corrupt
-      const h = this.ensureHost(name, hostKeys[i]!);
-      h.diskMore = true;
-      this.makePending(h);
+    for (let i = 0; i < hostKeys.length; i += 8192) {
+      const chunk = hostKeys.slice(i, i + 8192);
+      const names = await this.hostNames.getMany(chunk);
+      for (let j = 0; j < chunk.length; j++) {
+        const k = i + j;
+        if (counts[k] === 0) continue;
+        const name = names[j]?.toString('utf8');
+        if (!name) {
+          // A host record is written in the same batch as its first URL; absent means corruption.
+          // Its URLs cannot be attributed to a host, so they are dropped (and counted).
+          await this.frontier.clear({ gte: chunk[j]!, lt: prefixEnd(chunk[j]!) });
+          this.corruptEntries += counts[k]!;
+          continue;
+        }
+        this.queued += counts[k]!;
+        const h = this.ensureHost(name, chunk[j]!);
+        h.diskMask |= masks[k]!;
+        this.makePending(h);
+      }
     }
     this.fillActive();
   }
 
-  /** Operations that queue these (new) URLs; apply them atomically, then call `committed`. */
+  /** Rewrites entries of the pre-priority layout (host ‖ seq) as host ‖ rank ‖ seq. */
+  private async migrate(keys: Buffer[], hostKeys: Buffer[], masks: number[], counts: number[]): Promise<void> {
+    const values = await this.frontier.getMany(keys);
+    const ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }> = [];
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!, value = values[i];
+      ops.push({ type: 'del', key });
+      const e = value && decodeEntry(value);
+      if (!e) { this.corruptEntries++; continue; }
+      const rank = MAX_PRIORITY - priorityClass({ depth: e.depth });
+      ops.push({ type: 'put', key: frontierKey(key, rank, readSeq(key, HOST_KEY_BYTES)), value: value! });
+      // Keys arrive in order, so the host is one of the last seen; search back from the end.
+      for (let j = hostKeys.length - 1; j >= 0; j--) {
+        if (hostKeys[j]!.compare(key, 0, HOST_KEY_BYTES) === 0) { masks[j]! |= 1 << rank; counts[j]!++; break; }
+      }
+      this.stats.migrated++;
+    }
+    await this.frontier.batch(ops);
+  }
+
+  private async dropCorrupt(keys: Buffer[]): Promise<void> {
+    this.corruptEntries += keys.length;
+    await this.frontier.batch(keys.map((key) => ({ type: 'del' as const, key })));
+  }
+
+  // ---- enqueue ---------------------------------------------------------------
+
+  /**
+   * Operations that queue these (new) URLs; apply them atomically, then call
+   * `committed` with the same items. Batches must be committed in the order
+   * their operations were built (the DRUM runs one round at a time).
+   */
   enqueueOps(items: NewUrl[]): BatchOp[] {
     const ops: BatchOp[] = [];
     for (const it of items) {
-      const key = Buffer.allocUnsafe(HOST_KEY_BYTES + 8);
-      it.hostKey.copy(key, 0, 0, HOST_KEY_BYTES);
-      key.writeBigUInt64BE(this.seq++, HOST_KEY_BYTES);
+      const p = clampClass(it.priority, it.depth);
+      it.priority = p;
+      const key = frontierKey(it.hostKey, MAX_PRIORITY - p, this.seq++);
       it.frontierKey = key;
       ops.push({ type: 'put', sublevel: this.frontier, key, value: encodeEntry(it.url, it.depth, it.hops) });
       if (!this.hosts.has(it.host)) ops.push({ type: 'put', sublevel: this.hostNames, key: it.hostKey, value: Buffer.from(it.host) });
     }
     const seq = Buffer.allocUnsafe(8);
-    seq.writeBigUInt64BE(this.seq);
+    writeSeq(seq, 0, this.seq);
     ops.push({ type: 'put', sublevel: this.meta, key: SEQ_KEY, value: seq });
     return ops;
   }
@@ -163,56 +345,144 @@ export class Frontier<D> {
     for (const it of items) {
       this.queued++;
       const h = this.ensureHost(it.host, it.hostKey);
-      const q: QueuedUrl = { url: it.url, depth: it.depth, hops: it.hops, key: it.frontierKey! };
-      if (h.active && !h.loading && !h.diskMore && h.head.length < this.opts.headSize) {
-        // The whole queue is in memory: append directly, no disk read needed.
-        h.head.push(q);
-        h.lastLoaded = q.key;
-        this.schedule(h);
-      } else {
-        h.diskMore = true;
-        if (h.loading) h.committedDuringLoad = true;
-        if (h.active) this.maybeLoad(h);
-        else this.makePending(h);
+      const key = it.frontierKey!;
+      const rank = key[HOST_KEY_BYTES]!;
+      const bit = 1 << rank;
+      if (!h.active) {
+        h.diskMask |= bit;
+        this.makePending(h);
+        continue;
       }
+      if (h.loading) {
+        // The load's snapshot may or may not include it: leave it to the disk side.
+        h.diskMask |= bit;
+        h.dirtyMask |= bit;
+      } else if (h.diskMask & bit) {
+        // Older URLs of this class are still on disk; it queues behind them.
+        this.maybeLoad(h);
+      } else {
+        const seq = readSeq(key, HOST_KEY_BYTES + 1);
+        const cursor = h.cursor ??= new Array<number>(RANKS).fill(0);
+        // Below the cursor means an earlier load's snapshot already saw it: it is held or taken.
+        if (seq >= cursor[rank]!) {
+          // The whole class is in memory: append, making room from a worse class if needed.
+          if (h.headCount >= this.headSize && highest(h.headMask) > rank) this.evictTail(h, highest(h.headMask), 1);
+          if (h.headCount < this.headSize) {
+            const arr = h.heads![rank] ??= [];
+            arr.push({ url: it.url, depth: it.depth, hops: it.hops, key, priority: MAX_PRIORITY - rank, seq });
+            h.headMask |= bit;
+            h.headCount++;
+            cursor[rank] = seq + 1;
+          } else {
+            h.diskMask |= bit;
+          }
+        }
+      }
+      this.schedule(h);
     }
     this.fillActive();
   }
 
-  /** The active host with work whose politeness time is earliest, if it is due by `now`. */
+  // ---- dispatch --------------------------------------------------------------
+
+  /**
+   * The due host (next-allowed time ≤ now) whose best queued class is highest;
+   * among equals, the one due longest. Undefined if no host is due.
+   */
   nextReady(now: number): HostState<D> | undefined {
-    const top = this.ready.peek();
-    if (!top || top.nextAllowed > now) return undefined;
-    this.ready.pop();
-    return top;
+    for (let top = this.waiting.peek(); top && top.nextAllowed <= now; top = this.waiting.peek()) {
+      this.waiting.pop();
+      const r = lowest(top.headMask | top.diskMask);
+      this.due[r]!.push(top);
+      top.readyIn = r;
+    }
+    for (let r = 0; r < RANKS; r++) {
+      const heap = this.due[r]!;
+      const top = heap.peek();
+      // The check matters only if `now` went backwards since the host was moved here.
+      if (top && top.nextAllowed <= now) {
+        heap.pop();
+        top.readyIn = NOT_READY;
+        return top;
+      }
+    }
+    return undefined;
   }
 
   /** When the earliest ready host becomes due (undefined if none waits). */
-  nextWake(): number | undefined { return this.ready.peek()?.nextAllowed; }
+  nextWake(): number | undefined {
+    let t = this.waiting.peek()?.nextAllowed;
+    for (let r = 0; r < RANKS; r++) {
+      const top = this.due[r]!.peek();
+      if (top && (t === undefined || top.nextAllowed < t)) t = top.nextAllowed;
+    }
+    return t;
+  }
 
-  /** Takes the next URL of a host handed out by `nextReady`; the host is in flight until `release`. */
+  /**
+   * Takes the next URL of a host handed out by `nextReady`: the oldest URL of
+   * its best class. The host is in flight until `release`. Undefined when the
+   * host has nothing in memory for its best class (a load is under way).
+   */
   take(h: HostState<D>): QueuedUrl | undefined {
-    const q = h.head.shift();
     h.inFlight = true;
-    if (h.head.length < this.opts.headSize / 2) this.maybeLoad(h);
+    this.unready(h);
+    const m = h.headMask | h.diskMask;
+    if (!h.heads || m === 0) return undefined;
+    const r = lowest(m);
+    if ((h.headMask & (1 << r)) === 0) { this.maybeLoad(h); return undefined; }
+    const arr = h.heads[r]!;
+    const q = arr.shift()!;
+    if (arr.length === 0) h.headMask &= ~(1 << r);
+    h.headCount--;
+    this.maybeLoad(h);
     return q;
   }
 
-  /** Puts a URL back at the front of its host's head (e.g. a retry). */
-  unshift(h: HostState<D>, q: QueuedUrl): void { h.head.unshift(q); }
+  /**
+   * Puts a URL taken from this host back (e.g. it waits for robots.txt). Only
+   * for the URL most recently taken from the host, before it is acknowledged.
+   */
+  unshift(h: HostState<D>, q: QueuedUrl): void {
+    const r = MAX_PRIORITY - q.priority;
+    if (!h.active || !h.heads) {
+      // No head to hold it: move the class's read cursor back so it is read again.
+      const cursor = h.cursor ??= new Array<number>(RANKS).fill(0);
+      if (q.seq < cursor[r]!) cursor[r] = q.seq;
+      h.diskMask |= 1 << r;
+      this.makePending(h);
+      this.fillActive();
+      return;
+    }
+    this.insertSorted(h, r, q);
+    if (!h.loading) this.trim(h);
+    this.schedule(h);
+  }
 
   /** Ends a host's turn; it may be contacted again from `nextAllowed` on. */
   release(h: HostState<D>, nextAllowed: number): void {
     h.inFlight = false;
     h.nextAllowed = nextAllowed;
-    if (h.head.length > 0) this.schedule(h);
-    else if (!h.diskMore && !h.loading) this.deactivate(h);
+    if (!h.active) return;
+    const m = h.headMask | h.diskMask;
+    if (m === 0) {
+      if (!h.loading) this.deactivate(h);
+      return;
+    }
+    // Mercator's back-queue refill, by priority: a host whose best work is worse
+    // than a waiting host's gives its slot up (its URLs stay on disk).
+    if (!h.loading && this.activeCount >= this.opts.maxActiveHosts && this.bestPendingRank() < lowest(m)) {
+      this.stats.rotations++;
+      this.deactivate(h);
+      return;
+    }
+    this.maybeLoad(h);
+    this.schedule(h);
   }
 
   setPaused(h: HostState<D>, paused: boolean): void {
     h.paused = paused;
-    if (paused) this.ready.remove(h);
-    else this.schedule(h);
+    this.schedule(h);
   }
 
   /** Operation that removes an acknowledged URL from the disk queue. */
@@ -223,86 +493,277 @@ export class Frontier<D> {
   /** Memory bookkeeping after `doneOp` was written. */
   acknowledged(count = 1): void { this.queued -= count; }
 
+  // ---- host records --------------------------------------------------------
+
   private ensureHost(name: string, key: Buffer): HostState<D> {
     let h = this.hosts.get(name);
     if (!h) {
       h = {
-        name, key: Buffer.from(key), head: [], lastLoaded: undefined, diskMore: false, loading: false, committedDuringLoad: false,
-        active: false, pending: false, inFlight: false, nextAllowed: 0, paused: false, heapIndex: -1,
-        data: this.opts.createData(name),
+        name, key: Buffer.from(key.subarray(0, HOST_KEY_BYTES)), heads: undefined, headCount: 0, headMask: 0, diskMask: 0, dirtyMask: 0,
+        cursor: undefined, loading: false, active: false, pending: false, pendingRank: 0, readyIn: NOT_READY, inFlight: false,
+        nextAllowed: 0, paused: false, heapIndex: -1, data: this.opts.createData(name),
       };
       this.hosts.set(name, h);
-      this.byKey.set(h.key.toString('latin1'), h);
     }
     return h;
   }
 
+  /** Queues an inactive host with work on disk for activation, in the FIFO of its best class. */
   private makePending(h: HostState<D>): void {
-    if (h.active || h.pending) return;
+    if (h.active || h.diskMask === 0) return;
+    const r = lowest(h.diskMask);
+    if (h.pending && h.pendingRank <= r) return;
+    if (!h.pending) this.pendingCount++;
     h.pending = true;
-    this.pendingQueue.push(h);
+    h.pendingRank = r; // an entry in a worse queue, if any, is now stale and skipped
+    const q = this.pendingQ[r]!;
+    q.push(h);
+    // Stale entries are skipped when reached; a queue that is rarely reached is compacted instead.
+    if (q.length - this.pendingAt[r]! > 2 * this.pendingCount + 1024) this.compactPending(r);
+  }
+
+  private compactPending(r: number): void {
+    const q = this.pendingQ[r]!;
+    const kept = new Set<HostState<D>>();
+    for (let i = this.pendingAt[r]!; i < q.length; i++) if (this.isPendingAt(q[i]!, r)) kept.add(q[i]!);
+    this.pendingQ[r] = [...kept];
+    this.pendingAt[r] = 0;
+  }
+
+  /** Best rank with a (non-stale) pending host, or RANKS if none. */
+  private bestPendingRank(): number {
+    if (this.pendingCount === 0) return RANKS;
+    for (let r = 0; r < RANKS; r++) {
+      const q = this.pendingQ[r]!;
+      let i = this.pendingAt[r]!;
+      while (i < q.length && !this.isPendingAt(q[i]!, r)) i++;
+      this.pendingAt[r] = i;
+      if (i < q.length) return r;
+      q.length = 0;
+      this.pendingAt[r] = 0;
+    }
+    return RANKS;
+  }
+
+  private isPendingAt(h: HostState<D>, r: number): boolean {
+    return h.pending && h.pendingRank === r && !h.active;
+  }
+
+  private popPending(): HostState<D> | undefined {
+    if (this.pendingCount === 0) return undefined;
+    for (let r = 0; r < RANKS; r++) {
+      const q = this.pendingQ[r]!;
+      let i = this.pendingAt[r]!;
+      while (i < q.length) {
+        const h = q[i++]!;
+        if (!this.isPendingAt(h, r)) continue;
+        h.pending = false;
+        this.pendingCount--;
+        if (i === q.length) { q.length = 0; i = 0; }
+        else if (i > 1024 && i * 2 > q.length) { q.splice(0, i); i = 0; }
+        this.pendingAt[r] = i;
+        return h;
+      }
+      q.length = 0;
+      this.pendingAt[r] = 0;
+    }
+    return undefined;
   }
 
   private fillActive(): void {
-    while (this.activeCount < this.opts.maxActiveHosts && this.pendingHead < this.pendingQueue.length) {
-      const h = this.pendingQueue[this.pendingHead++]!;
-      h.pending = false;
-      if (h.active) continue;
+    while (this.activeCount < this.opts.maxActiveHosts) {
+      const h = this.popPending();
+      if (!h) break;
       h.active = true;
+      h.heads = new Array<QueuedUrl[] | undefined>(RANKS);
+      h.headCount = 0;
+      h.headMask = 0;
       this.activeCount++;
       this.maybeLoad(h);
     }
-    if (this.pendingHead > 1024 && this.pendingHead * 2 > this.pendingQueue.length) {
-      this.pendingQueue = this.pendingQueue.slice(this.pendingHead);
-      this.pendingHead = 0;
-    }
   }
 
+  /**
+   * Gives up a host's active slot. Loaded URLs go back to the disk side by
+   * moving each class's cursor back to its first one; the URLs taken earlier
+   * lie before it and so are never read twice.
+   */
   private deactivate(h: HostState<D>): void {
-    if (!h.active) return;
+    if (!h.active || h.loading) return;
+    if (h.headMask !== 0) {
+      const cursor = h.cursor ??= new Array<number>(RANKS).fill(0);
+      for (let m = h.headMask; m !== 0; m &= m - 1) {
+        const r = lowest(m);
+        cursor[r] = h.heads![r]![0]!.seq;
+      }
+      h.diskMask |= h.headMask;
+    }
+    h.heads = undefined;
+    h.headCount = 0;
+    h.headMask = 0;
     h.active = false;
     this.activeCount--;
-    this.ready.remove(h);
-    if (h.diskMore) this.makePending(h);
+    this.unready(h);
+    this.makePending(h);
     this.fillActive();
   }
 
+  // ---- heads -----------------------------------------------------------------
+
+  private insertSorted(h: HostState<D>, r: number, q: QueuedUrl): void {
+    const arr = h.heads![r] ??= [];
+    let i = 0;
+    while (i < arr.length && arr[i]!.seq < q.seq) i++;
+    if (i < arr.length && arr[i]!.seq === q.seq) return; // already held
+    if (i === 0) arr.unshift(q); else arr.splice(i, 0, q);
+    h.headMask |= 1 << r;
+    h.headCount++;
+  }
+
+  /** Pushes the newest `n` loaded URLs of rank r back to the disk side. */
+  private evictTail(h: HostState<D>, r: number, n: number): void {
+    const arr = h.heads![r]!;
+    n = Math.min(n, arr.length);
+    if (n === 0) return;
+    const first = arr[arr.length - n]!;
+    arr.length -= n;
+    (h.cursor ??= new Array<number>(RANKS).fill(0))[r] = first.seq;
+    h.diskMask |= 1 << r;
+    if (arr.length === 0) h.headMask &= ~(1 << r);
+    h.headCount -= n;
+    this.stats.evicted += n;
+  }
+
+  /** Brings a head back to headSize by evicting from its worst classes (never while loading). */
+  private trim(h: HostState<D>): void {
+    while (h.headCount > this.headSize && h.headMask !== 0) this.evictTail(h, highest(h.headMask), h.headCount - this.headSize);
+  }
+
+  // ---- readiness ------------------------------------------------------------
+
+  /** Puts an active host in the ready structures iff its best class has a URL in memory. */
   private schedule(h: HostState<D>): void {
-    if (h.active && !h.inFlight && !h.paused && h.head.length > 0 && !this.ready.has(h)) {
-      this.ready.push(h);
+    const m = h.headMask | h.diskMask;
+    const r = m === 0 ? -1 : lowest(m);
+    if (r < 0 || (h.headMask & (1 << r)) === 0 || !h.active || h.inFlight || h.paused) {
+      this.unready(h);
+      return;
+    }
+    if (h.readyIn === WAITING) return;
+    if (h.readyIn === NOT_READY) {
+      this.waiting.push(h);
+      h.readyIn = WAITING;
       this.onReady();
+    } else if (h.readyIn !== r) {
+      this.due[h.readyIn]!.remove(h);
+      this.due[r]!.push(h);
+      h.readyIn = r;
     }
   }
 
+  private unready(h: HostState<D>): void {
+    if (h.readyIn === NOT_READY) return;
+    if (h.readyIn === WAITING) this.waiting.remove(h);
+    else this.due[h.readyIn]!.remove(h);
+    h.readyIn = NOT_READY;
+  }
+
+  // ---- loads -------------------------------------------------------------------
+
   private maybeLoad(h: HostState<D>): void {
-    if (h.loading || !h.diskMore || h.head.length >= this.opts.headSize) return;
+    if (!h.active || h.loading || h.diskMask === 0) return;
+    const dr = lowest(h.diskMask);
+    const urgent = h.headMask === 0 || dr < lowest(h.headMask);
+    // Refill at half empty; a better class on disk is read at once, making room from worse classes.
+    if (!urgent && h.headCount * 2 >= this.headSize) return;
+    if (this.activeCount >= this.opts.maxActiveHosts && dr > this.bestPendingRank()) {
+      // A waiting host has better work than what this load would bring in: no
+      // read. With something servable left the host goes on until `release`
+      // hands its slot over; with nothing, it hands it over now (or at release).
+      if (urgent && !h.inFlight) { this.stats.rotations++; this.deactivate(h); }
+      return;
+    }
+    if (urgent && h.headCount * 2 > this.headSize) {
+      const target = this.headSize >> 1;
+      while (h.headCount > target && h.headMask !== 0 && highest(h.headMask) > dr) {
+        this.evictTail(h, highest(h.headMask), h.headCount - target);
+      }
+    }
+    if (h.headCount >= this.headSize) return;
     h.loading = true;
-    h.committedDuringLoad = false;
+    h.dirtyMask = 0;
     this.loadsInFlight++;
-    this.load(h).catch((err: Error) => this.onLoadError(h.name, err)).finally(() => {
+    this.stats.loads++;
+    let failed = false;
+    this.load(h).catch((err: Error) => { failed = true; this.onLoadError(h.name, err); }).finally(() => {
       this.loadsInFlight--;
       h.loading = false;
-      if (h.head.length > 0) this.schedule(h);
-      else if (!h.inFlight && !h.diskMore) this.deactivate(h);
-      else if (h.diskMore) this.maybeLoad(h);
+      if (h.headMask === 0 && h.diskMask === 0) {
+        if (!h.inFlight) this.deactivate(h);
+        return;
+      }
+      this.trim(h);
+      if (!failed) this.maybeLoad(h);
+      this.schedule(h);
     });
   }
 
+  /**
+   * Fills the head with one forward scan of the host's key range, from the best
+   * class on disk at its cursor: classes are contiguous and FIFO inside, so the
+   * scan meets the best unread URLs first. Entries below their class's cursor
+   * (held in the head, or taken and not yet acknowledged) are skipped. One
+   * iterator per load: on this machine a LevelDB iterator costs far more than
+   * the few entries it reads.
+   */
   private async load(h: HostState<D>): Promise<void> {
-    const want = this.opts.headSize - h.head.length;
-    const range = h.lastLoaded
-      ? { gt: h.lastLoaded, lt: prefixEnd(h.key), limit: want }
-      : { gte: h.key, lt: prefixEnd(h.key), limit: want };
-    const entries = await this.frontier.iterator(range).all();
-    const corrupt: Buffer[] = [];
-    for (const [key, value] of entries) {
-      h.lastLoaded = key;
-      const e = decodeEntry(value);
-      if (!e) { corrupt.push(key); continue; }
-      h.head.push({ url: e.url, depth: e.depth, hops: e.hops, key });
+    const cursor = h.cursor ??= new Array<number>(RANKS).fill(0);
+    const r0 = lowest(h.diskMask);
+    const it = this.frontier.iterator({ gte: frontierKey(h.key, r0, cursor[r0]!), lt: prefixEnd(h.key) });
+    /** Bits of the classes the scan went past the end of: nothing unread is left in them. */
+    let passed = 0;
+    let cur = r0;
+    let ended = false;
+    let corrupt: Buffer[] | undefined;
+    // Past a class worse than the best waiting host's, the host will give up its
+    // slot before serving what it reads (see `release`): stop there.
+    const stop = this.activeCount >= this.opts.maxActiveHosts ? this.bestPendingRank() : RANKS;
+    let first = true;
+    try {
+      fill: for (;;) {
+        const room = this.headSize - h.headCount;
+        if (room <= 0) break;
+        // A small first read: most loads after a rotation need only one class.
+        const ask = first && stop < RANKS ? Math.min(room + 1, 16) : room + 4;
+        first = false;
+        const entries = await it.nextv(ask);
+        for (const [key, value] of entries) {
+          const r = key[HOST_KEY_BYTES]!;
+          if (key.length !== KEY_BYTES || r >= RANKS) { (corrupt ??= []).push(key); continue; }
+          if (r !== cur) {
+            passed |= ((1 << r) - 1) & ~((1 << cur) - 1);
+            cur = r;
+            if (r > stop && h.headCount > 0) break fill;
+          }
+          const seq = readSeq(key, HOST_KEY_BYTES + 1);
+          if (seq < cursor[r]!) continue;
+          if (h.headCount >= this.headSize) break fill; // left unread: the class keeps its disk bit
+          cursor[r] = seq + 1;
+          if (value.length < 4 || value[0] !== 1) { (corrupt ??= []).push(key); continue; }
+          const arr = h.heads![r] ??= [];
+          arr.push({ url: value.toString('utf8', 3), depth: value[1]!, hops: value[2]!, key, priority: MAX_PRIORITY - r, seq });
+          h.headMask |= 1 << r;
+          h.headCount++;
+        }
+        if (entries.length < ask) { ended = true; break; }
+      }
+    } finally {
+      await it.close();
     }
-    if (entries.length < want && !h.committedDuringLoad) h.diskMore = false;
-    if (corrupt.length) {
+    if (ended) passed |= ((1 << RANKS) - 1) & ~((1 << cur) - 1);
+    // A class that got commits during the load keeps its bit: the snapshot may have missed them.
+    h.diskMask &= ~(passed & ~h.dirtyMask);
+    if (corrupt) {
       // An unreadable entry cannot be fetched; drop it from disk so it is not re-read forever.
       this.corruptEntries += corrupt.length;
       this.queued -= corrupt.length;

@@ -1,0 +1,210 @@
+// Frontier benchmark (issue 4, item 5): N URLs queued over H hosts through the
+// same path the agent uses (enqueueOps → one LevelDB batch → committed, in
+// DRUM-sized rounds), the store closed and reopened (recovery), then drained
+// with politeness delay 0 (nextReady → take → one batch of doneOps →
+// acknowledged → release(h, 0)), `concurrency` hosts per round.
+//
+// Prints enqueue rate, recovery time, dequeue rate and peak RSS (VmHWM, reset
+// per phase) for each run, each run in a fresh child process, and the medians.
+//
+//   node dist/bench/frontier.js [--urls 5000000] [--hosts 100000] [--runs 3]
+//        [--classes 8] [--concurrency 64] [--head 64] [--batch 4096]
+//   node --cpu-prof dist/bench/frontier.js --inline [...]   (one run in this process, for profiling)
+import '../src/polyfill.js';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openStore } from '../src/store/db.js';
+import { hostKey } from '../src/store/keys.js';
+import { Frontier, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
+import { prng } from './textgen.js';
+
+interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; inline: boolean; child: boolean; seed: number }
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, inline: false, child: false, seed: 1 };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i]!, v = Number(argv[i + 1]);
+    switch (k) {
+      case '--urls': a.urls = v; i++; break;
+      case '--hosts': a.hosts = v; i++; break;
+      case '--runs': a.runs = v; i++; break;
+      case '--classes': a.classes = v; i++; break;
+      case '--concurrency': a.concurrency = v; i++; break;
+      case '--head': a.head = v; i++; break;
+      case '--batch': a.batch = v; i++; break;
+      case '--seed': a.seed = v; i++; break;
+      case '--inline': a.inline = true; break;
+      case '--child': a.child = true; break;
+      case '--help':
+        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--inline]\n');
+        process.exit(0);
+    }
+  }
+  return a;
+}
+
+interface Result {
+  enqueueSecs: number; enqueuePerSec: number; enqueuePeakMb: number;
+  reopenSecs: number; recoverSecs: number; recoverPeakMb: number;
+  drainSecs: number; drainPerSec: number; drainPeakMb: number;
+  hosts: number; hostBytes: number; loads: number; rotations: number; evicted: number; emptyTakes: number; stalls: number;
+}
+
+// ---- peak RSS: the kernel's high-water mark, reset at each phase --------------
+
+function resetPeak(): void {
+  try { writeFileSync('/proc/self/clear_refs', '5'); } catch { /* not Linux: the peak covers the whole process */ }
+}
+function peakMb(): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (m) return Number(m[1]) / 1024;
+  } catch { /* fall through */ }
+  return process.memoryUsage().rss / 1048576;
+}
+const gc = (globalThis as { gc?: () => void }).gc;
+function heapAfterGc(): number { gc?.(); gc?.(); return process.memoryUsage().heapUsed; }
+
+// What the agent keeps per host (src/crawl/agent.ts HostData), so per-host figures are realistic.
+const hostData = () => ({ robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0 });
+
+async function runOnce(a: Args): Promise<Result> {
+  const dir = mkdtempSync(join(tmpdir(), 'ubicrawl-frontier-bench-'));
+  const opts = { maxActiveHosts: a.concurrency * 3, headSize: a.head, createData: hostData };
+  try {
+    // Host names and keys are computed by the caller in the agent too (one hostKey per candidate).
+    const names: string[] = [];
+    const keys: Buffer[] = [];
+    for (let i = 0; i < a.hosts; i++) { names.push(`www.host${i}.example.com`); keys.push(hostKey(names[i]!)); }
+    const rnd = prng(a.seed);
+
+    // 1. Enqueue.
+    resetPeak();
+    let store = await openStore(dir);
+    let f = new Frontier(store.frontier, store.hosts, store.meta, opts);
+    await f.recover();
+    const t0 = performance.now();
+    for (let done = 0; done < a.urls;) {
+      const n = Math.min(a.batch, a.urls - done);
+      const items: NewUrl[] = new Array(n);
+      for (let i = 0; i < n; i++, done++) {
+        const h = Math.floor(rnd() * a.hosts);
+        const cls = a.classes > 1 ? Math.floor(rnd() * a.classes) : 4;
+        items[i] = { host: names[h]!, hostKey: keys[h]!, url: `http://${names[h]}/section/article-${done}.html`, depth: 1, hops: 0, priority: cls };
+      }
+      await store.db.batch(f.enqueueOps(items) as never);
+      f.committed(items);
+    }
+    const enqueueSecs = (performance.now() - t0) / 1000;
+    const enqueuePeakMb = peakMb();
+    if (f.queued !== a.urls) throw new Error(`queued ${f.queued}, expected ${a.urls}`);
+    await store.close();
+
+    // 2. Reopen and recover.
+    resetPeak();
+    const t1 = performance.now();
+    store = await openStore(dir);
+    const reopenSecs = (performance.now() - t1) / 1000;
+    const heap0 = heapAfterGc();
+    f = new Frontier(store.frontier, store.hosts, store.meta, opts);
+    const t2 = performance.now();
+    await f.recover();
+    const recoverSecs = (performance.now() - t2) / 1000;
+    const recoverPeakMb = peakMb();
+    if (f.queued !== a.urls) throw new Error(`recovered ${f.queued}, expected ${a.urls}`);
+
+    // 3. Drain, delay 0.
+    resetPeak();
+    const t3 = performance.now();
+    const hosts: HostState<ReturnType<typeof hostData>>[] = [];
+    const ops: unknown[] = [];
+    let taken = 0, emptyTakes = 0, stalls = 0;
+    while (f.queued > 0) {
+      const now = Date.now();
+      hosts.length = 0;
+      ops.length = 0;
+      while (hosts.length < a.concurrency) {
+        const h = f.nextReady(now);
+        if (!h) break;
+        const q: QueuedUrl | undefined = f.take(h);
+        if (q) ops.push(f.doneOp(q)); else emptyTakes++;
+        hosts.push(h);
+      }
+      if (ops.length > 0) {
+        await store.db.batch(ops as never);
+        f.acknowledged(ops.length);
+        taken += ops.length;
+      }
+      for (const h of hosts) f.release(h, 0);
+      if (hosts.length === 0) { stalls++; await new Promise((r) => setImmediate(r)); }
+    }
+    const drainSecs = (performance.now() - t3) / 1000;
+    const drainPeakMb = peakMb();
+    if (taken !== a.urls) throw new Error(`drained ${taken}, expected ${a.urls}`);
+    // Per-host records once every host has been active (cursors allocated), heads all gone.
+    const hostBytes = (heapAfterGc() - heap0) / f.knownHosts;
+    const r: Result = {
+      enqueueSecs, enqueuePerSec: a.urls / enqueueSecs, enqueuePeakMb,
+      reopenSecs, recoverSecs, recoverPeakMb,
+      drainSecs, drainPerSec: a.urls / drainSecs, drainPeakMb,
+      hosts: f.knownHosts, hostBytes, loads: f.stats.loads, rotations: f.stats.rotations, evicted: f.stats.evicted, emptyTakes, stalls,
+    };
+    await store.close();
+    return r;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function runChild(a: Args): Promise<Result> {
+  const self = fileURLToPath(import.meta.url);
+  const argv = ['--expose-gc', self, '--child', '--urls', String(a.urls), '--hosts', String(a.hosts), '--classes', String(a.classes),
+    '--concurrency', String(a.concurrency), '--head', String(a.head), '--batch', String(a.batch), '--seed', String(a.seed)];
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.on('exit', (code) => {
+      if (code !== 0) { reject(new Error(`run exited with ${code}`)); return; }
+      resolve(JSON.parse(out.trim().split('\n').pop()!) as Result);
+    });
+  });
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const k = (x: number) => `${(x / 1000).toFixed(1)} k`;
+
+function line(i: string, r: Result): string {
+  return `${i}: enqueue ${k(r.enqueuePerSec)} URLs/s (${r.enqueueSecs.toFixed(1)} s, peak ${r.enqueuePeakMb.toFixed(0)} MB) | ` +
+    `reopen ${r.reopenSecs.toFixed(2)} s, recover ${r.recoverSecs.toFixed(2)} s (peak ${r.recoverPeakMb.toFixed(0)} MB) | ` +
+    `dequeue ${k(r.drainPerSec)} URLs/s (${r.drainSecs.toFixed(1)} s, peak ${r.drainPeakMb.toFixed(0)} MB) | ` +
+    `${r.hosts} hosts × ${r.hostBytes.toFixed(0)} B, ${r.loads} loads, ${r.rotations} rotations, ${r.evicted} evicted, ${r.emptyTakes} empty takes, ${r.stalls} stalls\n`;
+}
+
+async function main(): Promise<void> {
+  const a = parseArgs(process.argv.slice(2));
+  if (a.child) { process.stdout.write(JSON.stringify(await runOnce(a)) + '\n'); return; }
+  process.stdout.write(`frontier bench: ${a.urls} URLs over ${a.hosts} hosts, ${a.classes} priority class(es), ` +
+    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, node ${process.version}\n`);
+  if (a.inline) { process.stdout.write(line('run', await runOnce(a))); return; }
+  const rs: Result[] = [];
+  for (let i = 0; i < a.runs; i++) {
+    const r = await runChild({ ...a, seed: a.seed + i });
+    rs.push(r);
+    process.stdout.write(line(`run ${i + 1}`, r));
+  }
+  const med = (f: (r: Result) => number) => median(rs.map(f));
+  process.stdout.write(`median: enqueue ${k(med((r) => r.enqueuePerSec))} URLs/s | recover ${med((r) => r.recoverSecs).toFixed(2)} s | ` +
+    `dequeue ${k(med((r) => r.drainPerSec))} URLs/s | peak RSS ${Math.max(med((r) => r.enqueuePeakMb), med((r) => r.recoverPeakMb), med((r) => r.drainPeakMb)).toFixed(0)} MB ` +
+    `(enqueue ${med((r) => r.enqueuePeakMb).toFixed(0)}, recover ${med((r) => r.recoverPeakMb).toFixed(0)}, drain ${med((r) => r.drainPeakMb).toFixed(0)}) | ` +
+    `${med((r) => r.hostBytes).toFixed(0)} B per host record\n`);
+}
+
+main().catch((err) => { process.stderr.write(`bench failed: ${(err as Error).stack}\n`); process.exit(1); });

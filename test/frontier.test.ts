@@ -1,0 +1,443 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openStore, type Store } from '../src/store/db.js';
+import { hostKey } from '../src/store/keys.js';
+import { Frontier, encodeEntry, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
+import { priorityClass, clampClass, MAX_PRIORITY } from '../src/frontier/priority.js';
+import { tempDir } from './helpers.js';
+
+function rng(seed: number): () => number {
+  let s = seed | 0;
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function url(host: string, path: string, priority?: number, depth = 0): NewUrl {
+  return { host, hostKey: hostKey(host), url: `http://${host}${path}`, depth, hops: 0, priority };
+}
+
+interface Setup { store: Store; frontier: Frontier<null> }
+
+async function setup(dir: string, opts: { maxActiveHosts?: number; headSize?: number } = {}): Promise<Setup> {
+  const store = await openStore(dir);
+  const frontier = new Frontier<null>(store.frontier, store.hosts, store.meta, {
+    maxActiveHosts: opts.maxActiveHosts ?? 4, headSize: opts.headSize ?? 4, createData: () => null,
+  });
+  await frontier.recover();
+  return { store, frontier };
+}
+
+/** What the DRUM does for new URLs: ops, one atomic batch, then `committed`. */
+async function enqueue(s: Setup, items: NewUrl[]): Promise<void> {
+  await s.store.db.batch(s.frontier.enqueueOps(items) as never);
+  s.frontier.committed(items);
+}
+
+const settle = () => new Promise((r) => setTimeout(r, 5));
+
+/** Drains with delay 0, acknowledging each URL; returns URLs in the order handed out. */
+async function drain(s: Setup, check?: () => void): Promise<QueuedUrl[]> {
+  const got: QueuedUrl[] = [];
+  for (let spins = 0; spins < 100_000; spins++) {
+    check?.();
+    const h = s.frontier.nextReady(Date.now());
+    if (!h) {
+      if (s.frontier.idle) break;
+      await new Promise((r) => setImmediate(r));
+      continue;
+    }
+    const q = s.frontier.take(h);
+    if (q) {
+      got.push(q);
+      await s.store.db.batch([s.frontier.doneOp(q)] as never);
+      s.frontier.acknowledged();
+    }
+    s.frontier.release(h, 0);
+  }
+  return got;
+}
+
+const paths = (qs: QueuedUrl[], host?: string) => qs.filter((q) => !host || q.url.startsWith(`http://${host}/`)).map((q) => new URL(q.url).pathname);
+
+// ---- priority classes ----------------------------------------------------------
+
+test('priority: depth alone gives breadth-first classes (Najork & Wiener 2001): seeds 5, links 4, deep pages 2', () => {
+  assert.equal(priorityClass({ depth: 0 }), 5);
+  assert.equal(priorityClass({ depth: 1 }), 4);
+  assert.equal(priorityClass({ depth: 2 }), 3);
+  assert.equal(priorityClass({ depth: 3 }), 3);
+  assert.equal(priorityClass({ depth: 4 }), 2);
+  assert.equal(priorityClass({ depth: 40 }), 2);
+  for (let d = 0; d < 20; d++) assert.ok(priorityClass({ depth: d }) >= priorityClass({ depth: d + 1 }), 'monotone in depth');
+});
+
+test('priority: sitemaps.org <priority> nudges by at most two classes around the default 0.5', () => {
+  assert.equal(priorityClass({ depth: 1, sitemapPriority: 0.5 }), priorityClass({ depth: 1 }));
+  assert.equal(priorityClass({ depth: 1, sitemapPriority: 1.0 }), 6);
+  assert.equal(priorityClass({ depth: 1, sitemapPriority: 0.0 }), 2);
+  assert.equal(priorityClass({ depth: 1, sitemapPriority: 0.8 }), 5);
+  assert.equal(priorityClass({ depth: 1, sitemapPriority: 7 }), 6, 'out of range is clamped to 1.0');
+  assert.equal(priorityClass({ depth: 4, sitemapPriority: 0 }), 0);
+});
+
+test('priority: in-link hints and recrawl overdue-ness raise the class; the result stays in 0–7', () => {
+  assert.equal(priorityClass({ depth: 4, inlinks: 2 }), 2);
+  assert.equal(priorityClass({ depth: 4, inlinks: 3 }), 3);
+  assert.equal(priorityClass({ depth: 4, inlinks: 500 }), 4);
+  const now = 1_700_000_000_000;
+  assert.equal(priorityClass({ depth: 4, dueAt: now + 1000, now }), 2, 'not yet due: no bonus');
+  assert.equal(priorityClass({ depth: 4, dueAt: now, now }), 3);
+  assert.equal(priorityClass({ depth: 4, dueAt: now - 2 * 3_600_000, now }), 4);
+  assert.equal(priorityClass({ depth: 4, dueAt: now - 2 * 86_400_000, now }), 5);
+  assert.equal(priorityClass({ depth: 4, dueAt: now - 30 * 86_400_000, now }), 6);
+  // Relative to the revisit interval when it is known.
+  assert.equal(priorityClass({ depth: 4, dueAt: now - 1000, now, intervalMs: 10_000 }), 3);
+  assert.equal(priorityClass({ depth: 4, dueAt: now - 90_000, now, intervalMs: 10_000 }), 6);
+  assert.equal(priorityClass({ depth: 0, sitemapPriority: 1, inlinks: 99, dueAt: 0, now }), MAX_PRIORITY);
+  // Longer overdue never lowers the class: revisits cannot starve.
+  let last = -1;
+  for (let late = 0; late < 60 * 86_400_000; late += 3_600_000) {
+    const c = priorityClass({ depth: 3, dueAt: now - late, now });
+    assert.ok(c >= last);
+    last = c;
+  }
+});
+
+test('priority: bad hints never throw and are ignored', () => {
+  assert.equal(priorityClass({ depth: NaN }), 5);
+  assert.equal(priorityClass({ depth: -3 }), 5);
+  assert.equal(priorityClass({ depth: 1, sitemapPriority: NaN, inlinks: Infinity, dueAt: NaN, now: 5 }), 4);
+  assert.equal(clampClass(undefined, 1), 4);
+  assert.equal(clampClass(99, 1), 7);
+  assert.equal(clampClass(-1, 1), 0);
+  assert.equal(clampClass(NaN, 0), 5);
+  assert.equal(clampClass(2.4, 0), 2);
+});
+
+// ---- within one host ------------------------------------------------------------
+
+test('Mercator front queues, within a host: higher classes first, FIFO inside a class (head size 3 forces loads)', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 2, headSize: 3 });
+  const cls = [2, 6, 2, 7, 0, 6, 2, 7, 7, 0, 6, 2];
+  // One URL per batch, so the host is active and its head loaded while better ones arrive.
+  for (let i = 0; i < 30; i++) { await enqueue(s, [url('a.test', `/${i}`, cls[i % cls.length])]); if (i % 5 === 0) await settle(); }
+  const got = await drain(s, () => assert.ok((s.frontier.host('a.test')?.headCount ?? 0) <= 3));
+  assert.equal(got.length, 30);
+  const want = [...Array(30).keys()].sort((a, b) => cls[b % cls.length]! - cls[a % cls.length]! || a - b).map((i) => `/${i}`);
+  assert.deepEqual(paths(got), want);
+});
+
+test('within a host: URLs of a higher class committed while the head is loaded are served next, without duplicates', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 2, headSize: 4 });
+  await enqueue(s, Array.from({ length: 10 }, (_, i) => url('b.test', `/low${i}`, 1)));
+  await settle();
+  const h = s.frontier.nextReady(Date.now())!;
+  assert.equal(h.headCount, 4, 'the head is loaded and full');
+  const first = s.frontier.take(h)!;
+  assert.equal(paths([first])[0], '/low0');
+  s.frontier.release(h, 0);
+  // Three better URLs arrive while the head holds /low1../low3 (full: the worst class makes room).
+  await enqueue(s, [url('b.test', '/hi0', 5), url('b.test', '/hi1', 5), url('b.test', '/top', 7)]);
+  assert.ok(h.headCount <= 4);
+  await s.store.db.batch([s.frontier.doneOp(first)] as never);
+  s.frontier.acknowledged();
+  const rest = await drain(s);
+  assert.deepEqual(paths(rest), ['/top', '/hi0', '/hi1', ...Array.from({ length: 9 }, (_, i) => `/low${i + 1}`)]);
+  assert.ok(s.frontier.stats.evicted > 0, 'making room evicted low URLs back to disk');
+});
+
+test('within a host: a better class on disk makes the host wait for its load instead of serving worse work', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 1, headSize: 2 });
+  await enqueue(s, Array.from({ length: 6 }, (_, i) => url('c.test', `/hi${i}`, 6)));
+  await settle();
+  // Head holds hi0, hi1; hi2..hi5 on disk. Low URLs must not overtake them.
+  await enqueue(s, [url('c.test', '/low', 3)]);
+  const got = await drain(s);
+  assert.deepEqual(paths(got), ['/hi0', '/hi1', '/hi2', '/hi3', '/hi4', '/hi5', '/low']);
+});
+
+test('unshift: a URL put back is the next one taken, and is not read twice from disk', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 1, headSize: 2 });
+  await enqueue(s, Array.from({ length: 5 }, (_, i) => url('u.test', `/${i}`, 4)));
+  await settle();
+  const h = s.frontier.nextReady(Date.now())!;
+  const q = s.frontier.take(h)!;
+  await settle(); // the refill load runs while /0 is out
+  s.frontier.unshift(h, q);
+  assert.ok(h.headCount <= 2);
+  s.frontier.release(h, 0);
+  const got = await drain(s);
+  assert.deepEqual(paths(got), ['/0', '/1', '/2', '/3', '/4']);
+});
+
+// ---- between hosts ---------------------------------------------------------------
+
+test('between hosts: of the hosts due, the one whose best class is highest goes first', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 8, headSize: 4 });
+  await enqueue(s, [url('low.test', '/1', 1), url('mid.test', '/1', 4), url('top.test', '/1', 7), url('mid2.test', '/1', 4)]);
+  await settle();
+  const order: string[] = [];
+  const now = Date.now();
+  for (let h = s.frontier.nextReady(now); h; h = s.frontier.nextReady(now)) order.push(h.name);
+  assert.equal(order[0], 'top.test');
+  assert.deepEqual(order.slice(1, 3).sort(), ['mid.test', 'mid2.test'], 'equal classes and due times: either');
+  assert.equal(order[3], 'low.test');
+});
+
+test('between hosts: priority never overrides politeness; a better host not yet due does not block a due one', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 8, headSize: 4 });
+  await enqueue(s, [url('p.test', '/1', 7), url('p.test', '/2', 7), url('q.test', '/1', 1), url('q.test', '/2', 1)]);
+  await settle();
+  const t0 = Date.now();
+  const p = s.frontier.nextReady(t0)!;
+  assert.equal(p.name, 'p.test');
+  s.frontier.take(p);
+  s.frontier.release(p, t0 + 1000);
+  const q = s.frontier.nextReady(t0)!;
+  assert.equal(q.name, 'q.test', 'the only due host is served');
+  s.frontier.take(q);
+  s.frontier.release(q, t0 + 500);
+  assert.equal(s.frontier.nextReady(t0 + 499), undefined);
+  assert.equal(s.frontier.nextWake(), t0 + 500);
+  assert.equal(s.frontier.nextReady(t0 + 999)?.name, 'q.test');
+  // Both due: the better class first, whoever has waited longer.
+  const h = s.frontier.nextReady(t0 + 2000);
+  assert.equal(h?.name, 'p.test');
+});
+
+test('between hosts: activation prefers hosts with better work (per-class pending queues)', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 1, headSize: 4 });
+  await enqueue(s, [url('l1.test', '/1', 1), url('l2.test', '/1', 2), url('h1.test', '/1', 6), url('h2.test', '/1', 7)]);
+  const got = await drain(s);
+  assert.deepEqual(got.map((q) => new URL(q.url).host), ['h2.test', 'h1.test', 'l2.test', 'l1.test']);
+});
+
+test('between hosts: an active host with only worse work gives its slot to a pending host with better work', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 1, headSize: 2 });
+  await enqueue(s, Array.from({ length: 6 }, (_, i) => url('slow.test', `/${i}`, 1)));
+  await settle();
+  const h = s.frontier.nextReady(Date.now())!;
+  const q = s.frontier.take(h)!;
+  // While slow.test is in flight, better work for another host arrives.
+  await enqueue(s, [url('vip.test', '/a', 7), url('vip.test', '/b', 7)]);
+  assert.equal(s.frontier.activeHosts, 1, 'the slot is taken');
+  s.frontier.release(h, 0);
+  assert.equal(s.frontier.stats.rotations, 1);
+  await s.store.db.batch([s.frontier.doneOp(q)] as never); // acknowledged after the host lost its slot
+  s.frontier.acknowledged();
+  const got = await drain(s);
+  assert.deepEqual(got.map((x) => x.url), [
+    'http://vip.test/a', 'http://vip.test/b', ...Array.from({ length: 5 }, (_, i) => `http://slow.test/${i + 1}`),
+  ]);
+});
+
+// ---- invariants under load ------------------------------------------------------
+
+test('interleaved enqueue/take/unshift/ack with random classes and delays: no duplicates, no losses, politeness, priority, bounds', async () => {
+  const MAX_ACTIVE = Number(process.env.FRONTIER_ACTIVE ?? 3), HEAD = Number(process.env.FRONTIER_HEAD ?? 3);
+  const s = await setup(tempDir(), { maxActiveHosts: MAX_ACTIVE, headSize: HEAD });
+  const f = s.frontier;
+  const rnd = rng(Number(process.env.FRONTIER_SEED ?? 4242));
+  const TOTAL = 1200, HOSTS = 10;
+  let made = 0;
+  let now = 1_000_000;
+  const outstanding = new Map<string, Map<string, number>>(); // host → url → class, committed and not (currently) taken
+  const lastSeq = new Map<string, number>(); // host:class → seq of the last first-time take
+  const taken = new Set<string>();
+  const putBack = new Set<string>();
+  const acked = new Set<string>();
+  const busy = new Set<string>();
+  const allowedAt = new Map<string, number>();
+  const turns: { h: HostState<null>; at: number }[] = [];
+  const acks: { q: QueuedUrl; at: number }[] = [];
+  let steps = 0;
+  while (acked.size < TOTAL) {
+    assert.ok(++steps < 200_000, `stuck: ${acked.size}/${TOTAL} acked, queued ${f.queued}`);
+    if (made < TOTAL && rnd() < 0.2) {
+      const n = Math.min(TOTAL - made, 1 + Math.floor(rnd() * 15));
+      const items: NewUrl[] = [];
+      for (let i = 0; i < n; i++) {
+        const host = `h${Math.floor(rnd() * HOSTS)}.test`;
+        items.push(url(host, `/${made++}`, Math.floor(rnd() * 8)));
+      }
+      await enqueue(s, items);
+      for (const it of items) {
+        let m = outstanding.get(it.host);
+        if (!m) outstanding.set(it.host, (m = new Map()));
+        m.set(it.url, it.priority!);
+      }
+    }
+    const h = f.nextReady(now);
+    if (h) {
+      assert.ok(!busy.has(h.name), 'a host is never handed out twice concurrently');
+      assert.ok((allowedAt.get(h.name) ?? 0) <= now, 'never before its next-allowed time');
+      busy.add(h.name);
+      const q = f.take(h);
+      if (!q) {
+        busy.delete(h.name);
+        f.release(h, now);
+      } else {
+        const m = outstanding.get(h.name)!;
+        assert.ok(m.has(q.url), `handed out once: ${q.url}`);
+        for (const c of m.values()) assert.ok(c <= q.priority, `${q.url} (class ${q.priority}) served before a class-${c} URL of its host`);
+        m.delete(q.url);
+        const k = `${h.name}:${q.priority}`;
+        if (putBack.has(q.url)) putBack.delete(q.url);
+        else {
+          assert.ok(!taken.has(q.url));
+          assert.ok((lastSeq.get(k) ?? -1) < q.seq, 'FIFO within a class');
+          lastSeq.set(k, q.seq);
+          taken.add(q.url);
+        }
+        if (rnd() < 0.1) {
+          // Waits for robots.txt: back it goes, the turn ends.
+          f.unshift(h, q);
+          putBack.add(q.url);
+          m.set(q.url, q.priority);
+          busy.delete(h.name);
+          const t = now + Math.floor(rnd() * 3);
+          allowedAt.set(h.name, t);
+          f.release(h, t);
+        } else {
+          turns.push({ h, at: now + Math.floor(rnd() * 4) });
+          acks.push({ q, at: now + Math.floor(rnd() * 12) });
+        }
+      }
+    }
+    for (let i = turns.length - 1; i >= 0; i--) {
+      if (turns[i]!.at > now) continue;
+      const { h: th } = turns[i]!;
+      turns.splice(i, 1);
+      busy.delete(th.name);
+      const t = now + Math.floor(rnd() * 6);
+      allowedAt.set(th.name, t);
+      f.release(th, t);
+    }
+    const due = acks.filter((a) => a.at <= now);
+    if (due.length) {
+      await s.store.db.batch(due.map((a) => f.doneOp(a.q)) as never);
+      f.acknowledged(due.length);
+      for (const a of due) { assert.ok(!acked.has(a.q.url)); acked.add(a.q.url); acks.splice(acks.indexOf(a), 1); }
+    }
+    assert.ok(f.activeHosts <= MAX_ACTIVE);
+    for (const x of f.allHosts()) {
+      assert.ok(x.headCount <= HEAD + (x.loading ? 1 : 0), 'head bounded');
+      if (!x.active) assert.equal(x.heads, undefined, 'inactive hosts hold no head');
+    }
+    now++;
+    if (steps % 4 === 0) await new Promise((r) => setImmediate(r));
+  }
+  assert.equal(made, TOTAL);
+  assert.equal(taken.size, TOTAL);
+  assert.equal(f.queued, 0);
+  // FRONTIER_SEED / FRONTIER_ACTIVE / FRONTIER_HEAD vary the run by hand; the default one exercises every path.
+  if (!process.env.FRONTIER_SEED) assert.ok(f.stats.rotations > 0 && f.stats.evicted > 0, 'the rotation and eviction paths ran');
+  assert.equal((await s.store.frontier.keys().all()).length, 0, 'nothing left on disk');
+});
+
+test('memory bound: heads of at most headSize for active hosts only; active hosts never exceed the limit', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 5, headSize: 4 });
+  const rnd = rng(7);
+  const items: NewUrl[] = [];
+  for (let h = 0; h < 200; h++) for (let p = 0; p < 30; p++) items.push(url(`m${h}.test`, `/${p}`, Math.floor(rnd() * 8)));
+  for (let i = 0; i < items.length; i += 500) await enqueue(s, items.slice(i, i + 500));
+  let maxHeld = 0;
+  const got = await drain(s, () => {
+    let held = 0, withHead = 0;
+    assert.ok(s.frontier.activeHosts <= 5);
+    for (const h of s.frontier.allHosts()) {
+      assert.ok(h.headCount <= 4);
+      held += h.headCount;
+      if (h.heads) withHead++;
+    }
+    assert.ok(withHead <= 5);
+    maxHeld = Math.max(maxHeld, held);
+  });
+  assert.equal(got.length, 6000);
+  assert.equal(new Set(got.map((q) => q.url)).size, 6000);
+  assert.ok(maxHeld <= 20, `at most 5 × 4 URLs in memory (saw ${maxHeld})`);
+});
+
+test('paused hosts stay queued and are never dispatched until resumed', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 4, headSize: 4 });
+  await enqueue(s, [url('z.test', '/1', 7), url('y.test', '/1', 1)]);
+  await settle();
+  s.frontier.setPaused(s.frontier.host('z.test')!, true);
+  assert.equal(s.frontier.nextReady(Date.now())?.name, 'y.test');
+  assert.equal(s.frontier.nextReady(Date.now()), undefined);
+  s.frontier.setPaused(s.frontier.host('z.test')!, false);
+  assert.equal(s.frontier.nextReady(Date.now())?.name, 'z.test');
+});
+
+// ---- crash safety ------------------------------------------------------------------
+
+test('recover after reopen: unacknowledged URLs (queued or in flight) come back in priority order; acknowledged ones do not', async () => {
+  const dir = tempDir();
+  let s = await setup(dir, { maxActiveHosts: 2, headSize: 3 });
+  const items: NewUrl[] = [];
+  for (const host of ['r1.test', 'r2.test', 'r3.test']) for (let i = 0; i < 8; i++) items.push(url(host, `/${i}`, i % 3 === 0 ? 6 : 2));
+  await enqueue(s, items);
+  await settle();
+  const done: string[] = [];
+  const inFlight: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const h = s.frontier.nextReady(Date.now());
+    if (!h) { await settle(); continue; }
+    const q = s.frontier.take(h)!;
+    if (i % 2 === 0) {
+      await s.store.db.batch([s.frontier.doneOp(q)] as never);
+      s.frontier.acknowledged();
+      done.push(q.url);
+    } else inFlight.push(q.url); // killed before it was acknowledged
+    s.frontier.release(h, 0);
+  }
+  await s.store.close();
+
+  s = await setup(dir, { maxActiveHosts: 2, headSize: 3 });
+  assert.equal(s.frontier.queued, 24 - done.length);
+  assert.equal(s.frontier.knownHosts, 3);
+  const got = await drain(s);
+  assert.equal(got.length, 24 - done.length);
+  const urls = new Set(got.map((q) => q.url));
+  for (const u of done) assert.ok(!urls.has(u));
+  for (const u of inFlight) assert.ok(urls.has(u), 'in-flight URLs are queued again');
+  for (const host of ['r1.test', 'r2.test', 'r3.test']) {
+    const order = got.filter((q) => q.url.includes(host)).map((q) => q.priority);
+    assert.deepEqual(order, [...order].sort((a, b) => b - a), `${host}: class order survives the restart`);
+  }
+  // The seq counter continues: new URLs sort after the recovered ones of their class.
+  await enqueue(s, [url('r1.test', '/new', 2)]);
+  const after = await drain(s);
+  assert.equal(after.length, 1);
+  assert.ok(after[0]!.seq >= 24);
+  await s.store.close();
+});
+
+test('recover: entries in the pre-priority layout (host ‖ seq) are rewritten and served FIFO', async () => {
+  const dir = tempDir();
+  const store = await openStore(dir);
+  const ops = [];
+  for (let i = 0; i < 5; i++) {
+    const key = Buffer.alloc(16);
+    hostKey('old.test').copy(key);
+    key.writeBigUInt64BE(BigInt(i), 8);
+    ops.push({ type: 'put' as const, key, value: encodeEntry(`http://old.test/${i}`, i === 4 ? 0 : 3, 0) });
+  }
+  await store.frontier.batch(ops);
+  await store.hosts.put(hostKey('old.test'), Buffer.from('old.test'));
+  await store.frontier.put(Buffer.from('junk'), Buffer.from('x'));
+  await store.close();
+  const s = await setup(dir);
+  assert.equal(s.frontier.stats.migrated, 5);
+  assert.equal(s.frontier.corruptEntries, 1);
+  assert.equal(s.frontier.queued, 5);
+  const got = await drain(s);
+  // Depth 0 becomes class 5, depth 3 class 3: the seed first, then the rest in their old order.
+  assert.deepEqual(paths(got), ['/4', '/0', '/1', '/2', '/3']);
+  assert.equal((await s.store.frontier.keys().all()).length, 0);
+  await s.store.close();
+});
