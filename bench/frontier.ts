@@ -16,9 +16,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openStore } from '../src/store/db.js';
+import { openStore, type Store } from '../src/store/db.js';
 import { hostKey } from '../src/store/keys.js';
-import { Frontier, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
+import { Frontier, type FrontierOptions, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
 import { prng } from './textgen.js';
 
 interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; inline: boolean; child: boolean; seed: number }
@@ -47,45 +47,62 @@ function parseArgs(argv: string[]): Args {
 }
 
 interface Result {
-  enqueueSecs: number; enqueuePerSec: number; enqueuePeakMb: number;
-  reopenSecs: number; recoverSecs: number; recoverPeakMb: number;
-  drainSecs: number; drainPerSec: number; drainPeakMb: number;
+  enqueueSecs: number; enqueuePerSec: number; enqueuePeak: Peak;
+  reopenSecs: number; firstSecs: number; recoverSecs: number; recoverPeak: Peak;
+  drainSecs: number; drainPerSec: number; drainPeak: Peak;
   hosts: number; hostBytes: number; loads: number; rotations: number; evicted: number; emptyTakes: number; stalls: number;
 }
 
-// ---- peak RSS: the kernel's high-water mark, reset at each phase --------------
+// ---- peak RSS --------------------------------------------------------------------
+// The kernel's high-water mark (VmHWM, reset at each phase through clear_refs),
+// and sampled maxima of its two parts: anonymous memory (JS heap, LevelDB's
+// buffers, malloc) and file-backed pages (the node binary and LevelDB's
+// memory-mapped table files, i.e. page cache the kernel can drop at any time).
 
-function resetPeak(): void {
-  try { writeFileSync('/proc/self/clear_refs', '5'); } catch { /* not Linux: the peak covers the whole process */ }
+interface Peak { total: number; anon: number; file: number }
+
+function status(): string | undefined {
+  try { return readFileSync('/proc/self/status', 'utf8'); } catch { return undefined; }
 }
-function peakMb(): number {
-  try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
-    if (m) return Number(m[1]) / 1024;
-  } catch { /* fall through */ }
-  return process.memoryUsage().rss / 1048576;
+function field(st: string | undefined, name: string): number {
+  const m = st && new RegExp(`${name}:\\s+(\\d+) kB`).exec(st);
+  return m ? Number(m[1]) / 1024 : NaN;
 }
+
+class PhasePeak {
+  private anon = 0;
+  private file = 0;
+  private readonly timer: NodeJS.Timeout;
+  constructor() {
+    try { writeFileSync('/proc/self/clear_refs', '5'); } catch { /* not Linux: the peak covers the whole process */ }
+    this.timer = setInterval(() => this.sample(), 100);
+  }
+  private sample(): void {
+    const st = status();
+    this.anon = Math.max(this.anon, field(st, 'RssAnon') || 0);
+    this.file = Math.max(this.file, field(st, 'RssFile') || 0);
+  }
+  end(): Peak {
+    clearInterval(this.timer);
+    this.sample();
+    const total = field(status(), 'VmHWM');
+    return { total: Number.isNaN(total) ? process.memoryUsage().rss / 1048576 : total, anon: this.anon, file: this.file };
+  }
+}
+
 const gc = (globalThis as { gc?: () => void }).gc;
 function heapAfterGc(): number { gc?.(); gc?.(); return process.memoryUsage().heapUsed; }
 
 // What the agent keeps per host (src/crawl/agent.ts HostData), so per-host figures are realistic.
 const hostData = () => ({ robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0 });
 
-async function runOnce(a: Args): Promise<Result> {
-  const dir = mkdtempSync(join(tmpdir(), 'ubicrawl-frontier-bench-'));
-  const opts = { maxActiveHosts: a.concurrency * 3, headSize: a.head, createData: hostData };
+async function enqueueAll(a: Args, dir: string, opts: FrontierOptions<ReturnType<typeof hostData>>, names: string[], keys: Buffer[]): Promise<{ secs: number; peak: Peak }> {
+  const peak = new PhasePeak();
+  const store = await openStore(dir);
   try {
-    // Host names and keys are computed by the caller in the agent too (one hostKey per candidate).
-    const names: string[] = [];
-    const keys: Buffer[] = [];
-    for (let i = 0; i < a.hosts; i++) { names.push(`www.host${i}.example.com`); keys.push(hostKey(names[i]!)); }
-    const rnd = prng(a.seed);
-
-    // 1. Enqueue.
-    resetPeak();
-    let store = await openStore(dir);
-    let f = new Frontier(store.frontier, store.hosts, store.meta, opts);
+    const f = new Frontier(store.frontier, store.hosts, store.meta, opts);
     await f.recover();
+    const rnd = prng(a.seed);
     const t0 = performance.now();
     for (let done = 0; done < a.urls;) {
       const n = Math.min(a.batch, a.urls - done);
@@ -98,26 +115,44 @@ async function runOnce(a: Args): Promise<Result> {
       await store.db.batch(f.enqueueOps(items) as never);
       f.committed(items);
     }
-    const enqueueSecs = (performance.now() - t0) / 1000;
-    const enqueuePeakMb = peakMb();
+    const secs = (performance.now() - t0) / 1000;
     if (f.queued !== a.urls) throw new Error(`queued ${f.queued}, expected ${a.urls}`);
+    return { secs, peak: peak.end() };
+  } finally {
     await store.close();
+  }
+}
+
+async function runOnce(a: Args): Promise<Result> {
+  const dir = mkdtempSync(join(tmpdir(), 'ubicrawl-frontier-bench-'));
+  const opts = { maxActiveHosts: a.concurrency * 3, headSize: a.head, createData: hostData };
+  let store: Store | undefined;
+  try {
+    // Host names and keys are computed by the caller in the agent too (one hostKey per candidate).
+    const names: string[] = [];
+    const keys: Buffer[] = [];
+    for (let i = 0; i < a.hosts; i++) { names.push(`www.host${i}.example.com`); keys.push(hostKey(names[i]!)); }
+
+    // 1. Enqueue (in a function, so that its frontier is garbage once it returns).
+    const enq = await enqueueAll(a, dir, opts, names, keys);
 
     // 2. Reopen and recover.
-    resetPeak();
+    let peak = new PhasePeak();
     const t1 = performance.now();
     store = await openStore(dir);
     const reopenSecs = (performance.now() - t1) / 1000;
     const heap0 = heapAfterGc();
-    f = new Frontier(store.frontier, store.hosts, store.meta, opts);
+    const f = new Frontier(store.frontier, store.hosts, store.meta, opts);
     const t2 = performance.now();
     await f.recover();
+    const firstSecs = (performance.now() - t2) / 1000;
+    await f.whenRecovered();
     const recoverSecs = (performance.now() - t2) / 1000;
-    const recoverPeakMb = peakMb();
+    const recoverPeak = peak.end();
     if (f.queued !== a.urls) throw new Error(`recovered ${f.queued}, expected ${a.urls}`);
 
     // 3. Drain, delay 0.
-    resetPeak();
+    peak = new PhasePeak();
     const t3 = performance.now();
     const hosts: HostState<ReturnType<typeof hostData>>[] = [];
     const ops: unknown[] = [];
@@ -142,19 +177,22 @@ async function runOnce(a: Args): Promise<Result> {
       if (hosts.length === 0) { stalls++; await new Promise((r) => setImmediate(r)); }
     }
     const drainSecs = (performance.now() - t3) / 1000;
-    const drainPeakMb = peakMb();
+    const drainPeak = peak.end();
     if (taken !== a.urls) throw new Error(`drained ${taken}, expected ${a.urls}`);
-    // Per-host records once every host has been active (cursors allocated), heads all gone.
+    // Per-host records once every host has been active (cursors allocated), heads all gone;
+    // the same names and keys were alive when heap0 was taken.
     const hostBytes = (heapAfterGc() - heap0) / f.knownHosts;
     const r: Result = {
-      enqueueSecs, enqueuePerSec: a.urls / enqueueSecs, enqueuePeakMb,
-      reopenSecs, recoverSecs, recoverPeakMb,
-      drainSecs, drainPerSec: a.urls / drainSecs, drainPeakMb,
+      enqueueSecs: enq.secs, enqueuePerSec: a.urls / enq.secs, enqueuePeak: enq.peak,
+      reopenSecs, firstSecs, recoverSecs, recoverPeak,
+      drainSecs, drainPerSec: a.urls / drainSecs, drainPeak,
       hosts: f.knownHosts, hostBytes, loads: f.stats.loads, rotations: f.stats.rotations, evicted: f.stats.evicted, emptyTakes, stalls,
     };
     await store.close();
+    store = undefined;
     return r;
   } finally {
+    await store?.close().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -181,10 +219,12 @@ const median = (xs: number[]): number => {
 };
 const k = (x: number) => `${(x / 1000).toFixed(1)} k`;
 
+const mb = (p: Peak) => `peak ${p.total.toFixed(0)} MB = anon ${p.anon.toFixed(0)} + file ${p.file.toFixed(0)}`;
+
 function line(i: string, r: Result): string {
-  return `${i}: enqueue ${k(r.enqueuePerSec)} URLs/s (${r.enqueueSecs.toFixed(1)} s, peak ${r.enqueuePeakMb.toFixed(0)} MB) | ` +
-    `reopen ${r.reopenSecs.toFixed(2)} s, recover ${r.recoverSecs.toFixed(2)} s (peak ${r.recoverPeakMb.toFixed(0)} MB) | ` +
-    `dequeue ${k(r.drainPerSec)} URLs/s (${r.drainSecs.toFixed(1)} s, peak ${r.drainPeakMb.toFixed(0)} MB) | ` +
+  return `${i}: enqueue ${k(r.enqueuePerSec)} URLs/s (${r.enqueueSecs.toFixed(1)} s, ${mb(r.enqueuePeak)}) | ` +
+    `reopen ${r.reopenSecs.toFixed(2)} s, serving after ${(r.firstSecs * 1000).toFixed(0)} ms, recovered ${r.recoverSecs.toFixed(2)} s (${mb(r.recoverPeak)}) | ` +
+    `dequeue ${k(r.drainPerSec)} URLs/s (${r.drainSecs.toFixed(1)} s, ${mb(r.drainPeak)}) | ` +
     `${r.hosts} hosts × ${r.hostBytes.toFixed(0)} B, ${r.loads} loads, ${r.rotations} rotations, ${r.evicted} evicted, ${r.emptyTakes} empty takes, ${r.stalls} stalls\n`;
 }
 
@@ -201,9 +241,12 @@ async function main(): Promise<void> {
     process.stdout.write(line(`run ${i + 1}`, r));
   }
   const med = (f: (r: Result) => number) => median(rs.map(f));
-  process.stdout.write(`median: enqueue ${k(med((r) => r.enqueuePerSec))} URLs/s | recover ${med((r) => r.recoverSecs).toFixed(2)} s | ` +
-    `dequeue ${k(med((r) => r.drainPerSec))} URLs/s | peak RSS ${Math.max(med((r) => r.enqueuePeakMb), med((r) => r.recoverPeakMb), med((r) => r.drainPeakMb)).toFixed(0)} MB ` +
-    `(enqueue ${med((r) => r.enqueuePeakMb).toFixed(0)}, recover ${med((r) => r.recoverPeakMb).toFixed(0)}, drain ${med((r) => r.drainPeakMb).toFixed(0)}) | ` +
+  const phases = ['enqueuePeak', 'recoverPeak', 'drainPeak'] as const;
+  const worst = (part: keyof Peak) => Math.max(...phases.map((ph) => med((r) => r[ph][part])));
+  process.stdout.write(`median: enqueue ${k(med((r) => r.enqueuePerSec))} URLs/s | serving after ${(med((r) => r.firstSecs) * 1000).toFixed(0)} ms, ` +
+    `recovered ${med((r) => r.recoverSecs).toFixed(2)} s | dequeue ${k(med((r) => r.drainPerSec))} URLs/s | ` +
+    `peak RSS ${worst('total').toFixed(0)} MB (anon ${worst('anon').toFixed(0)} MB, file-backed ${worst('file').toFixed(0)} MB; ` +
+    phases.map((ph) => `${ph.replace('Peak', '')} ${med((r) => r[ph].total).toFixed(0)}`).join(', ') + `) | ` +
     `${med((r) => r.hostBytes).toFixed(0)} B per host record\n`);
 }
 

@@ -22,10 +22,11 @@ function url(host: string, path: string, priority?: number, depth = 0): NewUrl {
 
 interface Setup { store: Store; frontier: Frontier<null> }
 
-async function setup(dir: string, opts: { maxActiveHosts?: number; headSize?: number } = {}): Promise<Setup> {
+async function setup(dir: string, opts: { maxActiveHosts?: number; headSize?: number; maxConcurrentLoads?: number } = {}): Promise<Setup> {
   const store = await openStore(dir);
   const frontier = new Frontier<null>(store.frontier, store.hosts, store.meta, {
     maxActiveHosts: opts.maxActiveHosts ?? 4, headSize: opts.headSize ?? 4, createData: () => null,
+    maxConcurrentLoads: opts.maxConcurrentLoads,
   });
   await frontier.recover();
   return { store, frontier };
@@ -239,7 +240,7 @@ test('between hosts: an active host with only worse work gives its slot to a pen
 
 test('interleaved enqueue/take/unshift/ack with random classes and delays: no duplicates, no losses, politeness, priority, bounds', async () => {
   const MAX_ACTIVE = Number(process.env.FRONTIER_ACTIVE ?? 3), HEAD = Number(process.env.FRONTIER_HEAD ?? 3);
-  const s = await setup(tempDir(), { maxActiveHosts: MAX_ACTIVE, headSize: HEAD });
+  const s = await setup(tempDir(), { maxActiveHosts: MAX_ACTIVE, headSize: HEAD, maxConcurrentLoads: Number(process.env.FRONTIER_LOADS ?? 2) });
   const f = s.frontier;
   const rnd = rng(Number(process.env.FRONTIER_SEED ?? 4242));
   const TOTAL = 1200, HOSTS = 10;

@@ -32,20 +32,30 @@
 import type { Sublevel } from '../store/db.js';
 import type { BatchOp } from '../seen/drum.js';
 import { MinHeap, type HeapSlot } from '../util/heap.js';
-import { HOST_KEY_BYTES, prefixEnd } from '../store/keys.js';
+import { HOST_KEY_BYTES } from '../store/keys.js';
 import { MAX_PRIORITY, PRIORITY_CLASSES, clampClass, priorityClass } from './priority.js';
 
-export interface QueuedUrl {
-  url: string;
-  depth: number;
-  /** How many times the mesh forwarded it (kept for re-forwarding). */
-  hops: number;
+/**
+ * A URL handed out by the frontier. Its frontier key is rebuilt on demand from
+ * the host's key, class and seq rather than kept: a loaded head would otherwise
+ * pin one store-allocated buffer per URL.
+ */
+export class QueuedUrl {
+  constructor(
+    /** The host's 8-byte key (shared by all URLs of the host). */
+    readonly hostKey: Buffer,
+    public url: string,
+    public depth: number,
+    /** How many times the mesh forwarded it (kept for re-forwarding). */
+    public hops: number,
+    /** Priority class 0–7 (7 is served first). */
+    public priority: number,
+    /** Position in the agent-wide enqueue order (FIFO within a class). */
+    public seq: number,
+  ) {}
+
   /** Frontier key (host hash ‖ rank ‖ seq). */
-  key: Buffer;
-  /** Priority class 0–7 (7 is served first). */
-  priority: number;
-  /** Position in the agent-wide enqueue order (FIFO within a class). */
-  seq: number;
+  get key(): Buffer { return frontierKey(this.hostKey, MAX_PRIORITY - this.priority, this.seq); }
 }
 
 export interface NewUrl {
@@ -80,6 +90,10 @@ export interface HostState<D> extends HeapSlot {
   /** Per rank, the first seq not yet read into memory (undefined = all 0). */
   cursor: number[] | undefined;
   loading: boolean;
+  /** Queued for a load slot. */
+  loadWaiting: boolean;
+  /** `commitEpoch` of the last batch that queued URLs for this host. */
+  commitEpoch: number;
   active: boolean;
   pending: boolean;
   /** Rank of the pending queue this host waits in. */
@@ -98,6 +112,12 @@ export interface HostState<D> extends HeapSlot {
 export interface FrontierOptions<D> {
   maxActiveHosts: number;
   headSize: number;
+  /**
+   * Head loads (LevelDB range reads) running at once; default 8. Each open
+   * LevelDB iterator holds native buffers (≈ 0.6 MB measured here), and the
+   * reads share libuv's 4 threads anyway, so more only costs memory.
+   */
+  maxConcurrentLoads?: number;
   createData(host: string): D;
 }
 
@@ -113,6 +133,9 @@ export interface FrontierStats {
 }
 
 const SEQ_KEY = Buffer.from('seq');
+/** Key layout marker in `meta`: 2 = host ‖ rank ‖ seq. Absent on stores from before priority classes. */
+const LAYOUT_KEY = Buffer.from('frontier-layout');
+const LAYOUT = 2;
 const RANKS = PRIORITY_CLASSES;
 const KEY_BYTES = HOST_KEY_BYTES + 1 + 8;
 const LEGACY_KEY_BYTES = HOST_KEY_BYTES + 8;
@@ -158,6 +181,28 @@ export function decodeEntry(value: Buffer): { url: string; depth: number; hops: 
   return { depth: value[1]!, hops: value[2]!, url: value.toString('utf8', 3) };
 }
 
+/** Errors from reads that raced a closing store: not failures of the frontier. */
+function storeClosed(err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code;
+  return code === 'LEVEL_DATABASE_NOT_OPEN' || code === 'LEVEL_ITERATOR_NOT_OPEN';
+}
+
+type SublevelIterator = ReturnType<Sublevel['iterator']>;
+
+interface PooledIterator {
+  it: SublevelIterator;
+  /** `commitEpoch` when it was created: its snapshot holds every batch committed up to then. */
+  epoch: number;
+  uses: number;
+  createdAt: number;
+  busy: boolean;
+  broken: boolean;
+}
+
+/** A pooled iterator is replaced after this many loads or this age (it pins a LevelDB version). */
+const ITERATOR_USES = 1024;
+const ITERATOR_AGE_MS = 1000;
+
 interface KeyIterator {
   nextv(size: number): Promise<Buffer[]>;
   close(): Promise<void>;
@@ -175,12 +220,22 @@ export class Frontier<D> {
   private pendingCount = 0;
   private activeCount = 0;
   private loadsInFlight = 0;
+  private readonly maxLoads: number;
+  /** Active hosts waiting for a load slot (FIFO; entries of hosts that left are skipped). */
+  private loadWait: HostState<D>[] = [];
+  private loadWaitAt = 0;
+  private pool: PooledIterator[] = [];
+  /** Counts `committed` calls; a host remembers the last one that touched it. */
+  private commitEpoch = 0;
   private seq = 0;
   private readonly headSize: number;
   /** URLs on disk not yet acknowledged (exact: counted on recovery, then maintained). */
   queued = 0;
   /** Entries that could not be decoded (dropped and counted). */
   corruptEntries = 0;
+  /** True while the startup pass of `recover` still runs (hosts it has not reached yet are not known). */
+  recovering = false;
+  private recovered: Promise<void> = Promise.resolve();
   readonly stats: FrontierStats = { loads: 0, rotations: 0, evicted: 0, migrated: 0 };
   /** Hosts that became ready: the scheduler is told through this callback. */
   onReady: () => void = () => {};
@@ -193,6 +248,7 @@ export class Frontier<D> {
     private readonly opts: FrontierOptions<D>,
   ) {
     this.headSize = Math.max(1, Math.floor(opts.headSize));
+    this.maxLoads = Math.max(1, Math.floor(opts.maxConcurrentLoads ?? 8));
     for (let r = 0; r < RANKS; r++) {
       this.due.push(new MinHeap<HostState<D>>((h) => h.nextAllowed));
       this.pendingQ.push([]);
@@ -206,7 +262,7 @@ export class Frontier<D> {
 
   /** True when nothing is queued, loading or in flight. */
   get idle(): boolean {
-    return this.queued === 0 && this.loadsInFlight === 0;
+    return this.queued === 0 && this.loadsInFlight === 0 && !this.recovering;
   }
 
   host(name: string): HostState<D> | undefined { return this.hosts.get(name); }
@@ -218,78 +274,101 @@ export class Frontier<D> {
 
   /**
    * Rebuilds the in-memory view from disk after a (re)start: one pass over the
-   * frontier's keys counts the queued URLs and finds, per host, which classes
-   * hold work. Entries in the pre-priority layout (host ‖ seq) are rewritten
-   * into the current one on the way.
+   * frontier's keys counts the queued URLs and finds, per host, the classes that
+   * hold work. The pass reads a snapshot, so it can run while the frontier is
+   * in use: `recover` resolves after the first chunk of keys (the first hosts
+   * are already pending and served), and the rest of the pass continues in the
+   * background (`recovering`, `whenRecovered()`). Counting stays exact: the
+   * snapshot counts what was queued before it, `committed`/`acknowledged` count
+   * everything after. A store from before priority classes (keys host ‖ seq) is
+   * instead scanned to the end before `recover` resolves, rewriting those keys.
    */
   async recover(): Promise<void> {
     const seqBytes = await this.meta.get(SEQ_KEY);
     if (seqBytes && seqBytes.length === 8) this.seq = readSeq(seqBytes, 0);
-    const hostKeys: Buffer[] = [];
-    const masks: number[] = [];
-    const counts: number[] = [];
-    let hi = -1, lo = -1;
-    let maxSeq = this.seq;
-    let legacy: Buffer[] = [];
-    let corrupt: Buffer[] = [];
+    const layout = await this.meta.get(LAYOUT_KEY);
+    if (!layout || layout[0] !== LAYOUT) {
+      await this.scan(true, undefined);
+      await this.meta.put(LAYOUT_KEY, Buffer.from([LAYOUT]));
+      this.fillActive();
+      return;
+    }
+    this.recovering = true;
+    let firstChunk!: () => void;
+    const started = new Promise<void>((resolve) => { firstChunk = resolve; });
+    this.recovered = this.scan(false, firstChunk).then(
+      () => { this.recovering = false; },
+      (err: Error) => {
+        this.recovering = false;
+        if (!storeClosed(err)) this.onLoadError('(recovery)', err);
+      },
+    ).finally(firstChunk);
+    await started;
+  }
+
+  /** Resolves when the startup pass of `recover` has seen every key. */
+  whenRecovered(): Promise<void> { return this.recovered; }
+
+  private async scan(migrate: boolean, onFirstChunk: (() => void) | undefined): Promise<void> {
     const it = this.frontier.keys() as unknown as KeyIterator;
+    let maxSeq = 0;
     try {
       for (;;) {
-        const keys = await it.nextv(4096);
+        const keys = await it.nextv(8192);
         if (keys.length === 0) break;
-        for (const key of keys) {
-          if (key.length !== KEY_BYTES && key.length !== LEGACY_KEY_BYTES) { corrupt.push(key); continue; }
+        // Group the chunk by host (keys are sorted, so a host's keys are adjacent;
+        // a host cut by the chunk boundary is simply seen twice).
+        const hostKeys: Buffer[] = [];
+        const masks: number[] = [];
+        const counts: number[] = [];
+        const firstKey: number[] = [];
+        let legacy: Buffer[] | undefined;
+        let corrupt: Buffer[] | undefined;
+        let hi = -1, lo = -1;
+        for (let i = 0; i < keys.length; i++) {
+          const key = keys[i]!;
+          const legacyKey = key.length === LEGACY_KEY_BYTES && migrate;
+          if ((key.length !== KEY_BYTES && !legacyKey) || (!legacyKey && key[HOST_KEY_BYTES]! >= RANKS)) { (corrupt ??= []).push(key); continue; }
           const h0 = key.readUInt32BE(0), h1 = key.readUInt32BE(4);
           if (h0 !== hi || h1 !== lo) {
             hi = h0; lo = h1;
             hostKeys.push(Buffer.from(key.subarray(0, HOST_KEY_BYTES)));
             masks.push(0);
             counts.push(0);
+            firstKey.push(i);
           }
-          const last = hostKeys.length - 1;
-          if (key.length === LEGACY_KEY_BYTES) {
-            const s = readSeq(key, HOST_KEY_BYTES);
-            if (s >= maxSeq) maxSeq = s + 1;
-            legacy.push(key);
+          const s = readSeq(key, key.length - 8);
+          if (s >= maxSeq) maxSeq = s + 1;
+          if (legacyKey) { (legacy ??= []).push(key); continue; }
+          masks[masks.length - 1]! |= 1 << key[HOST_KEY_BYTES]!;
+          counts[counts.length - 1]!++;
+        }
+        if (legacy) await this.migrate(legacy, hostKeys, masks, counts);
+        if (corrupt) await this.dropCorrupt(corrupt);
+        const names = hostKeys.length ? await this.hostNames.getMany(hostKeys) : [];
+        for (let j = 0; j < hostKeys.length; j++) {
+          if (counts[j] === 0) continue;
+          const name = names[j]?.toString('utf8');
+          if (!name) {
+            // A host record is written in the same batch as its first URL; absent means corruption.
+            // Its URLs cannot be attributed to a host: the ones this pass saw are dropped (and counted).
+            const end = j + 1 < firstKey.length ? firstKey[j + 1]! : keys.length;
+            await this.dropCorrupt(keys.slice(firstKey[j]!, end).filter((k) => k.length === KEY_BYTES));
             continue;
           }
-          const rank = key[HOST_KEY_BYTES]!;
-          if (rank >= RANKS) { corrupt.push(key); continue; }
-          masks[last]! |= 1 << rank;
-          counts[last]!++;
-          const s = readSeq(key, HOST_KEY_BYTES + 1);
-          if (s >= maxSeq) maxSeq = s + 1;
+          this.queued += counts[j]!;
+          const h = this.ensureHost(name, hostKeys[j]!);
+          h.diskMask |= masks[j]!;
+          if (h.active) this.maybeLoad(h); else this.makePending(h);
         }
-        if (legacy.length >= 4096) { await this.migrate(legacy, hostKeys, masks, counts); legacy = []; }
-        if (corrupt.length >= 4096) { await this.dropCorrupt(corrupt); corrupt = []; }
+        this.fillActive();
+        if (onFirstChunk) { onFirstChunk(); onFirstChunk = undefined; }
       }
     } finally {
       await it.close();
     }
-    if (legacy.length) await this.migrate(legacy, hostKeys, masks, counts);
-    if (corrupt.length) await this.dropCorrupt(corrupt);
-    this.seq = maxSeq;
-    for (let i = 0; i < hostKeys.length; i += 8192) {
-      const chunk = hostKeys.slice(i, i + 8192);
-      const names = await this.hostNames.getMany(chunk);
-      for (let j = 0; j < chunk.length; j++) {
-        const k = i + j;
-        if (counts[k] === 0) continue;
-        const name = names[j]?.toString('utf8');
-        if (!name) {
-          // A host record is written in the same batch as its first URL; absent means corruption.
-          // Its URLs cannot be attributed to a host, so they are dropped (and counted).
-          await this.frontier.clear({ gte: chunk[j]!, lt: prefixEnd(chunk[j]!) });
-          this.corruptEntries += counts[k]!;
-          continue;
-        }
-        this.queued += counts[k]!;
-        const h = this.ensureHost(name, chunk[j]!);
-        h.diskMask |= masks[k]!;
-        this.makePending(h);
-      }
-    }
-    this.fillActive();
+    // The counter is written in every enqueue batch, so this only matters for a damaged store.
+    if (maxSeq > this.seq) this.seq = maxSeq;
   }
 
   /** Rewrites entries of the pre-priority layout (host ‖ seq) as host ‖ rank ‖ seq. */
@@ -303,7 +382,6 @@ export class Frontier<D> {
       if (!e) { this.corruptEntries++; continue; }
       const rank = MAX_PRIORITY - priorityClass({ depth: e.depth });
       ops.push({ type: 'put', key: frontierKey(key, rank, readSeq(key, HOST_KEY_BYTES)), value: value! });
-      // Keys arrive in order, so the host is one of the last seen; search back from the end.
       for (let j = hostKeys.length - 1; j >= 0; j--) {
         if (hostKeys[j]!.compare(key, 0, HOST_KEY_BYTES) === 0) { masks[j]! |= 1 << rank; counts[j]!++; break; }
       }
@@ -313,6 +391,7 @@ export class Frontier<D> {
   }
 
   private async dropCorrupt(keys: Buffer[]): Promise<void> {
+    if (keys.length === 0) return;
     this.corruptEntries += keys.length;
     await this.frontier.batch(keys.map((key) => ({ type: 'del' as const, key })));
   }
@@ -342,9 +421,11 @@ export class Frontier<D> {
 
   /** Updates memory after the batch from `enqueueOps` is durable. */
   committed(items: NewUrl[]): void {
+    const epoch = ++this.commitEpoch;
     for (const it of items) {
       this.queued++;
       const h = this.ensureHost(it.host, it.hostKey);
+      h.commitEpoch = epoch;
       const key = it.frontierKey!;
       const rank = key[HOST_KEY_BYTES]!;
       const bit = 1 << rank;
@@ -369,7 +450,7 @@ export class Frontier<D> {
           if (h.headCount >= this.headSize && highest(h.headMask) > rank) this.evictTail(h, highest(h.headMask), 1);
           if (h.headCount < this.headSize) {
             const arr = h.heads![rank] ??= [];
-            arr.push({ url: it.url, depth: it.depth, hops: it.hops, key, priority: MAX_PRIORITY - rank, seq });
+            arr.push(new QueuedUrl(h.key, it.url, it.depth, it.hops, MAX_PRIORITY - rank, seq));
             h.headMask |= bit;
             h.headCount++;
             cursor[rank] = seq + 1;
@@ -500,7 +581,7 @@ export class Frontier<D> {
     if (!h) {
       h = {
         name, key: Buffer.from(key.subarray(0, HOST_KEY_BYTES)), heads: undefined, headCount: 0, headMask: 0, diskMask: 0, dirtyMask: 0,
-        cursor: undefined, loading: false, active: false, pending: false, pendingRank: 0, readyIn: NOT_READY, inFlight: false,
+        cursor: undefined, loading: false, loadWaiting: false, commitEpoch: 0, active: false, pending: false, pendingRank: 0, readyIn: NOT_READY, inFlight: false,
         nextAllowed: 0, paused: false, heapIndex: -1, data: this.opts.createData(name),
       };
       this.hosts.set(name, h);
@@ -690,36 +771,52 @@ export class Frontier<D> {
       }
     }
     if (h.headCount >= this.headSize) return;
+    if (this.loadsInFlight >= this.maxLoads) {
+      if (!h.loadWaiting) { h.loadWaiting = true; this.loadWait.push(h); }
+      return;
+    }
     h.loading = true;
     h.dirtyMask = 0;
     this.loadsInFlight++;
     this.stats.loads++;
     let failed = false;
-    this.load(h).catch((err: Error) => { failed = true; this.onLoadError(h.name, err); }).finally(() => {
+    this.load(h).catch((err: Error) => { failed = true; if (!storeClosed(err)) this.onLoadError(h.name, err); }).finally(() => {
       this.loadsInFlight--;
       h.loading = false;
       if (h.headMask === 0 && h.diskMask === 0) {
         if (!h.inFlight) this.deactivate(h);
-        return;
+      } else {
+        this.trim(h);
+        if (!failed) this.maybeLoad(h);
+        this.schedule(h);
       }
-      this.trim(h);
-      if (!failed) this.maybeLoad(h);
-      this.schedule(h);
+      this.startWaitingLoads();
+      if (this.loadsInFlight === 0) this.closeStaleIterators();
     });
+  }
+
+  private startWaitingLoads(): void {
+    while (this.loadsInFlight < this.maxLoads && this.loadWaitAt < this.loadWait.length) {
+      const h = this.loadWait[this.loadWaitAt++]!;
+      h.loadWaiting = false;
+      this.maybeLoad(h);
+    }
+    if (this.loadWaitAt === this.loadWait.length) { this.loadWait.length = 0; this.loadWaitAt = 0; }
+    else if (this.loadWaitAt > 1024) { this.loadWait.splice(0, this.loadWaitAt); this.loadWaitAt = 0; }
   }
 
   /**
    * Fills the head with one forward scan of the host's key range, from the best
    * class on disk at its cursor: classes are contiguous and FIFO inside, so the
    * scan meets the best unread URLs first. Entries below their class's cursor
-   * (held in the head, or taken and not yet acknowledged) are skipped. One
-   * iterator per load: on this machine a LevelDB iterator costs far more than
-   * the few entries it reads.
+   * (held in the head, or taken and not yet acknowledged) are skipped.
    */
   private async load(h: HostState<D>): Promise<void> {
     const cursor = h.cursor ??= new Array<number>(RANKS).fill(0);
     const r0 = lowest(h.diskMask);
-    const it = this.frontier.iterator({ gte: frontierKey(h.key, r0, cursor[r0]!), lt: prefixEnd(h.key) });
+    const slot = this.acquireIterator(h);
+    const it = slot.it;
+    const hk0 = h.key.readUInt32BE(0), hk1 = h.key.readUInt32BE(4);
     /** Bits of the classes the scan went past the end of: nothing unread is left in them. */
     let passed = 0;
     let cur = r0;
@@ -730,6 +827,7 @@ export class Frontier<D> {
     const stop = this.activeCount >= this.opts.maxActiveHosts ? this.bestPendingRank() : RANKS;
     let first = true;
     try {
+      it.seek(frontierKey(h.key, r0, cursor[r0]!));
       fill: for (;;) {
         const room = this.headSize - h.headCount;
         if (room <= 0) break;
@@ -738,8 +836,10 @@ export class Frontier<D> {
         first = false;
         const entries = await it.nextv(ask);
         for (const [key, value] of entries) {
+          // The pooled iterator spans the whole frontier: the host's range ends at the first other prefix.
+          if (key.length < HOST_KEY_BYTES || key.readUInt32BE(0) !== hk0 || key.readUInt32BE(4) !== hk1) { ended = true; break fill; }
           const r = key[HOST_KEY_BYTES]!;
-          if (key.length !== KEY_BYTES || r >= RANKS) { (corrupt ??= []).push(key); continue; }
+          if (key.length !== KEY_BYTES || r >= RANKS) continue; // malformed keys are dropped by the recovery pass
           if (r !== cur) {
             passed |= ((1 << r) - 1) & ~((1 << cur) - 1);
             cur = r;
@@ -751,14 +851,17 @@ export class Frontier<D> {
           cursor[r] = seq + 1;
           if (value.length < 4 || value[0] !== 1) { (corrupt ??= []).push(key); continue; }
           const arr = h.heads![r] ??= [];
-          arr.push({ url: value.toString('utf8', 3), depth: value[1]!, hops: value[2]!, key, priority: MAX_PRIORITY - r, seq });
+          arr.push(new QueuedUrl(h.key, value.toString('utf8', 3), value[1]!, value[2]!, MAX_PRIORITY - r, seq));
           h.headMask |= 1 << r;
           h.headCount++;
         }
         if (entries.length < ask) { ended = true; break; }
       }
+    } catch (err) {
+      slot.broken = true;
+      throw err;
     } finally {
-      await it.close();
+      this.releaseIterator(slot);
     }
     if (ended) passed |= ((1 << RANKS) - 1) & ~((1 << cur) - 1);
     // A class that got commits during the load keeps its bit: the snapshot may have missed them.
@@ -768,6 +871,59 @@ export class Frontier<D> {
       this.corruptEntries += corrupt.length;
       this.queued -= corrupt.length;
       await this.frontier.batch(corrupt.map((key) => ({ type: 'del' as const, key })));
+    }
+  }
+
+  // ---- pooled iterators ------------------------------------------------------
+
+  /**
+   * An iterator for a load of `h`. classic-level frees an iterator's native
+   * read buffer only when the JS object is garbage-collected, not on close, and
+   * V8 does not see that memory: one fresh iterator per load let the process
+   * grow by hundreds of MB between major GCs. So a few iterators are kept and
+   * moved with `seek` (cheaper as well). An iterator reads the snapshot taken
+   * when it was created, so it serves a host only if it is younger than the
+   * host's last commit; entries acknowledged since lie below the cursors and
+   * are skipped like any taken URL.
+   */
+  private acquireIterator(h: HostState<D>): PooledIterator {
+    const now = Date.now();
+    let spare: PooledIterator | undefined;
+    for (const p of this.pool) {
+      if (p.busy) continue;
+      if (p.epoch >= h.commitEpoch && p.uses < ITERATOR_USES && now - p.createdAt < ITERATOR_AGE_MS) {
+        p.busy = true;
+        p.uses++;
+        return p;
+      }
+      spare ??= p;
+    }
+    const fresh: PooledIterator = { it: this.frontier.iterator(), epoch: this.commitEpoch, uses: 1, createdAt: now, busy: true, broken: false };
+    if (spare) {
+      this.pool[this.pool.indexOf(spare)] = fresh;
+      spare.it.close().catch(() => {});
+    } else {
+      this.pool.push(fresh);
+    }
+    return fresh;
+  }
+
+  private releaseIterator(p: PooledIterator): void {
+    p.busy = false;
+    if (p.broken) {
+      this.pool.splice(this.pool.indexOf(p), 1);
+      p.it.close().catch(() => {});
+    }
+  }
+
+  /** With no load running, iterators past their age are closed so they stop pinning old LevelDB files. */
+  private closeStaleIterators(): void {
+    const now = Date.now();
+    for (let i = this.pool.length - 1; i >= 0; i--) {
+      const p = this.pool[i]!;
+      if (p.busy || now - p.createdAt < ITERATOR_AGE_MS) continue;
+      this.pool.splice(i, 1);
+      p.it.close().catch(() => {});
     }
   }
 }
