@@ -8,7 +8,7 @@
 // per phase) for each run, each run in a fresh child process, and the medians.
 //
 //   node dist/bench/frontier.js [--urls 5000000] [--hosts 100000] [--runs 3]
-//        [--classes 8] [--concurrency 64] [--head 64] [--batch 4096]
+//        [--classes 8] [--concurrency 64] [--head 64] [--batch 4096] [--slack 0]
 //   node --cpu-prof dist/bench/frontier.js --inline [...]   (one run in this process, for profiling)
 import '../src/polyfill.js';
 import { spawn } from 'node:child_process';
@@ -21,10 +21,10 @@ import { hostKey } from '../src/store/keys.js';
 import { Frontier, type FrontierOptions, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
 import { prng } from './textgen.js';
 
-interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; inline: boolean; child: boolean; seed: number }
+interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; slack: number; inline: boolean; child: boolean; seed: number }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, inline: false, child: false, seed: 1 };
+  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, slack: 0, inline: false, child: false, seed: 1 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!, v = Number(argv[i + 1]);
     switch (k) {
@@ -36,10 +36,11 @@ function parseArgs(argv: string[]): Args {
       case '--head': a.head = v; i++; break;
       case '--batch': a.batch = v; i++; break;
       case '--seed': a.seed = v; i++; break;
+      case '--slack': a.slack = v; i++; break;
       case '--inline': a.inline = true; break;
       case '--child': a.child = true; break;
       case '--help':
-        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--inline]\n');
+        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--slack N] [--inline]\n');
         process.exit(0);
     }
   }
@@ -125,7 +126,7 @@ async function enqueueAll(a: Args, dir: string, opts: FrontierOptions<ReturnType
 
 async function runOnce(a: Args): Promise<Result> {
   const dir = mkdtempSync(join(tmpdir(), 'ubicrawl-frontier-bench-'));
-  const opts = { maxActiveHosts: a.concurrency * 3, headSize: a.head, createData: hostData };
+  const opts = { maxActiveHosts: a.concurrency * 3, headSize: a.head, rotationSlack: a.slack, createData: hostData };
   let store: Store | undefined;
   try {
     // Host names and keys are computed by the caller in the agent too (one hostKey per candidate).
@@ -200,7 +201,7 @@ async function runOnce(a: Args): Promise<Result> {
 function runChild(a: Args): Promise<Result> {
   const self = fileURLToPath(import.meta.url);
   const argv = ['--expose-gc', self, '--child', '--urls', String(a.urls), '--hosts', String(a.hosts), '--classes', String(a.classes),
-    '--concurrency', String(a.concurrency), '--head', String(a.head), '--batch', String(a.batch), '--seed', String(a.seed)];
+    '--concurrency', String(a.concurrency), '--head', String(a.head), '--batch', String(a.batch), '--slack', String(a.slack), '--seed', String(a.seed)];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -232,7 +233,7 @@ async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   if (a.child) { process.stdout.write(JSON.stringify(await runOnce(a)) + '\n'); return; }
   process.stdout.write(`frontier bench: ${a.urls} URLs over ${a.hosts} hosts, ${a.classes} priority class(es), ` +
-    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, node ${process.version}\n`);
+    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, rotation slack ${a.slack}, node ${process.version}\n`);
   if (a.inline) { process.stdout.write(line('run', await runOnce(a))); return; }
   const rs: Result[] = [];
   for (let i = 0; i < a.runs; i++) {

@@ -18,6 +18,18 @@
 //     already due in one min-heap per class: the best due class goes first.
 // Memory therefore grows with the number of hosts, never with the number of URLs.
 //
+// Priority is kept between hosts at three points: among due hosts (best class
+// first), at activation (the best waiting class first), and by rotation — at
+// the end of its turn, an active host whose best work is worse than a waiting
+// host's gives its slot up (Mercator refills a back queue from the front queues
+// in priority order; here the URLs simply stay on disk). A host never waits in
+// two places, is handed out only once its next-allowed time has passed, and is
+// in flight from `nextReady` to `release`, so politeness does not depend on
+// priorities at all.
+//
+// Head loads are one LevelDB range scan each, at most `maxConcurrentLoads` at a
+// time, through a small pool of iterators (see `acquireIterator` for why).
+//
 // Why one cursor per class is enough (and keeps "no duplicates" simple): seqs
 // are handed out in increasing order and batches are committed in that order
 // (the DRUM runs one round at a time), so a URL arriving in class c always sorts
@@ -113,11 +125,17 @@ export interface FrontierOptions<D> {
   maxActiveHosts: number;
   headSize: number;
   /**
-   * Head loads (LevelDB range reads) running at once; default 8. Each open
-   * LevelDB iterator holds native buffers (≈ 0.6 MB measured here), and the
-   * reads share libuv's 4 threads anyway, so more only costs memory.
+   * Head loads (LevelDB range reads) running at once; default 8. The reads
+   * share libuv's 4 threads anyway, and each busy iterator holds native read
+   * buffers, so more only costs memory.
    */
   maxConcurrentLoads?: number;
+  /**
+   * An active host keeps its slot while its best class is at most this many
+   * classes below the best waiting host's (default 0: it gives the slot up as
+   * soon as a waiting host has strictly better work).
+   */
+  rotationSlack?: number;
   createData(host: string): D;
 }
 
@@ -221,6 +239,7 @@ export class Frontier<D> {
   private activeCount = 0;
   private loadsInFlight = 0;
   private readonly maxLoads: number;
+  private readonly slack: number;
   /** Active hosts waiting for a load slot (FIFO; entries of hosts that left are skipped). */
   private loadWait: HostState<D>[] = [];
   private loadWaitAt = 0;
@@ -229,7 +248,7 @@ export class Frontier<D> {
   private commitEpoch = 0;
   private seq = 0;
   private readonly headSize: number;
-  /** URLs on disk not yet acknowledged (exact: counted on recovery, then maintained). */
+  /** URLs on disk not yet acknowledged (exact once the recovery pass is over, then maintained). */
   queued = 0;
   /** Entries that could not be decoded (dropped and counted). */
   corruptEntries = 0;
@@ -249,6 +268,7 @@ export class Frontier<D> {
   ) {
     this.headSize = Math.max(1, Math.floor(opts.headSize));
     this.maxLoads = Math.max(1, Math.floor(opts.maxConcurrentLoads ?? 8));
+    this.slack = Math.max(0, Math.floor(opts.rotationSlack ?? 0));
     for (let r = 0; r < RANKS; r++) {
       this.due.push(new MinHeap<HostState<D>>((h) => h.nextAllowed));
       this.pendingQ.push([]);
@@ -552,7 +572,7 @@ export class Frontier<D> {
     }
     // Mercator's back-queue refill, by priority: a host whose best work is worse
     // than a waiting host's gives its slot up (its URLs stay on disk).
-    if (!h.loading && this.activeCount >= this.opts.maxActiveHosts && this.bestPendingRank() < lowest(m)) {
+    if (!h.loading && this.activeCount >= this.opts.maxActiveHosts && this.bestPendingRank() + this.slack < lowest(m)) {
       this.stats.rotations++;
       this.deactivate(h);
       return;
@@ -757,7 +777,7 @@ export class Frontier<D> {
     const urgent = h.headMask === 0 || dr < lowest(h.headMask);
     // Refill at half empty; a better class on disk is read at once, making room from worse classes.
     if (!urgent && h.headCount * 2 >= this.headSize) return;
-    if (this.activeCount >= this.opts.maxActiveHosts && dr > this.bestPendingRank()) {
+    if (this.activeCount >= this.opts.maxActiveHosts && dr > this.bestPendingRank() + this.slack) {
       // A waiting host has better work than what this load would bring in: no
       // read. With something servable left the host goes on until `release`
       // hands its slot over; with nothing, it hands it over now (or at release).
@@ -824,7 +844,7 @@ export class Frontier<D> {
     let corrupt: Buffer[] | undefined;
     // Past a class worse than the best waiting host's, the host will give up its
     // slot before serving what it reads (see `release`): stop there.
-    const stop = this.activeCount >= this.opts.maxActiveHosts ? this.bestPendingRank() : RANKS;
+    const stop = this.activeCount >= this.opts.maxActiveHosts ? this.bestPendingRank() + this.slack : RANKS;
     let first = true;
     try {
       it.seek(frontierKey(h.key, r0, cursor[r0]!));
