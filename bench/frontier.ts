@@ -9,6 +9,7 @@
 //
 //   node dist/bench/frontier.js [--urls 5000000] [--hosts 100000] [--runs 3]
 //        [--classes 8] [--concurrency 64] [--head 64] [--batch 4096] [--slack 0]
+//        [--heap-mb N]   (runs each child with node --max-old-space-size=N)
 //   node --cpu-prof dist/bench/frontier.js --inline [...]   (one run in this process, for profiling)
 import '../src/polyfill.js';
 import { spawn } from 'node:child_process';
@@ -21,10 +22,10 @@ import { hostKey } from '../src/store/keys.js';
 import { Frontier, type FrontierOptions, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
 import { prng } from './textgen.js';
 
-interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; slack: number; inline: boolean; child: boolean; seed: number }
+interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; slack: number; heapMb: number; inline: boolean; child: boolean; seed: number }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, slack: 0, inline: false, child: false, seed: 1 };
+  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, slack: 0, heapMb: 0, inline: false, child: false, seed: 1 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!, v = Number(argv[i + 1]);
     switch (k) {
@@ -37,10 +38,11 @@ function parseArgs(argv: string[]): Args {
       case '--batch': a.batch = v; i++; break;
       case '--seed': a.seed = v; i++; break;
       case '--slack': a.slack = v; i++; break;
+      case '--heap-mb': a.heapMb = v; i++; break;
       case '--inline': a.inline = true; break;
       case '--child': a.child = true; break;
       case '--help':
-        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--slack N] [--inline]\n');
+        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--slack N] [--heap-mb N] [--inline]\n');
         process.exit(0);
     }
   }
@@ -60,7 +62,7 @@ interface Result {
 // buffers, malloc) and file-backed pages (the node binary and LevelDB's
 // memory-mapped table files, i.e. page cache the kernel can drop at any time).
 
-interface Peak { total: number; anon: number; file: number }
+interface Peak { total: number; anon: number; file: number; heap: number }
 
 function status(): string | undefined {
   try { return readFileSync('/proc/self/status', 'utf8'); } catch { return undefined; }
@@ -73,6 +75,7 @@ function field(st: string | undefined, name: string): number {
 class PhasePeak {
   private anon = 0;
   private file = 0;
+  private heap = 0;
   private readonly timer: NodeJS.Timeout;
   constructor() {
     try { writeFileSync('/proc/self/clear_refs', '5'); } catch { /* not Linux: the peak covers the whole process */ }
@@ -82,12 +85,13 @@ class PhasePeak {
     const st = status();
     this.anon = Math.max(this.anon, field(st, 'RssAnon') || 0);
     this.file = Math.max(this.file, field(st, 'RssFile') || 0);
+    this.heap = Math.max(this.heap, process.memoryUsage().heapTotal / 1048576);
   }
   end(): Peak {
     clearInterval(this.timer);
     this.sample();
     const total = field(status(), 'VmHWM');
-    return { total: Number.isNaN(total) ? process.memoryUsage().rss / 1048576 : total, anon: this.anon, file: this.file };
+    return { total: Number.isNaN(total) ? process.memoryUsage().rss / 1048576 : total, anon: this.anon, file: this.file, heap: this.heap };
   }
 }
 
@@ -200,7 +204,7 @@ async function runOnce(a: Args): Promise<Result> {
 
 function runChild(a: Args): Promise<Result> {
   const self = fileURLToPath(import.meta.url);
-  const argv = ['--expose-gc', self, '--child', '--urls', String(a.urls), '--hosts', String(a.hosts), '--classes', String(a.classes),
+  const argv = ['--expose-gc', ...(a.heapMb > 0 ? [`--max-old-space-size=${a.heapMb}`] : []), self, '--child', '--urls', String(a.urls), '--hosts', String(a.hosts), '--classes', String(a.classes),
     '--concurrency', String(a.concurrency), '--head', String(a.head), '--batch', String(a.batch), '--slack', String(a.slack), '--seed', String(a.seed)];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -220,7 +224,7 @@ const median = (xs: number[]): number => {
 };
 const k = (x: number) => `${(x / 1000).toFixed(1)} k`;
 
-const mb = (p: Peak) => `peak ${p.total.toFixed(0)} MB = anon ${p.anon.toFixed(0)} + file ${p.file.toFixed(0)}`;
+const mb = (p: Peak) => `peak ${p.total.toFixed(0)} MB = anon ${p.anon.toFixed(0)} (JS heap ${p.heap.toFixed(0)}) + file ${p.file.toFixed(0)}`;
 
 function line(i: string, r: Result): string {
   return `${i}: enqueue ${k(r.enqueuePerSec)} URLs/s (${r.enqueueSecs.toFixed(1)} s, ${mb(r.enqueuePeak)}) | ` +
@@ -233,7 +237,7 @@ async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   if (a.child) { process.stdout.write(JSON.stringify(await runOnce(a)) + '\n'); return; }
   process.stdout.write(`frontier bench: ${a.urls} URLs over ${a.hosts} hosts, ${a.classes} priority class(es), ` +
-    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, rotation slack ${a.slack}, node ${process.version}\n`);
+    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, rotation slack ${a.slack}, ${a.heapMb > 0 ? `JS heap capped at ${a.heapMb} MB` : 'default JS heap limit'}, node ${process.version}\n`);
   if (a.inline) { process.stdout.write(line('run', await runOnce(a))); return; }
   const rs: Result[] = [];
   for (let i = 0; i < a.runs; i++) {

@@ -440,6 +440,43 @@ test('recover after reopen: unacknowledged URLs (queued or in flight) come back 
   await s.store.close();
 });
 
+test('recover in the background: enqueue and drain while the recovery pass still runs; counts end exact, nothing twice, nothing lost', async () => {
+  const dir = tempDir();
+  let s = await setup(dir, { maxActiveHosts: 4, headSize: 8 });
+  const rnd = rng(5);
+  const all = new Set<string>();
+  for (let b = 0; b < 10; b++) {
+    const items: NewUrl[] = [];
+    for (let i = 0; i < 2500; i++) {
+      const n = b * 2500 + i;
+      items.push(url(`bg${Math.floor(rnd() * 400)}.test`, `/${n}`, Math.floor(rnd() * 8)));
+      all.add(items[i]!.url);
+    }
+    await enqueue(s, items);
+  }
+  await s.store.close();
+  s = await setup(dir, { maxActiveHosts: 4, headSize: 8 });
+  assert.ok(s.frontier.recovering, 'the pass goes on after recover() returned (25 000 keys > one chunk)');
+  assert.ok(s.frontier.queued < 25_000);
+  // New URLs, for hosts the pass has and has not reached yet, while it runs.
+  const extra: NewUrl[] = [];
+  for (let i = 0; i < 300; i++) extra.push(url(`bg${(i * 37) % 400}.test`, `/new${i}`, Math.floor(rnd() * 8)));
+  for (const it of extra) all.add(it.url);
+  const early = enqueue(s, extra.slice(0, 150));
+  let late: Promise<void> | undefined;
+  const got = await drain(s, () => { late ??= enqueue(s, extra.slice(150)); });
+  await early;
+  await late;
+  got.push(...await drain(s));
+  await s.frontier.whenRecovered();
+  const urls = got.map((q) => q.url);
+  assert.equal(new Set(urls).size, urls.length, 'nothing handed out twice');
+  assert.equal(urls.length, all.size, 'nothing lost');
+  assert.equal(s.frontier.queued, 0);
+  assert.equal((await s.store.frontier.keys().all()).length, 0);
+  await s.store.close();
+});
+
 test('recover: entries in the pre-priority layout (host ‖ seq) are rewritten and served FIFO', async () => {
   const dir = tempDir();
   const store = await openStore(dir);

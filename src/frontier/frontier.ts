@@ -504,6 +504,7 @@ export class Frontier<D> {
       if (top && top.nextAllowed <= now) {
         heap.pop();
         top.readyIn = NOT_READY;
+        top.inFlight = true; // handed out: in flight until `release`, whatever happens before `take`
         return top;
       }
     }
