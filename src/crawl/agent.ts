@@ -407,7 +407,8 @@ class Agent implements AgentHandle {
       if (!this.running) return;
       if (this.config.untilIdle && this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle) void this.stop();
     }, 50);
-    this.idleTimer.unref();
+    // Deliberately not unref'd: a running agent keeps its process alive until `done`
+    // (some of its awaits, e.g. on the WARC worker thread, hold no handle of their own).
   }
 
   private onFatal(err: Error): void {
@@ -420,7 +421,6 @@ class Agent implements AgentHandle {
   private async shutdown(): Promise<Record<string, unknown>> {
     this.running = false;
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    if (this.idleTimer) clearInterval(this.idleTimer);
     // Let in-flight turns finish (each is bounded by the fetch timeouts).
     const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
     while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -438,6 +438,7 @@ class Agent implements AgentHandle {
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
     await this.store.close().catch(() => {});
+    if (this.idleTimer) clearInterval(this.idleTimer);
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
     this.resolveDone(summary);
     return summary;

@@ -1,0 +1,102 @@
+// End-to-end crawls of the synthetic web by one in-process agent (issue 2
+// acceptance): coverage, no duplicate fetches, politeness, robots, WARC output,
+// and hostile input that must not crash the agent.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startSyntheticWeb, checkPoliteness } from '../bench/web/index.js';
+import { startAgent } from '../src/crawl/agent.js';
+import { parseResolveRule } from '../src/config.js';
+import { verifyWarc, readWarc } from '../src/warc/reader.js';
+import { tempDir } from './helpers.js';
+
+const MIN_DELAY = 250;
+
+test('50 hosts × 40 pages: every allowed reachable page fetched exactly once, politely, WARC verified', async () => {
+  const web = await startSyntheticWeb({
+    seed: 7, hosts: 50, pagesPerHost: 40, outLinks: 8, crossHostShare: 0.2, pageBytes: { min: 2000, max: 6000 },
+    robots: 'mixed', variantShare: 0.15, errorMix: { notFound: 0.04, redirect: 0.05, serverError: 0.02 },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: MIN_DELAY, delayFactor: 0,
+      concurrency: 50, resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+    });
+    const summary = await agent.done;
+    const expected = web.reachable();
+    const log = web.requests();
+    // robots.txt and the targets of redirecting robots.txt files are not pages.
+    const pageRequests = log.filter((r) => !r.path.startsWith('/robots'));
+    const fetched = pageRequests.map((r) => r.url ?? `${r.host}${r.path}`);
+    const counts = new Map<string, number>();
+    for (const u of fetched) counts.set(u, (counts.get(u) ?? 0) + 1);
+    const twice = [...counts].filter(([, n]) => n > 1);
+    assert.deepEqual(twice, [], 'no URL is fetched twice');
+    const missing = [...expected.reachableAllowed].filter((u) => !counts.has(u));
+    const extra = fetched.filter((u) => !expected.reachableAllowed.has(u));
+    assert.deepEqual(missing, [], 'every allowed reachable page is fetched');
+    assert.deepEqual(extra, [], 'nothing outside the allowed reachable set is fetched');
+    for (const u of expected.disallowed) assert.ok(!counts.has(u), `disallowed ${u} must not be fetched`);
+    // Politeness, counted between request starts, over every request including robots.txt.
+    const violations = checkPoliteness(log, MIN_DELAY, { toleranceMs: 15 });
+    assert.deepEqual(violations.slice(0, 5), [], 'no host is hit twice within the delay, nor concurrently');
+    assert.ok((summary.robotsBlocked as number) > 0, 'the mixed robots.txt files do block something');
+
+    const warcDir = join(dir, 'warc');
+    const files = readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz'));
+    assert.ok(files.length >= 1);
+    let responses = 0;
+    const uris = new Set<string>();
+    for (const f of files) {
+      const v = await verifyWarc(join(warcDir, f));
+      assert.deepEqual(v.digestErrors, [], `${f}: digests verify`);
+      responses += v.responses;
+      for await (const rec of readWarc(join(warcDir, f))) {
+        if (rec.type === 'response') uris.add(rec.headers['WARC-Target-URI']!);
+        if (rec.type === 'warcinfo') continue;
+        assert.ok(rec.headers['WARC-Record-ID'] && rec.headers['WARC-Date']);
+      }
+    }
+    // One response per request the server answered (pages and robots.txt alike).
+    assert.equal(responses, log.length, 'one response record per fetch');
+    for (const u of expected.reachableAllowed) assert.ok(uris.has(u), `WARC holds ${u}`);
+  } finally {
+    await web.close();
+  }
+});
+
+test('hostile input (never-ending body, gzip bomb, malformed HTML, binary as HTML, redirect loops, endless calendar) is bounded and counted', async () => {
+  const web = await startSyntheticWeb({
+    seed: 3, hosts: 3, pagesPerHost: 5, traps: { gzipBombBytes: 256 * 1024 * 1024, trickleMs: 50 },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 0, delayFactor: 0, concurrency: 16,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+      fetch: { totalTimeoutMs: 1500, maxBodyBytes: 1024 * 1024 },
+      scope: { patternBudget: 25 },
+    });
+    const summary = await agent.done;
+    assert.equal(summary.failure, undefined, 'the agent did not fail');
+    assert.ok((summary.truncated as number) >= 2, 'the endless body and the bomb are kept truncated');
+    const errors = summary.errors as Record<string, number>;
+    assert.ok((errors['truncated-time'] ?? 0) >= 1, 'the never-ending body is cut by the total timeout');
+    assert.ok((errors['truncated-length'] ?? 0) >= 1, 'the gzip bomb is cut at the body cap');
+    const log = web.requests();
+    const calendar = log.filter((r) => (r.url ?? '').startsWith(web.trapUrls.calendar!.split('/cal/')[0]!) && r.path.startsWith('/cal/'));
+    assert.ok(calendar.length > 0 && calendar.length <= 30, `endless calendar cut off (${calendar.length} fetched)`);
+    const counts = new Map<string, number>();
+    for (const r of log) {
+      const u = r.url ?? `${r.host}${r.path}`;
+      counts.set(u, (counts.get(u) ?? 0) + 1);
+    }
+    assert.deepEqual([...counts].filter(([, n]) => n > 1), [], 'redirect loops do not cause refetches');
+    // Every ordinary page still got crawled.
+    for (const u of web.reachable().reachableAllowed) assert.ok(counts.has(u), `ordinary page ${u} fetched`);
+  } finally {
+    await web.close();
+  }
+});
