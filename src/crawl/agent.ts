@@ -307,6 +307,7 @@ class Agent implements AgentHandle {
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
     await this.writeWarc(out);
     const links: Candidate[] = [];
+    const flags = { noindex: false };
     if (out.status >= 300 && out.status < 400) {
       const loc = out.header('location');
       if (loc) {
@@ -315,12 +316,12 @@ class Agent implements AgentHandle {
         if (c) links.push(c);
       }
     } else if (out.status >= 200 && out.status < 300) {
-      this.extractLinks(q, out, links);
+      this.extractLinks(q, out, links, flags);
     }
-    await this.finish(q, h, links, undefined);
+    await this.finish(q, h, links, undefined, flags.noindex);
   }
 
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[]): void {
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], flags: { noindex: boolean }): void {
     const ct = out.header('content-type');
     let page;
     try {
@@ -335,8 +336,13 @@ class Agent implements AgentHandle {
       this.log.warn({ url: q.url, err: (err as Error).message }, 'page could not be parsed');
       return;
     }
+    // noindex (meta robots, meta <token>, X-Robots-Tag): fetched and stored, but flagged.
+    if (page.directives.noindex) { this.stats.noindex++; flags.noindex = true; }
     if (!page.isHtml) return;
-    if (page.directives.nofollow) { bump(this.stats.rejected, 'page-nofollow', page.links.length); return; }
+    if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
+    if (page.directives.nofollow) { this.stats.nofollowPages++; return; }
+    if (page.canonical) this.stats.canonicals++;
+    if (page.metaRefresh) this.stats.metaRefreshes++;
     this.stats.linksExtracted += page.links.length;
     let links = page.links;
     if (links.length > this.scope.maxLinksPerPage) {
@@ -365,11 +371,12 @@ class Agent implements AgentHandle {
    * Completes a URL: its links are made durable first, then its frontier entry
    * is removed and the seen entry marked with the outcome — in that order.
    */
-  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], failure: string | undefined): Promise<void> {
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], failure: string | undefined, noindex = false): Promise<void> {
     try {
       await this.drum.submit(links);
       const ops: BatchOp[] = [this.frontier.doneOp(q)];
-      const state = Buffer.from([failure ? 3 : 2]);
+      // Seen states: 2 fetched, 3 failed or blocked; bit 0x10 flags noindex.
+      const state = Buffer.from([(failure ? 3 : 2) | (noindex ? 0x10 : 0)]);
       ops.push({ type: 'put', sublevel: this.store.seen, key: seenKey(h.key, q.url), value: state });
       await this.store.db.batch(ops as never);
       this.frontier.acknowledged();

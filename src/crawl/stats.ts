@@ -23,6 +23,12 @@ export class CrawlStats {
   linksExtracted = 0;
   urlsDiscovered = 0;
   warcRecords = 0;
+  /** Pages that asked not to be indexed (stored and flagged). */
+  noindex = 0;
+  /** Pages whose links were not followed (meta robots / X-Robots-Tag nofollow). */
+  nofollowPages = 0;
+  canonicals = 0;
+  metaRefreshes = 0;
 
   recordResponse(status: number, bytes: number): void {
     this.fetched++;
@@ -47,6 +53,7 @@ export class CrawlStats {
       truncated: this.truncated,
       redirects: this.redirects,
       linksExtracted: this.linksExtracted,
+      directives: { noindex: this.noindex, nofollowPages: this.nofollowPages, canonicals: this.canonicals, metaRefreshes: this.metaRefreshes },
       urlsDiscovered: this.urlsDiscovered,
       ...extra,
     };
