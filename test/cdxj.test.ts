@@ -300,7 +300,7 @@ async function allLines(fx: Fixture): Promise<string[]> {
   return out;
 }
 
-test('CDXJ index: written next to each WARC as files close; one sorted line per response/revisit, pywb fields', async () => {
+test('CDXJ index (pywb/cdxj-indexer format): written next to each WARC as files close; one sorted line per response/revisit', async () => {
   const fx = await writeFixture(tempDir());
   assert.ok(fx.files.length >= 3, `rotation gave ${fx.files.length} files`);
   assert.deepEqual(fx.indexed, fx.files.map((f) => f + '.cdxj'));
@@ -355,7 +355,7 @@ test('CDXJ index: written next to each WARC as files close; one sorted line per 
   );
 });
 
-test('CDXJ index: every offset/length reads back one gzip member holding the record of that URL', async () => {
+test('RFC 1952 §2.2, one member per record: every CDXJ offset/length reads back one gzip member holding the record of that URL', async () => {
   const fx = await writeFixture(tempDir());
   for (const line of await allLines(fx)) {
     const c = parseCdxjLine(line)!;
@@ -431,7 +431,7 @@ test('lookup: the stored response is the very bytes written, with status and hea
   assert.equal(await getStoredResponse(join(fx.dir, 'nope'), 'http://example.com/'), null);
 });
 
-test('lookup: captures listed oldest first; a timestamp picks the nearest; revisits resolve to the original payload', async () => {
+test('lookup: captures listed oldest first; a timestamp picks the nearest; WARC/1.1 §6.7 revisits resolve to the original payload', async () => {
   const fx = await writeFixture(tempDir());
   const caps = await lookupUrl(fx.dir, 'http://example.com/');
   assert.deepEqual(
@@ -651,4 +651,79 @@ test('lookup: on-disk binary search over a large index finds exactly what a line
     const h = (i * 37) % 1200;
     await probe(`http://h${h}.example/${['', 'p', 'p/x', 'p0'][i % 4]}`);
   }
+});
+
+// Records as other tools write them, each gzipped as its own member (RFC 1952 §2.2),
+// plus one member holding two records.
+function rawRecord(fields: Array<[string, string]>, block: string | Buffer): Buffer {
+  const b = Buffer.isBuffer(block) ? block : Buffer.from(block);
+  const head = ['WARC/1.0', ...fields.map(([k, v]) => `${k}: ${v}`), `Content-Length: ${b.length}`].join('\r\n');
+  return Buffer.concat([Buffer.from(head + '\r\n\r\n'), b, Buffer.from('\r\n\r\n')]);
+}
+
+test('WARC/1.1 §4 framing from other writers: resource records, missing digests, <uri>, folded fields, two records in a member', async () => {
+  const { gzipSync } = await import('node:zlib');
+  const { createHash } = await import('node:crypto');
+  const { base32 } = await import('../src/warc/digest.js');
+  const { readWarc } = await import('../src/warc/reader.js');
+  const { cdxjLineFor } = await import('../src/warc/cdxj.js');
+  const dir = tempDir();
+  const body = 'hello world\n';
+  const http = `HTTP/1.0 200 OK\r\nContent-Type: text/plain;charset=ascii\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const members = [
+    rawRecord([['WARC-Type', 'warcinfo'], ['WARC-Date', '2020-05-06T07:08:09Z'], ['Content-Type', 'application/warc-fields']], 'software: x\r\n'),
+    // No WARC-Payload-Digest; target URI in angle brackets (WARC/1.0 drafts).
+    rawRecord(
+      [['WARC-Type', 'response'], ['WARC-Target-URI', '<http://Example.org/a/>'], ['WARC-Date', '2020-05-06T07:08:09Z'], ['Content-Type', 'application/http; msgtype=response']],
+      http,
+    ),
+    // A resource (no HTTP part), with a folded Content-Type.
+    rawRecord(
+      [['WARC-Type', 'resource'], ['WARC-Target-URI', 'urn:x-test:thing'], ['WARC-Date', '2020-05-06T07:08:10Z'], ['Content-Type', 'image/gif;\r\n  name=x'], ['WARC-Payload-Digest', 'sha1:ABCDEFGH']],
+      'GIF89a',
+    ),
+    rawRecord([['WARC-Type', 'metadata'], ['WARC-Target-URI', 'http://example.org/a/'], ['WARC-Date', '2020-05-06T07:08:11Z'], ['Content-Type', 'application/warc-fields']], 'via: x\r\n'),
+    rawRecord([['WARC-Type', 'request'], ['WARC-Target-URI', 'http://example.org/a/'], ['WARC-Date', '2020-05-06T07:08:09Z'], ['Content-Type', 'application/http; msgtype=request']], 'GET /a/ HTTP/1.0\r\n\r\n'),
+  ].map((m) => gzipSync(m));
+  const pair = gzipSync(
+    Buffer.concat([
+      rawRecord([['WARC-Type', 'resource'], ['WARC-Target-URI', 'http://example.org/r1'], ['WARC-Date', '2020-05-06T07:08:12Z'], ['Content-Type', 'text/plain']], 'one'),
+      rawRecord([['WARC-Type', 'resource'], ['WARC-Target-URI', 'http://example.org/r2'], ['WARC-Date', '2020-05-06T07:08:13Z'], ['Content-Type', 'text/plain']], 'two'),
+    ]),
+  );
+  const path = join(dir, 'other.warc.gz');
+  await writeFile(path, Buffer.concat([...members, pair]));
+  const built = await buildCdxj(path);
+  assert.equal(built.problem, null);
+  // The lean reader and the warcio-based one give the same lines.
+  const viaWarcio: string[] = [];
+  for await (const e of readWarc(path)) {
+    const l = cdxjLineFor(e, 'other.warc.gz').line;
+    if (l) viaWarcio.push(l);
+  }
+  assert.deepEqual(built.lines, viaWarcio.sort());
+  const caps = built.lines.map((l) => parseCdxjLine(l)!);
+  assert.deepEqual(caps.map((c) => c.url), ['http://Example.org/a/', 'http://example.org/r1', 'http://example.org/r2', 'urn:x-test:thing']);
+  assert.equal(caps[0].urlkey, 'org,example)/a');
+  assert.equal(caps[0].mime, 'text/plain');
+  assert.equal(caps[0].status, 200);
+  // A missing digest is computed over the payload, as cdxj-indexer does (sha1, base32).
+  assert.equal(caps[0].digest, base32(createHash('sha1').update(body).digest()));
+  assert.equal(caps[3].mime, 'image/gif');
+  assert.equal(caps[3].status, null);
+  assert.equal(caps[3].digest, 'ABCDEFGH');
+  assert.ok(!built.lines[3].includes('"status"'));
+  // Both records of the shared member point at it; a lookup serves the first one.
+  assert.equal(caps[1].offset, caps[2].offset);
+  const r = (await getStoredResponse(dir, 'http://example.org/a/'))!;
+  assert.equal(Buffer.from(r.payload).toString(), body);
+  assert.equal((await getStoredResponse(dir, 'http://example.org/r1'))!.status, 200);
+  assert.equal(await getStoredResponse(dir, 'http://example.org/r2'), null);
+
+  // A member that is not a WARC record is skipped and reported; the rest is indexed.
+  const bad = join(dir, 'bad.warc.gz');
+  await writeFile(bad, Buffer.concat([members[1], gzipSync('not a warc record'), members[2]]));
+  const b = await buildCdxj(bad);
+  assert.equal(b.problem, 'corrupt');
+  assert.equal(b.lines.length, 2);
 });

@@ -22,7 +22,7 @@ import { join, isAbsolute, normalize, sep } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { AsyncIterReader, WARCParser } from 'warcio';
 import { splitHttp } from './reader.js';
-import { buildCdxj, cdxjPathFor, compareLines, parseCdxjLine } from './cdxj.js';
+import { buildCdxj, cdxjPathFor, compareLines, parseCdxjLine, targetUri } from './cdxj.js';
 import type { CdxjCapture, CommandIO } from './cdxj.js';
 import { surt } from './surt.js';
 
@@ -400,7 +400,7 @@ async function resolveRevisit(
   rec: RecordAt,
   cap: Capture,
 ): Promise<{ at: Capture; rec: RecordAt } | null> {
-  const target = warcField(rec.headers, 'WARC-Refers-To-Target-URI') ?? cap.url;
+  const target = targetUri(warcField(rec.headers, 'WARC-Refers-To-Target-URI')) ?? cap.url;
   const refDate = warcField(rec.headers, 'WARC-Refers-To-Date');
   const wantTs = refDate ? refDate.replace(/[^0-9]/g, '').slice(0, 14) : null;
   const caps = (await lookupUrl(dir, target)).filter(
@@ -443,7 +443,7 @@ export async function getStoredResponse(
     const path = resolveIn(warcDir, cap.filename);
     const rec = path ? await readRecordAt(path, cap.offset, cap.length) : null;
     if (!rec) continue;
-    const target = warcField(rec.headers, 'WARC-Target-URI');
+    const target = targetUri(warcField(rec.headers, 'WARC-Target-URI'));
     if (target !== undefined && target !== cap.url) continue; // stale index line
     const res: StoredResponse = {
       url: cap.url,

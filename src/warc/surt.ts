@@ -55,10 +55,9 @@ const SCHEME_RE = /^[a-zA-Z][a-zA-Z0-9+\-.]*:/;
 const HTTP_REPEAT_RE = /^(?:https?:\/\/)+/;
 const NL_TAB_RE = /[\n\r\t]/g;
 const LEADING_CTL_RE = /^[\x00-\x20]+/;
-const TRAILING_WS_RE = /[\s]+$/;
 
 function parse(input: string): Parsed {
-  let url = input.replace(LEADING_CTL_RE, '').replace(TRAILING_WS_RE, '').replace(NL_TAB_RE, '');
+  let url = input.trim().replace(LEADING_CTL_RE, '').replace(NL_TAB_RE, '');
   if (!SCHEME_RE.test(url)) url = 'http://' + url;
   // http://https://host/ → https://host/ (the last repetition wins, as in surt).
   url = url.replace(HTTP_REPEAT_RE, (m) => (m.endsWith('https://') ? 'https://' : 'http://'));
@@ -314,11 +313,11 @@ function stripAspx(path: string, nested: boolean): string {
       pos += 24;
     }
     if (path[pos] !== ')' || path[pos + 1] !== '/') continue;
-    const rest = path.slice(pos + 2);
-    const qm = rest.indexOf('?');
-    const lim = qm >= 0 ? qm : rest.length;
-    const a = rest.toLowerCase().indexOf('.aspx', 1);
-    if (a >= 1 && a < lim) return path.slice(0, j + 1) + rest;
+    // The rest must match `[^?]+\.aspx.*`: ".aspx" after at least one character, before any '?'.
+    const rest = pos + 2;
+    const qm = path.indexOf('?', rest);
+    const a = lower.indexOf('.aspx', rest + 1);
+    if (a >= 0 && (qm < 0 || a < qm)) return path.slice(0, j + 1) + path.slice(rest);
   }
   return path;
 }
