@@ -226,11 +226,21 @@ async function capturesIn(dir: string, prefix: string): Promise<CdxjCapture[]> {
   }
   const present = new Set(names);
   const lines: string[] = [];
-  for (const name of names.sort()) {
-    if (!WARC_NAME.test(name)) continue;
+  const queue = names.filter((n) => WARC_NAME.test(n)).sort();
+  for (let qi = 0; qi < queue.length; qi++) {
+    const name = queue[qi];
     const warc = join(dir, name);
     try {
-      const ws = await stat(warc);
+      const ws = await stat(warc).catch((e: NodeJS.ErrnoException) => {
+        // An .open file that completed since readdir(): look at its final name instead.
+        const final = name.replace(/\.open$/i, '');
+        if (e.code === 'ENOENT' && final !== name && !present.has(final)) {
+          present.add(final);
+          present.add(cdxjPathFor(final));
+          queue.push(final);
+        }
+        throw e;
+      });
       if (!ws.isFile()) continue;
       const idx = cdxjPathFor(name);
       let fresh = false;
