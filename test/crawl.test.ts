@@ -100,3 +100,31 @@ test('hostile input (never-ending body, gzip bomb, malformed HTML, binary as HTM
     await web.close();
   }
 });
+
+test('every closed WARC gets a CDXJ index, and warc get returns the very bytes that were served', async () => {
+  const web = await startSyntheticWeb({ seed: 5, hosts: 3, pagesPerHost: 6 });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 0, delayFactor: 0,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+    });
+    await agent.done;
+    const warcDir = join(dir, 'warc');
+    const names = readdirSync(warcDir);
+    for (const f of names.filter((n) => n.endsWith('.warc.gz'))) assert.ok(names.includes(`${f}.cdxj`), `${f} is indexed`);
+    const { getStoredResponse } = await import('../src/warc/lookup.js');
+    const { request } = await import('undici');
+    for (const url of [...web.reachable().reachableAllowed].slice(0, 5)) {
+      const stored = await getStoredResponse(warcDir, url);
+      assert.ok(stored, `${url} found through the index`);
+      const u = new URL(url);
+      const live = await request(`http://127.0.0.1:${web.port}${u.pathname}`, { headers: { host: u.host } });
+      const served = Buffer.from(await live.body.arrayBuffer());
+      assert.equal(stored.status, 200);
+      assert.ok(Buffer.from(stored.payload).equals(served), `${url}: stored bytes equal served bytes`);
+    }
+  } finally {
+    await web.close();
+  }
+});

@@ -95,6 +95,27 @@ export function buildProgram(): Command {
       }
     });
 
+  program.command('index')
+    .description('(re)build the CDXJ index next to each WARC file')
+    .argument('<warc...>', 'WARC files')
+    .action(async (paths: string[]) => {
+      const { runIndexCommand } = await import('../warc/cdxj.js');
+      process.exitCode = await runIndexCommand(paths);
+    });
+
+  const warc = program.command('warc').description('WARC tools');
+  warc.command('get')
+    .description('print the stored response body of a URL, found through the CDXJ indexes')
+    .argument('<url>')
+    .option('--dir <dir>', 'WARC directory', './ubicrawl-data/warc')
+    .option('--headers', 'print the status line and headers first (like curl -i)', false)
+    .option('--out <file>', 'write the body to this file instead of stdout')
+    .option('--timestamp <ts>', 'the capture closest to this 14-digit timestamp')
+    .action(async (u: string, opts: { dir: string; headers: boolean; out?: string; timestamp?: string }) => {
+      const { runWarcGetCommand } = await import('../warc/lookup.js');
+      process.exitCode = await runWarcGetCommand(u, opts);
+    });
+
   return program;
 }
 

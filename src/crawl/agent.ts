@@ -25,6 +25,7 @@ import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { extractPage } from '../parse/html.js';
 import { ScopePolicy } from '../scope/traps.js';
 import { WarcWriter } from '../warc/writer.js';
+import { indexWarcFile } from '../warc/cdxj.js';
 import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
 import { CrawlStats, bump } from './stats.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
@@ -91,6 +92,8 @@ class Agent implements AgentHandle {
   private readonly scope: ScopePolicy;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
   private readonly admitted = new Set<Candidate>();
+  /** CDXJ indexing of closed WARC files still running. */
+  private readonly pendingIndexes = new Set<Promise<void>>();
   private warc: WarcWriter | undefined;
   /** Host turns in progress (each holds one fetch slot). */
   private inFlight = 0;
@@ -147,6 +150,8 @@ class Agent implements AgentHandle {
         prefix: this.config.warc.prefix,
         agentShortId: this.shortId,
         maxFileBytes: this.config.warc.maxFileBytes,
+        // Each finished (or recovered) WARC gets its CDXJ index next to it.
+        onFileClosed: (path: string) => this.indexLater(path),
         warcinfo: {
           software: 'ubicrawl/0.1',
           format: 'WARC File Format 1.1',
@@ -385,6 +390,14 @@ class Agent implements AgentHandle {
     }
   }
 
+  private indexLater(path: string): void {
+    const job: Promise<void> = indexWarcFile(path).then(() => undefined, (err: Error) => {
+      bump(this.stats.errors, 'cdxj');
+      this.log.error({ path, err: err.message }, 'CDXJ indexing failed');
+    }).finally(() => this.pendingIndexes.delete(job));
+    this.pendingIndexes.add(job);
+  }
+
   private async writeWarc(out: FetchResponse): Promise<void> {
     if (!this.warc) return;
     try {
@@ -433,6 +446,7 @@ class Agent implements AgentHandle {
     while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await this.drum.flush().catch((err: Error) => this.log.error({ err: err.message }, 'seen flush failed'));
     await this.warc?.close().catch((err: Error) => this.log.error({ err: err.message }, 'WARC close failed'));
+    await Promise.all([...this.pendingIndexes]);
     await this.fetcher.close();
     const summary = this.stats.summary({
       queued: this.frontier.queued,
