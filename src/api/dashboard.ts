@@ -18,7 +18,7 @@ const STYLE = `
 body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: var(--bg); color: var(--fg); }
 header { display: flex; flex-wrap: wrap; gap: .5rem 1.25rem; align-items: baseline; padding: 1rem 1.5rem; border-bottom: 1px solid var(--line); background: var(--card); }
 header h1 { font-size: 1.25rem; margin: 0; }
-header .meta { color: var(--muted); font-size: .9rem; }
+.meta { color: var(--muted); font-size: .9rem; font-weight: normal; }
 main { padding: 1rem 1.5rem 2rem; display: grid; gap: 1rem; grid-template-columns: repeat(auto-fit, minmax(min(100%, 30rem), 1fr)); }
 section { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: .75rem 1rem 1rem; min-width: 0; }
 section.wide { grid-column: 1 / -1; }
@@ -44,12 +44,14 @@ svg .axis { fill: var(--muted); font-size: 11px; }
 svg .line { fill: none; stroke: var(--chart); stroke-width: 2; }
 svg .area { fill: var(--chart-fill); stroke: none; }
 form { display: flex; flex-wrap: wrap; gap: .5rem; align-items: flex-end; }
+form > div { flex: 0 1 36rem; min-width: 0; }
 label { display: block; font-size: .85rem; color: var(--muted); }
-input { font: inherit; padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); min-width: min(100%, 28rem); }
+input { font: inherit; padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); width: 100%; }
 button { font: inherit; padding: .4rem .9rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: var(--card); cursor: pointer; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 dl.kv { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; margin: .75rem 0; }
 dl.kv dt { color: var(--muted); } dl.kv dd { margin: 0; word-break: break-all; }
+details { margin-top: .75rem; }
 pre { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; padding: .5rem; overflow: auto; max-height: 24rem; font-size: .8rem; }
 .error { color: var(--bad); }
 #conn.bad { color: var(--bad); font-weight: 600; }
@@ -62,6 +64,9 @@ const $ = (id) => document.getElementById(id);
 const HISTORY_WINDOW_MS = 5 * 60 * 1000;
 let token = sessionStorage.getItem('ubicrawl-token') || '';
 let polling = false;
+let connected = null;
+// Screen readers hear only changes of the connection, not the every-second refresh.
+function announce(ok, text) { if (connected !== ok) { connected = ok; $('announce').textContent = text; } }
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -135,7 +140,8 @@ function drawChart(points, now) {
   const parts = [];
   for (const g of [0, 0.5, 1]) {
     parts.push(s('line', { class: 'grid', x1: L, x2: W - R, y1: y(max * g), y2: y(max * g) }));
-    parts.push(s('text', { class: 'axis', x: L - 6, y: y(max * g) + 4, 'text-anchor': 'end' }, rate(max * g)));
+    const v = max * g;
+    parts.push(s('text', { class: 'axis', x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, Number.isInteger(v) ? String(v) : v.toFixed(1)));
   }
   for (const m of [5, 4, 3, 2, 1, 0]) {
     parts.push(s('text', { class: 'axis', x: x(now - m * 60000), y: H - 6, 'text-anchor': m === 0 ? 'end' : 'middle' }, m ? '−' + m + ' min' : 'now'));
@@ -192,9 +198,11 @@ async function poll() {
     render(await api('/status'));
     $('conn').textContent = 'Updated ' + new Date().toLocaleTimeString();
     $('conn').className = '';
+    announce(true, 'Connected to the agent; figures update every second.');
   } catch (err) {
     $('conn').textContent = 'Not updating: ' + err.message;
     $('conn').className = 'bad';
+    announce(false, 'Not updating: ' + err.message);
   } finally {
     polling = false;
     setTimeout(poll, 1000);
@@ -272,6 +280,7 @@ const HTML_HEAD = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>ubicrawl agent</title>
+<link rel="icon" href="data:,">
 <style>${STYLE}</style>
 </head>
 <body>
@@ -280,7 +289,8 @@ const HTML_HEAD = `<!doctype html>
   <span class="meta">agent <code id="agent-id">…</code></span>
   <span id="agent-state"></span>
   <span class="meta" id="agent-uptime"></span>
-  <span class="meta" id="conn" role="status">Connecting…</span>
+  <span class="meta" id="conn">Connecting…</span>
+  <span class="visually-hidden" id="announce" role="status"></span>
 </header>
 <main>
   <section id="auth" class="wide" hidden aria-labelledby="auth-h">
