@@ -307,8 +307,9 @@ describe('API server on loopback without a token', () => {
     assert.equal(r.status, 200);
     assert.equal(r.headers['content-type'], 'text/html; charset=utf-8');
     assert.match(r.text, /<title>ubicrawl agent<\/title>/);
-    // Self-contained: nothing loaded from elsewhere (no src/href attributes, CSS imports or url()).
-    assert.doesNotMatch(r.text, /\s(src|href)\s*=|@import|url\(/i);
+    // Self-contained: nothing loaded from elsewhere (the only href is the empty data: icon, which stops the favicon request).
+    assert.deepEqual(r.text.match(/\s(?:src|href)\s*=\s*"[^"]*"/gi), [' href="data:,"']);
+    assert.doesNotMatch(r.text, /@import|url\(/i);
     const csp = String(r.headers['content-security-policy']);
     const hash = (s: string) => `'sha256-${createHash('sha256').update(s).digest('base64')}'`;
     const script = /<script>([\s\S]*?)<\/script>/.exec(r.text)![1];
