@@ -40,6 +40,8 @@ export interface AgentConfig {
   seen: SeenConfig;
   /** Scope and trap defences; defaults in src/scope/traps.ts (DEFAULT_SCOPE_OPTIONS). */
   scope: Partial<ScopeOptions>;
+  /** Agent HTTP API (`--api HOST:PORT`): off when `listen` is unset. */
+  api: { listen?: string; tokenFile?: string };
   /** Progress display: 'auto' = live line on a TTY, JSON logs otherwise. */
   progress: 'auto' | 'tty' | 'log' | 'off';
   logLevel: string;
@@ -129,6 +131,7 @@ export function defaultConfig(): AgentConfig {
       maxWaitMs: 20,
     },
     scope: {},
+    api: {},
     progress: 'auto',
     logLevel: 'info',
   };

@@ -48,6 +48,8 @@ export function buildProgram(): Command {
     .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
     .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
     .option('--no-warc', 'do not write WARC files')
+    .option('--api <host:port>', 'serve the status and control API (and dashboard) here, e.g. 127.0.0.1:7070')
+    .option('--api-token-file <file>', 'bearer token required by the API (mandatory when it listens beyond loopback)')
     .addOption(new Option('--progress <mode>', 'live display').choices(['auto', 'tty', 'log', 'off']).default('auto'))
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .action(async (opts) => { process.exitCode = await runJoin(opts); });
@@ -94,6 +96,20 @@ export function buildProgram(): Command {
         process.stdout.write(`${simhash64(text).toString(16).padStart(16, '0')}  ${f}\n`);
       }
     });
+
+  // Commands that talk to a running agent's API (src/api/client.ts).
+  const apiOptions = (c: Command) => c
+    .option('--api <host:port>', 'the agent API', '127.0.0.1:7070')
+    .option('--token-file <file>', 'bearer token file')
+    .option('--json', 'print raw JSON', false);
+  apiOptions(program.command('status').description('show an agent and the mesh as it sees it'))
+    .action(async (opts) => { const { runStatus } = await import('../api/client.js'); process.exitCode = await runStatus(opts); });
+  apiOptions(program.command('seed').description('add crawl seeds through a running agent (routed to their owners)').argument('<url...>'))
+    .action(async (urls: string[], opts) => { const { runSeed } = await import('../api/client.js'); process.exitCode = await runSeed(urls, opts); });
+  apiOptions(program.command('leave').description('ask an agent to leave the mesh gracefully').option('--wait', 'wait until it has left', false))
+    .action(async (opts) => { const { runLeave } = await import('../api/client.js'); process.exitCode = await runLeave(opts); });
+  apiOptions(program.command('inspect').description('what an agent knows about a URL or a host').argument('<url-or-host>'))
+    .action(async (target: string, opts) => { const { runInspect } = await import('../api/client.js'); process.exitCode = await runInspect(target, opts); });
 
   program.command('index')
     .description('(re)build the CDXJ index next to each WARC file')
@@ -145,7 +161,7 @@ async function readStdin(): Promise<string> {
 interface JoinOpts {
   seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
   maxPages: number; untilIdle: boolean; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
-  warc: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string;
+  warc: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
 }
 
 async function runJoin(opts: JoinOpts): Promise<number> {
@@ -162,6 +178,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     dataDir: opts.dataDir, userAgent: opts.userAgent, seeds: seeds.urls, concurrency: opts.concurrency,
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
     resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody }, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
+    api: { listen: opts.api, tokenFile: opts.apiTokenFile },
     logger,
   });
   const progress = startProgress(mode, () => agent.snapshot(), logger);

@@ -24,7 +24,13 @@ import { productToken } from '../robots/index.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { extractPage } from '../parse/html.js';
 import { ScopePolicy } from '../scope/traps.js';
-import { WarcWriter } from '../warc/writer.js';
+import { WarcWriter, type WriteResult } from '../warc/writer.js';
+import { encodeFetchRecord, type FetchRecord } from './records.js';
+import { createMetrics } from '../api/metrics.js';
+import { ThroughputHistory, RecentErrors } from '../api/history.js';
+import { startApiServer, type ApiServer } from '../api/server.js';
+import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
+import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { indexWarcFile } from '../warc/cdxj.js';
 import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
 import { CrawlStats, bump } from './stats.js';
@@ -35,7 +41,21 @@ export interface HostData {
   lastResponseMs: number;
   crawlDelayMs: number;
   errorRun: number;
+  /** Responses received from this host. */
   pages: number;
+  errors: Record<string, number>;
+  /** The last few fetches, newest last (for the API's host view). */
+  recent: RecentFetch[];
+  /** Operator overrides (PUT /hosts/:host/policy); null = the crawl's default. */
+  policy: { minDelayMs: number | null; pageBudget: number | null };
+}
+
+export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
+
+const RECENT_PER_HOST = 10;
+
+function newHostData(): HostData {
+  return { robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0, errors: {}, recent: [], policy: { minDelayMs: null, pageBudget: null } };
 }
 
 /** A URL on its way into the frontier. */
@@ -49,6 +69,8 @@ const SEEN_QUEUED = Buffer.from([1]);
 
 export interface AgentHandle {
   readonly config: AgentConfig;
+  /** Where the HTTP API listens, when it was asked for. */
+  readonly apiUrl: string | undefined;
   readonly stats: CrawlStats;
   readonly done: Promise<Record<string, unknown>>;
   seed(urls: string[]): Promise<number>;
@@ -80,15 +102,21 @@ export async function startAgent(options: AgentOptions & { logger?: Logger } = {
   return agent;
 }
 
-class Agent implements AgentHandle {
+class Agent implements AgentHandle, AgentView {
   readonly stats = new CrawlStats();
+  readonly metrics = createMetrics();
+  readonly history = new ThroughputHistory();
+  readonly recentErrors = new RecentErrors();
   readonly done: Promise<Record<string, unknown>>;
   private resolveDone!: (s: Record<string, unknown>) => void;
   private readonly token: string;
+  private api: ApiServer | undefined;
+  private sampler: NodeJS.Timeout | undefined;
+  private lifecycle: AgentState = 'starting';
   private readonly fetcher: Fetcher;
   private readonly robots: RobotsCache;
   private readonly drum: Drum<Candidate>;
-  private readonly frontier: Frontier<HostData>;
+  readonly frontier: Frontier<HostData>;
   private readonly scope: ScopePolicy;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
   private readonly admitted = new Set<Candidate>();
@@ -109,7 +137,7 @@ class Agent implements AgentHandle {
   private pumpScheduled = false;
   private fatal: Error | undefined;
 
-  constructor(readonly config: AgentConfig, private readonly store: Store, private readonly log: Logger) {
+  constructor(readonly config: AgentConfig, readonly store: Store, private readonly log: Logger) {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
@@ -119,7 +147,7 @@ class Agent implements AgentHandle {
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,
-      createData: () => ({ robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0 }),
+      createData: newHostData,
     });
     this.frontier.onReady = () => this.schedulePump();
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
@@ -161,6 +189,19 @@ class Agent implements AgentHandle {
       });
     }
     this.running = true;
+    this.lifecycle = 'active';
+    this.metrics.setAgentInfo(this.shortId, VERSION);
+    this.metrics.beforeScrape(() => {
+      this.metrics.setFrontier(this.frontier.queued, this.frontier.knownHosts, this.frontier.activeHosts);
+      this.metrics.setInFlight(this.inFlight);
+      this.metrics.setMembers({ active: 1 });
+    });
+    this.sampler = setInterval(() => this.history.sample(Date.now(), this.stats.fetched), 1000);
+    this.sampler.unref();
+    if (this.config.api.listen) {
+      this.api = await startApiServer({ listen: this.config.api.listen, tokenFile: this.config.api.tokenFile, backend: new AgentBackend(this), logger: this.log });
+      this.log.info({ api: this.api.url }, 'API listening');
+    }
     this.log.info({ dataDir: this.config.dataDir, queued: this.frontier.queued, hosts: this.frontier.knownHosts, agent: this.shortId }, 'agent started');
     await this.seed(this.config.seeds);
     this.schedulePump();
@@ -176,6 +217,43 @@ class Agent implements AgentHandle {
     }
     await this.drum.submit(cands);
     return cands.length;
+  }
+
+  // ---- AgentView (what the API sees) ------------------------------------
+
+  get id(): string { return this.shortId; }
+  get robotsToken(): string { return this.token; }
+  get minDelayMs(): number { return this.config.minDelayMs; }
+  get capacity(): number { return 1; }
+  get apiUrl(): string | undefined { return this.api?.url; }
+  state(): AgentState { return this.lifecycle; }
+  inFlightCount(): number { return this.inFlight; }
+  crawlId(): string | null { return null; }
+  ownerOf(_host: string): string { return this.shortId; }
+  urlsSent(): number { return 0; }
+  urlsReceived(): number { return 0; }
+
+  members(): MemberReport[] {
+    return [{
+      id: this.shortId, self: true, addrs: [], state: this.lifecycle === 'leaving' ? 'leaving' : 'active', capacity: 1, share: 1,
+      counters: { fetched: this.stats.fetched, queued: this.frontier.queued, sent: 0, received: 0 }, lastSeen: Date.now(),
+    }];
+  }
+
+  async seedUrls(urls: string[]): Promise<SeedResult> {
+    const rejected: SeedResult['rejected'] = [];
+    const cands: Candidate[] = [];
+    for (const u of urls) {
+      const c = this.candidate(u, undefined, 0);
+      if (c) cands.push(c);
+      else rejected.push({ url: u, reason: normalizeUrl(u) ? 'out of scope' : 'not a crawlable http(s) URL' });
+    }
+    await this.drum.submit(cands);
+    return { accepted: cands.length, rejected, routed: cands.length ? { [this.shortId]: cands.length } : {} };
+  }
+
+  async leave(): Promise<void> {
+    void this.stop();
   }
 
   snapshot(): AgentSnapshot {
@@ -236,7 +314,7 @@ class Agent implements AgentHandle {
       const q = this.frontier.take(h);
       if (!q) { this.frontier.release(h, Date.now()); return; }
       let origin: string;
-      try { origin = new URL(q.url).origin; } catch { await this.finish(q, h, [], undefined); continue; }
+      try { origin = new URL(q.url).origin; } catch { await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
       let robots = h.data.robots.get(origin);
       if (!robots || robots.expires <= Date.now()) {
         robots = await this.robots.lookup(origin);
@@ -249,6 +327,7 @@ class Agent implements AgentHandle {
         const log = { outcomes: [] as FetchOutcome[] };
         const entry = await this.robots.fetch(origin, log);
         this.stats.robotsFetches++;
+        this.metrics.robotsFetched(entry.verdict);
         h.data.robots.set(origin, entry);
         h.data.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
         for (const out of log.outcomes) if (out.ok) await this.writeWarc(out);
@@ -260,9 +339,18 @@ class Agent implements AgentHandle {
       if (robots.rules.crawlDelay(this.token) !== undefined) h.data.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
       if (!robots.rules.isAllowed(q.url, this.token)) {
         this.stats.robotsBlocked++;
-        bump(this.stats.rejected, robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots');
-        await this.finish(q, h, [], 'robots');
+        const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
+        bump(this.stats.rejected, reason);
+        this.metrics.urlRejected(reason);
+        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: reason });
         continue; // no request was made: the host's turn goes on
+      }
+      const budget = h.data.policy.pageBudget;
+      if (budget !== null && h.data.pages >= budget) {
+        bump(this.stats.rejected, 'host-page-budget');
+        this.metrics.urlRejected('host-page-budget');
+        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
+        continue;
       }
       const out = await this.fetcher.fetch(q.url);
       if (!this.running && !out.ok) {
@@ -287,7 +375,7 @@ class Agent implements AgentHandle {
     h.data.lastResponseMs = responseMs;
     return nextAllowedAt({
       endedAt,
-      minDelayMs: this.config.minDelayMs,
+      minDelayMs: h.data.policy.minDelayMs ?? this.config.minDelayMs,
       crawlDelayMs: h.data.crawlDelayMs,
       lastResponseMs: responseMs,
       factor: this.config.delayFactor,
@@ -299,20 +387,28 @@ class Agent implements AgentHandle {
   // ---- one fetched page -------------------------------------------------
 
   private async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome): Promise<void> {
+    const at = out.startedAt.getTime();
     if (!out.ok) {
       bump(this.stats.errors, out.kind);
+      bump(h.data.errors, out.kind);
       h.data.errorRun++;
+      this.noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
+      this.metrics.fetchFailed(out.kind, out.durationMs);
+      this.recentErrors.record(out.kind, out.message, q.url, h.name);
       this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
-      await this.finish(q, h, [], `error:${out.kind}`);
+      await this.finish(q, h, [], { url: q.url, at, status: 0, failure: out.kind });
       return;
     }
     h.data.errorRun = 0;
     h.data.pages++;
+    this.noteRecent(h, { url: q.url, status: out.status, at, durationMs: out.durationMs, error: null });
+    this.metrics.pageFetched(out.status, out.rawBytes, out.durationMs);
     if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
-    await this.writeWarc(out);
+    const record: FetchRecord = { url: q.url, at, status: out.status };
+    const stored = await this.writeWarc(out);
+    if (stored) { record.digest = stored.payloadDigest; record.warc = { filename: stored.filename, offset: stored.offset, length: stored.length }; }
     const links: Candidate[] = [];
-    const flags = { noindex: false };
     if (out.status >= 300 && out.status < 400) {
       const loc = out.header('location');
       if (loc) {
@@ -321,12 +417,17 @@ class Agent implements AgentHandle {
         if (c) links.push(c);
       }
     } else if (out.status >= 200 && out.status < 300) {
-      this.extractLinks(q, out, links, flags);
+      this.extractLinks(q, out, links, record);
     }
-    await this.finish(q, h, links, undefined, flags.noindex);
+    await this.finish(q, h, links, record);
   }
 
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], flags: { noindex: boolean }): void {
+  private noteRecent(h: HostState<HostData>, f: RecentFetch): void {
+    h.data.recent.push(f);
+    if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
+  }
+
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): void {
     const ct = out.header('content-type');
     let page;
     try {
@@ -338,11 +439,12 @@ class Agent implements AgentHandle {
       });
     } catch (err) {
       bump(this.stats.errors, 'parse');
+      this.recentErrors.record('parse', (err as Error).message, q.url, hostOf(q.url));
       this.log.warn({ url: q.url, err: (err as Error).message }, 'page could not be parsed');
       return;
     }
     // noindex (meta robots, meta <token>, X-Robots-Tag): fetched and stored, but flagged.
-    if (page.directives.noindex) { this.stats.noindex++; flags.noindex = true; }
+    if (page.directives.noindex) { this.stats.noindex++; record.noindex = true; }
     if (!page.isHtml) return;
     if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
     if (page.directives.nofollow) { this.stats.nofollowPages++; return; }
@@ -374,15 +476,20 @@ class Agent implements AgentHandle {
 
   /**
    * Completes a URL: its links are made durable first, then its frontier entry
-   * is removed and the seen entry marked with the outcome — in that order.
+   * is removed, its seen entry marked with the outcome and its fetch record
+   * written — in one batch, after the links.
    */
-  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], failure: string | undefined, noindex = false): Promise<void> {
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord): Promise<void> {
     try {
       await this.drum.submit(links);
-      const ops: BatchOp[] = [this.frontier.doneOp(q)];
-      // Seen states: 2 fetched, 3 failed or blocked; bit 0x10 flags noindex.
-      const state = Buffer.from([(failure ? 3 : 2) | (noindex ? 0x10 : 0)]);
-      ops.push({ type: 'put', sublevel: this.store.seen, key: seenKey(h.key, q.url), value: state });
+      const key = seenKey(h.key, q.url);
+      // Seen states: 2 fetched, 3 failed or not fetched (robots, budget); bit 0x10 flags noindex.
+      const state = Buffer.from([(record.failure ? 3 : 2) | (record.noindex ? 0x10 : 0)]);
+      const ops: BatchOp[] = [
+        this.frontier.doneOp(q),
+        { type: 'put', sublevel: this.store.seen, key, value: state },
+        { type: 'put', sublevel: this.store.fetches, key, value: encodeFetchRecord(record) },
+      ];
       await this.store.db.batch(ops as never);
       this.frontier.acknowledged();
     } catch (err) {
@@ -398,10 +505,10 @@ class Agent implements AgentHandle {
     this.pendingIndexes.add(job);
   }
 
-  private async writeWarc(out: FetchResponse): Promise<void> {
-    if (!this.warc) return;
+  private async writeWarc(out: FetchResponse): Promise<WriteResult | undefined> {
+    if (!this.warc) return undefined;
     try {
-      await this.warc.writeExchange({
+      const result = await this.warc.writeExchange({
         url: out.url,
         date: out.startedAt,
         ip: out.ip,
@@ -414,9 +521,11 @@ class Agent implements AgentHandle {
         truncated: out.truncated,
       });
       this.stats.warcRecords += 2;
+      return result;
     } catch (err) {
       bump(this.stats.errors, 'warc');
       this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
+      return undefined;
     }
   }
 
@@ -440,6 +549,8 @@ class Agent implements AgentHandle {
 
   private async shutdown(): Promise<Record<string, unknown>> {
     this.running = false;
+    this.lifecycle = 'leaving';
+    if (this.sampler) clearInterval(this.sampler);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     // Let in-flight turns finish (each is bounded by the fetch timeouts).
     const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
@@ -458,6 +569,8 @@ class Agent implements AgentHandle {
       agent: this.shortId,
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
+    await this.api?.close().catch(() => {});
+    this.lifecycle = 'stopped';
     await this.store.close().catch(() => {});
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');

@@ -114,6 +114,9 @@ export class Frontier<D> {
 
   host(name: string): HostState<D> | undefined { return this.hosts.get(name); }
 
+  /** Every host with a record in memory (for reports; not for hot paths). */
+  allHosts(): IterableIterator<HostState<D>> { return this.hosts.values(); }
+
   /** Rebuilds the in-memory view from disk after a (re)start. */
   async recover(): Promise<void> {
     const seqBytes = await this.meta.get(SEQ_KEY);

@@ -37,6 +37,8 @@ export interface Store {
   frontier: Sublevel;
   hosts: Sublevel;
   robots: Sublevel;
+  /** Per-URL fetch records (seen key → JSON): status, digest, simhash, WARC location. */
+  fetches: Sublevel;
   meta: Sublevel;
   close(): Promise<void>;
 }
@@ -59,6 +61,7 @@ export async function openStore(dataDir: string): Promise<Store> {
     frontier: sub('frontier'),
     hosts: sub('hosts'),
     robots: sub('robots'),
+    fetches: sub('fetches'),
     meta: sub('meta'),
     close: () => db.close(),
   };
