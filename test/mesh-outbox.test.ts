@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { tempDir } from './helpers.js';
-import { Outbox, type OutboxDb } from '../src/mesh/outbox.js';
-import { RecentSet } from '../src/mesh/recent.js';
+import { Outbox, batchItems, type OutboxDb } from '../src/mesh/outbox.js';
+import { RecentHashes } from '../src/mesh/recent.js';
 import {
   decodeAck, decodeBatch, encodeAckFrame, encodeBatchFrame, isWireUrl, MAX_BATCH_URLS, MAX_URL_BYTES, type UrlItem,
 } from '../src/mesh/wire.js';
@@ -56,14 +56,24 @@ test('batch frames: round trip; the encoder enforces the limits; the decoder rej
 
   const p = payload(encodeBatchFrame({ batchId: 9, from: P1, epoch: 1, flags: 0, items: items(0, 3), seqs: [7, 8, 9] }));
   const mut = (f: (b: Uint8Array) => void) => { const c = Uint8Array.from(p); f(c); return decodeBatch(c); };
+  // Layout: type, version, flags, from length, from, batchId (8), epoch (8), run count, runs (seq (8), n, items).
   const fromOff = 4;
-  const seqOff = fromOff + P1.length + 16;
+  const runsOff = fromOff + P1.length + 16;
   assert.deepEqual(mut((b) => { b[0] = 7; }), { ok: false, reason: 'type' });
   assert.deepEqual(mut((b) => { b[1] = 2; }), { ok: false, reason: 'version' });
   assert.deepEqual(mut((b) => { b[2] = 0x80; }), { ok: false, reason: 'flags' });
   assert.deepEqual(mut((b) => { b[fromOff] = 0x30; }), { ok: false, reason: 'from' }); // '0' is not base58
-  assert.deepEqual(mut((b) => { b[seqOff] = 0xff; }), { ok: false, reason: 'seq' }); // base seq ≥ 2^53
-  assert.deepEqual(mut((b) => { b[seqOff + 8] = 0; }), { ok: false, reason: 'count' });
+  assert.deepEqual(mut((b) => { b[fromOff + P1.length] = 0xff; }), { ok: false, reason: 'seq' }); // batchId ≥ 2^53
+  assert.deepEqual(mut((b) => { b[runsOff] = 0; }), { ok: false, reason: 'count' }); // no runs
+  assert.deepEqual(mut((b) => { b[runsOff + 1] = 0xff; }), { ok: false, reason: 'seq' }); // run seq ≥ 2^53
+  assert.deepEqual(mut((b) => { b[runsOff + 9] = 0; }), { ok: false, reason: 'count' }); // empty run
+  assert.deepEqual(mut((b) => { b[runsOff + 9] = 4; }), { ok: false, reason: 'truncated' }); // a run claiming 4 of 3 items
+  // Two runs out of order.
+  const twoRuns = payload(encodeBatchFrame({ batchId: 9, from: P1, epoch: 1, flags: 0, items: items(0, 2), seqs: [7, 9] }));
+  const r2 = Uint8Array.from(twoRuns);
+  const second = runsOff + 1 + 8 + 1 + (twoRuns.length - runsOff - 1 - 2 * 9) / 2; // start of run 2
+  r2[second + 7] = 7; // run 2 seq = 7 ≤ run 1's last seq
+  assert.deepEqual(decodeBatch(r2), { ok: false, reason: 'seq' });
   assert.deepEqual(decodeBatch(p.subarray(0, p.length - 5)), { ok: false, reason: 'truncated' });
   assert.deepEqual(decodeBatch(Uint8Array.from([...p, 0])), { ok: false, reason: 'trailing' });
   assert.deepEqual(decodeBatch(Uint8Array.from([1, 1, 0])), { ok: false, reason: 'truncated' });
@@ -87,16 +97,24 @@ test('ack frames round trip and are bounded', () => {
   assert.equal(decodeAck(Uint8Array.from([1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0])).ok, false);
 });
 
-test('RecentSet keeps recently used keys, bounded', () => {
-  const r = new RecentSet(4);
-  r.add(1n); r.add(2n); // cur = {1,2}
-  r.add(3n); // rotates: old = {1,2}, cur = {3}
-  assert.ok(r.has(1n)); // promoted: cur = {3,1}
-  r.add(4n); // rotates: old = {3,1}, cur = {4}
-  r.add(5n); // cur = {4,5}
-  r.add(6n); // rotates: old = {4,5}: 2 and 3 gone
-  assert.ok(!r.has(2n) && !r.has(3n) && r.has(5n));
+test('RecentHashes keeps recently used keys, bounded; delete keeps probing intact', () => {
+  const r = new RecentHashes(4); // generations of 2
+  r.add(1, 0); r.add(2, 0); // cur = {1,2}
+  r.add(3, 0); // rotates: old = {1,2}, cur = {3}
+  assert.ok(r.has(1, 0)); // promoted: cur = {3,1}
+  r.add(4, 0); // rotates: old = {3,1}, cur = {4}
+  r.add(5, 0); // cur = {4,5}
+  r.add(6, 0); // rotates: old = {4,5}: 1, 2 and 3 gone
+  assert.ok(!r.has(2, 0) && !r.has(3, 0) && r.has(5, 0));
   assert.ok(r.size <= 4);
+  assert.ok(r.has(0, 0) === false && r.add(0, 0) && r.has(0, 0));
+  // Many colliding keys, then deletes: every remaining key is still found.
+  const big = new RecentHashes(1 << 12);
+  const keys: Array<[number, number]> = [];
+  for (let i = 0; i < 1500; i++) keys.push([(i * 0x10000) >>> 0, i & 3]);
+  for (const [lo, hi] of keys) big.add(lo, hi);
+  for (let i = 0; i < keys.length; i += 3) big.delete(keys[i]![0], keys[i]![1]);
+  for (let i = 0; i < keys.length; i++) assert.equal(big.has(keys[i]![0], keys[i]![1]), i % 3 !== 0, `key ${i}`);
 });
 
 test('outbox: durable across reopen, per-peer order, epoch and seq counter kept even after the queue drains', async () => {
@@ -118,15 +136,16 @@ test('outbox: durable across reopen, per-peer order, epoch and seq counter kept 
   assert.equal(ob.queued(P2), 5);
   const r1 = await ob.read(P1, 0, { maxUrls: 500 });
   assert.ok(r1.batch);
-  assert.deepEqual(r1.batch.items, items(0, 500));
+  assert.deepEqual(batchItems(r1.batch).items, items(0, 500));
   assert.ok(!r1.batch.exhausted);
-  const r2 = await ob.read(P1, r1.batch.seqs[499]!, { maxUrls: 500 });
+  const r2 = await ob.read(P1, r1.batch.lastSeq, { maxUrls: 500 });
   assert.ok(r2.batch && r2.batch.exhausted);
-  assert.deepEqual(r2.batch.items, items(500, 210));
+  assert.deepEqual(batchItems(r2.batch).items, items(500, 210));
+  assert.equal(r2.batch.runs.length, 2, 'two segments: 700 = 500 + 200, then 10 more');
   await ob.ack(r1.batch);
   await ob.ack(r2.batch);
   assert.equal(ob.queued(P1), 0);
-  const lastSeq = r2.batch.seqs[209]!;
+  const lastSeq = r2.batch.lastSeq;
   await ob.close();
   await db.close();
 
@@ -135,7 +154,7 @@ test('outbox: durable across reopen, per-peer order, epoch and seq counter kept 
   assert.equal(ob.queued(P1), 0);
   assert.equal(await ob.enqueue(P1, items(5000, 1)), 1);
   const r3 = await ob.read(P1, 0);
-  assert.ok(r3.batch && r3.batch.seqs[0]! > lastSeq, 'seqs never repeat within an epoch');
+  assert.ok(r3.batch && batchItems(r3.batch).seqs[0]! > lastSeq, 'seqs never repeat within an epoch');
   await ob.close();
   await db.close();
 });
@@ -156,11 +175,17 @@ test('outbox: refuses invalid items, skips URLs recently forwarded to the same p
     assert.equal(young.batch, null);
     assert.ok(young.waitMs > 9000);
     // Count.
-    const byCount = await ob.read(P1, 0, { maxUrls: 4, lingerMs: 10_000 });
-    assert.equal(byCount.batch?.items.length, 4);
-    // Bytes: each item is ~80 bytes; 600 bytes minus 200 of framing headroom hold 5.
-    const byBytes = await ob.read(P2, 0, { maxUrls: 100, maxBytes: 600 });
-    assert.ok(byBytes.batch && byBytes.batch.items.length === 5 && !byBytes.batch.exhausted);
+    // Count: whole segments (two here: 10 and 5 items) up to maxUrls, at least one.
+    const byCount = await ob.read(P1, 0, { maxUrls: 12, lingerMs: 10_000 });
+    assert.equal(byCount.batch?.count, 10);
+    const byCount2 = await ob.read(P1, 0, { maxUrls: 15, lingerMs: 10_000 });
+    assert.equal(byCount2.batch?.count, 15);
+    // Bytes: small segments so the byte limit bites between them.
+    const ob2 = await Outbox.open({ db: sub(db), segmentMaxUrls: 2 });
+    for (let i = 0; i < 5; i++) await ob2.enqueue(P3, items(100 + 2 * i, 2));
+    // Each item is ~75 bytes, a segment of 2 ~150 (+8 seq); 500 bytes minus 160 of header headroom hold 2 segments.
+    const byBytes = await ob2.read(P3, 0, { maxUrls: 100, maxBytes: 500 });
+    assert.ok(byBytes.batch && byBytes.batch.count === 4 && byBytes.batch.runs.length === 2 && !byBytes.batch.exhausted);
   } finally {
     await db.close();
   }
@@ -185,7 +210,11 @@ test('outbox: reassign moves a peer\'s queue to new owners atomically, keeps or 
     assert.equal(ob.queued(P2), toP2.length);
     assert.equal(ob.queued(P1), res.kept);
     const r = await ob.read(P2, 0, { maxUrls: 5000 });
-    assert.deepEqual(r.batch?.items, toP2);
+    assert.ok(r.batch);
+    assert.deepEqual(batchItems(r.batch).items, toP2);
+    const k = await ob.read(P1, 0, { maxUrls: 5000 });
+    assert.ok(k.batch);
+    assert.deepEqual(batchItems(k.batch).items, expect.filter((it) => hostNo(it.url) % 2 !== 0 && hostNo(it.url) % 3 !== 0));
     assert.ok(ready.includes(P2));
   } finally {
     await db.close();
@@ -195,7 +224,7 @@ test('outbox: reassign moves a peer\'s queue to new owners atomically, keeps or 
 test('outbox: drainPeer deletes a chunk only once the consumer asks for the next one', async () => {
   const db = await openDb(tempDir());
   try {
-    const ob = await Outbox.open({ db: sub(db) });
+    const ob = await Outbox.open({ db: sub(db), segmentMaxUrls: 50 }); // chunks are whole segments
     await ob.enqueue(P3, items(0, 250));
     for await (const chunk of ob.drainPeer(P3, { chunk: 100 })) {
       assert.equal(chunk.length, 100);

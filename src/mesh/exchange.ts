@@ -18,7 +18,7 @@ import type { Connection, PeerId, Stream } from '@libp2p/interface';
 import { pushable, type Pushable } from 'it-pushable';
 import * as lp from 'it-length-prefixed';
 import {
-  MAX_ACK_BYTES, MAX_BATCH_BYTES, PROTOCOL_URLS, FLAG_REPLICA, decodeAck, decodeBatch, encodeAckFrame, encodeBatchFrame,
+  MAX_ACK_BYTES, MAX_BATCH_BYTES, PROTOCOL_URLS, FLAG_REPLICA, decodeAck, decodeBatch, encodeAckFrame, encodeRunsFrame,
   outboxPrefix, readU53At, type UrlItem,
 } from './wire.js';
 import type { Outbox, OutboxBatch, OutboxDb } from './outbox.js';
@@ -273,10 +273,10 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
           if (!r.batch) { lingerWait = r.waitMs; break; }
           const b = r.batch;
           inflight.push(b);
-          cursor = b.seqs[b.seqs.length - 1]!;
-          out.push(encodeBatchFrame({ batchId: cursor, from: this.node.id, epoch: ob.epoch, flags: 0, items: b.items, seqs: b.seqs }));
-          ps.sent += b.items.length;
-          this.totals.sent += b.items.length;
+          cursor = b.lastSeq;
+          out.push(encodeRunsFrame({ batchId: b.lastSeq, from: this.node.id, epoch: ob.epoch, flags: 0 }, b.runs));
+          ps.sent += b.count;
+          this.totals.sent += b.count;
         }
         if (inflight.length === 0) {
           if (this.stopping || ob.isPaused(peer)) break;
@@ -295,12 +295,12 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         const a = decodeAck(r.value.subarray());
         if (!a.ok) throw new Error(`bad ack: ${a.reason}`);
         const head = inflight[0]!;
-        if (a.value.batchId !== head.seqs[head.seqs.length - 1]) throw new Error('ack out of order');
+        if (a.value.batchId !== head.lastSeq) throw new Error('ack out of order');
         inflight.shift();
         await ob.ack(head);
-        ps.acked += head.items.length;
+        ps.acked += head.count;
         ps.batchesAcked++;
-        this.totals.acked += head.items.length;
+        this.totals.acked += head.count;
         s.failures = 0;
       }
       ok = true;

@@ -2,7 +2,10 @@
 // per-peer outboxes on disk until acked; a crash on either side loses
 // nothing). One LevelDB key range per peer, keys peer ‖ seq, so a peer's
 // queue is read in order by a range scan and a slow or unreachable peer makes
-// the queue grow on disk, not in memory. Memory per peer is a few counters;
+// the queue grow on disk, not in memory. Entries are segments of up to
+// segmentMaxUrls items with consecutive seqs (one put, one read, one delete
+// per segment rather than per URL), and a segment's bytes go to the wire as
+// they are (src/mesh/wire.ts "runs"). Memory per peer is a few counters;
 // the only buffers are the group-commit batch (bounded by what callers have
 // not yet awaited) and the sender's in-flight window.
 //
@@ -13,10 +16,10 @@
 import { EventEmitter } from 'node:events';
 import { randomInt } from 'node:crypto';
 import { xxh64 } from '../hash/xxhash.js';
-import { RecentSet } from './recent.js';
+import { RecentHashes } from './recent.js';
 import {
-  MAX_BATCH_BYTES, MAX_BATCH_URLS, decodeOutboxValue, encodeOutboxValue, isPeerIdString, isWireItem,
-  outboxKey, outboxPrefix, parseOutboxKey, readU53At, u53Bytes, type UrlItem,
+  MAX_BATCH_BYTES, MAX_BATCH_URLS, decodeBatch, decodeSegment, encodeRunsFrame, encodeSegment, isPeerIdString, isWireItem,
+  outboxKey, parseOutboxKey, readU53At, segmentCount, u53Bytes, wireItemSize, type EncodedRun, type UrlItem,
 } from './wire.js';
 import { silentLogger, type MeshLogger } from './node.js';
 
@@ -37,21 +40,41 @@ export interface OutboxDb {
 
 export interface OutboxOptions {
   db: OutboxDb;
-  /** Entries of the sender-side "recently forwarded" cache. Default 262 144. 0 disables it. */
+  /** Entries of the sender-side "recently forwarded" cache (8 bytes each, ×2). Default 262 144. 0 disables it. */
   recentSize?: number;
+  /** Items per segment (one LevelDB entry). Default 500; at most MAX_BATCH_URLS. */
+  segmentMaxUrls?: number;
+  /** Encoded bytes per segment. Default 64 KiB. */
+  segmentMaxBytes?: number;
   /** Items buffered before a group commit is written without waiting for the next tick. Default 4096. */
   commitMaxItems?: number;
   logger?: MeshLogger;
 }
 
-/** A batch read for sending. Keep it until ack() or release(). */
+/** A batch read for sending: whole segments, as wire runs. Keep it until ack() or release(). */
 export interface OutboxBatch {
   peer: string;
-  items: UrlItem[];
-  seqs: number[];
+  runs: EncodedRun[];
+  /** The segments' keys (deleted on ack). */
+  keys: Buffer[];
+  /** Items in the batch. */
+  count: number;
+  /** Seq of the last item (the exchange's batchId and read cursor). */
+  lastSeq: number;
+  /** Sum of the runs' wire bytes. */
   bytes: number;
   /** True when the read reached the end of the peer's queue (a partial batch). */
   exhausted: boolean;
+}
+
+/** Decodes a batch's items and seqs (tests, debugging; the exchange sends the runs as they are). */
+export function batchItems(b: OutboxBatch): { items: UrlItem[]; seqs: number[] } {
+  const frame = encodeRunsFrame({ batchId: b.lastSeq, from: '1'.repeat(32), epoch: 0, flags: 0 }, b.runs);
+  let i = 0;
+  while (frame[i]! & 0x80) i++;
+  const d = decodeBatch(frame.subarray(i + 1));
+  if (!d.ok) throw new Error(`unreadable batch: ${d.reason}`);
+  return { items: d.value.items, seqs: d.value.seqs };
 }
 
 export interface ReadOptions {
@@ -93,6 +116,13 @@ interface Pending {
   done: { resolve: () => void; reject: (e: unknown) => void };
 }
 
+// xxhash64 of a string as two 32-bit halves in H (no bigint kept around).
+const H64 = new BigUint64Array(1);
+const H = new Uint32Array(H64.buffer);
+function hash64(s: string): void {
+  H64[0] = xxh64(s);
+}
+
 const META_SEQ = Buffer.from([0, 0x73]); // \0 's': next sequence number
 const META_EPOCH = Buffer.from([0, 0x65]); // \0 'e': epoch
 
@@ -105,8 +135,10 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   readonly stats: OutboxStats = { enqueued: 0, deduped: 0, invalid: 0, acked: 0, rerouted: 0 };
   private readonly db: OutboxDb;
   private readonly log: MeshLogger;
-  private readonly recent: RecentSet | null;
-  private readonly recentSeeds = new Map<string, bigint>();
+  private readonly recent: RecentHashes | null;
+  private readonly recentSeeds = new Map<string, [number, number]>();
+  private readonly segMaxUrls: number;
+  private readonly segMaxBytes: number;
   private readonly peersState = new Map<string, PeerState>();
   private readonly commitMaxItems: number;
   private nextSeq = 1;
@@ -122,7 +154,9 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     this.db = opts.db;
     this.log = opts.logger ?? silentLogger;
     const rs = opts.recentSize ?? 1 << 18;
-    this.recent = rs > 0 ? new RecentSet(rs) : null;
+    this.recent = rs > 0 ? new RecentHashes(rs) : null;
+    this.segMaxUrls = Math.min(Math.max(1, opts.segmentMaxUrls ?? 500), MAX_BATCH_URLS);
+    this.segMaxBytes = Math.min(Math.max(1024, opts.segmentMaxBytes ?? 64 * 1024), MAX_BATCH_BYTES / 2);
     this.commitMaxItems = opts.commitMaxItems ?? 4096;
   }
 
@@ -148,10 +182,11 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         if (!e) break;
         const k = parseOutboxKey(e[0]);
         if (!k) continue;
+        const n = Math.max(1, segmentCount(e[1]));
         const st = ob.state(k.peer);
-        st.count++;
+        st.count += n;
         st.unsentSince = 0;
-        if (k.seq >= next) next = k.seq + 1;
+        if (k.seq + n > next) next = k.seq + n;
       }
     } finally {
       await it.close();
@@ -172,13 +207,15 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     if (this.closed) return Promise.reject(new Error('outbox closed'));
     if (!isPeerIdString(peer)) return Promise.reject(new RangeError(`not a peer id: ${peer}`));
     const keep: UrlItem[] = [];
-    const seed = this.recent ? this.recentSeed(peer) : 0n;
+    const seed = this.recent ? this.recentSeed(peer) : null;
     for (const it of items) {
       if (!isWireItem(it)) { this.stats.invalid++; continue; }
-      if (this.recent) {
-        const h = xxh64(it.url, seed);
-        if (this.recent.has(h)) { this.stats.deduped++; continue; }
-        this.recent.add(h);
+      if (seed) {
+        hash64(it.url);
+        const lo = (H[0]! ^ seed[0]) >>> 0;
+        const hi = (H[1]! ^ seed[1]) >>> 0;
+        if (this.recent!.has(lo, hi)) { this.stats.deduped++; continue; }
+        this.recent!.add(lo, hi);
       }
       keep.push({ url: it.url, depth: it.depth, hops: it.hops });
     }
@@ -203,17 +240,28 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     this.pendingItems = 0;
     return this.serial(async () => {
       const ops: BatchOp[] = [];
-      const touched = new Map<string, number>();
+      const byPeer = new Map<string, UrlItem[]>();
       for (const p of group) {
-        for (const it of p.items) ops.push({ type: 'put', key: outboxKey(p.peer, this.nextSeq++), value: encodeOutboxValue(it) });
-        touched.set(p.peer, (touched.get(p.peer) ?? 0) + p.items.length);
+        const l = byPeer.get(p.peer);
+        if (l) for (const it of p.items) l.push(it);
+        else byPeer.set(p.peer, p.items.slice());
+      }
+      const touched = new Map<string, number>();
+      for (const [peer, its] of byPeer) {
+        this.segmentOps(peer, its, ops);
+        touched.set(peer, its.length);
       }
       ops.push({ type: 'put', key: META_SEQ, value: u53Bytes(this.nextSeq) });
       try {
         await this.db.batch(ops);
       } catch (err) {
         // Not durable: forget the cache marks so a retry is not skipped.
-        if (this.recent) for (const p of group) { const s = this.recentSeed(p.peer); for (const it of p.items) this.recent.delete(xxh64(it.url, s)); }
+        if (this.recent) {
+          for (const p of group) {
+            const seed = this.recentSeed(p.peer);
+            for (const it of p.items) { hash64(it.url); this.recent.delete((H[0]! ^ seed[0]) >>> 0, (H[1]! ^ seed[1]) >>> 0); }
+          }
+        }
         for (const p of group) p.done.reject(err);
         return;
       }
@@ -261,36 +309,54 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   }
 
   /**
-   * Reads the next batch of `peer` after sequence number `afterSeq`, within
-   * the count and byte limits. Returns { batch: null, waitMs } when the queue
-   * holds only a partial batch younger than lingerMs, and { batch: null,
-   * waitMs: 0 } when there is nothing after afterSeq (or the peer is paused).
-   * A returned batch counts as in flight until ack() or release().
+   * Reads the next batch of `peer` after sequence number `afterSeq`: whole
+   * segments, as many as fit in maxUrls and maxBytes (at least one). Returns
+   * { batch: null, waitMs } when the queue holds only a partial batch younger
+   * than lingerMs, and { batch: null, waitMs: 0 } when there is nothing after
+   * afterSeq (or the peer is paused). A returned batch counts as in flight
+   * until ack() or release().
    */
   async read(peer: string, afterSeq: number, o: ReadOptions = {}): Promise<{ batch: OutboxBatch | null; waitMs: number }> {
     const st = this.peersState.get(peer);
     if (!st || st.count === 0 || st.paused > 0) return { batch: null, waitMs: 0 };
     const maxUrls = Math.min(o.maxUrls ?? 500, MAX_BATCH_URLS);
-    // Frame overhead: header ≤ 4 + 128 + 24 + 3 bytes, items ≤ 5 + 3 + 1 + 2 bytes besides the URL.
-    const maxBytes = Math.min(o.maxBytes ?? 256 * 1024, MAX_BATCH_BYTES) - 200;
+    // Frame header: 4 + 128 (from) + 16 + 3 bytes at most.
+    const maxBytes = Math.min(o.maxBytes ?? 256 * 1024, MAX_BATCH_BYTES) - 160;
     const gen = st.gen;
-    const rows = await this.db.iterator({ gt: outboxKey(peer, Math.max(afterSeq, 0)), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER), limit: maxUrls }).all();
-    const items: UrlItem[] = [];
-    const seqs: number[] = [];
+    const runs: EncodedRun[] = [];
+    const keys: Buffer[] = [];
+    let count = 0;
     let bytes = 0;
-    let cut = false;
-    for (const [k, v] of rows) {
-      const key = parseOutboxKey(k);
-      const it = decodeOutboxValue(v);
-      if (!key || !it) continue; // unreadable entry: skipped here, removed with the next ack's range
-      const sz = it.url.length + 11;
-      if (bytes + sz > maxBytes && items.length) { cut = true; break; }
-      items.push(it);
-      seqs.push(key.seq);
-      bytes += sz;
+    let lastSeq = afterSeq;
+    let exhausted = false;
+    const it = this.db.iterator({ gt: outboxKey(peer, Math.max(afterSeq, 0)), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER) });
+    try {
+      for (;;) {
+        const e = await it.next();
+        if (!e) { exhausted = true; break; }
+        const k = parseOutboxKey(e[0]);
+        const n = segmentCount(e[1]);
+        if (!k || n < 0) {
+          // Unreadable entry: nothing can be sent from it; delete it with this batch.
+          keys.push(e[0]);
+          continue;
+        }
+        const size = 8 + e[1].length - 1;
+        if (runs.length && (count + n > maxUrls || bytes + size > maxBytes)) break;
+        runs.push({ seq: k.seq, count: n, body: e[1].subarray(1) });
+        keys.push(e[0]);
+        count += n;
+        bytes += size;
+        lastSeq = k.seq + n - 1;
+        if (count >= maxUrls) break;
+      }
+    } finally {
+      await it.close();
     }
-    const exhausted = !cut && rows.length < maxUrls;
-    if (!items.length) return { batch: null, waitMs: 0 };
+    if (!runs.length) {
+      if (keys.length) await this.serial(() => this.db.batch(keys.map((key) => ({ type: 'del' as const, key }))));
+      return { batch: null, waitMs: 0 };
+    }
     if (exhausted && o.lingerMs && st.unsentSince !== undefined) {
       const age = Date.now() - st.unsentSince;
       if (age < o.lingerMs) return { batch: null, waitMs: o.lingerMs - age };
@@ -298,19 +364,18 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     // Everything durable for this peer is now being sent, unless a write landed meanwhile.
     if (exhausted && st.gen === gen) st.unsentSince = undefined;
     st.inflight++;
-    return { batch: { peer, items, seqs, bytes, exhausted }, waitMs: 0 };
+    return { batch: { peer, runs, keys, count, lastSeq, bytes, exhausted }, waitMs: 0 };
   }
 
-  /** The batch was acknowledged: deletes its entries. */
+  /** The batch was acknowledged: deletes its segments. */
   async ack(b: OutboxBatch): Promise<void> {
     const st = this.state(b.peer);
     await this.serial(async () => {
-      const ops: BatchOp[] = b.seqs.map((s) => ({ type: 'del', key: outboxKey(b.peer, s) }));
-      await this.db.batch(ops);
+      await this.db.batch(b.keys.map((key) => ({ type: 'del' as const, key })));
       // A reassign may have taken these entries already (it waits for in-flight batches, up to a limit).
       if (st.inflight > 0) {
-        st.count = Math.max(0, st.count - b.seqs.length);
-        this.stats.acked += b.seqs.length;
+        st.count = Math.max(0, st.count - b.count);
+        this.stats.acked += b.count;
       }
     });
     this.doneInflight(st);
@@ -326,13 +391,13 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   // ------------------------------------------------------------ re-routing (ownership changes)
 
   /**
-   * Yields the queued items of `peer` in order, in chunks of at most
-   * `chunk`, and deletes each chunk when the consumer asks for the next one
-   * (or ends the loop normally): make a chunk durable elsewhere before
-   * continuing. Breaking out of the loop (or throwing) keeps the current chunk
-   * queued. Sending to `peer` is paused meanwhile; batches already in flight
-   * are waited for up to `waitInflightMs` (default 30 s), after which they may
-   * be delivered twice, never lost.
+   * Yields the queued items of `peer` in order, a few segments (about `chunk`
+   * items) at a time, and deletes each chunk when the consumer asks for the
+   * next one (or ends the loop normally): make a chunk durable elsewhere
+   * before continuing. Breaking out of the loop (or throwing) keeps the
+   * current chunk queued. Sending to `peer` is paused meanwhile; batches
+   * already in flight are waited for up to `waitInflightMs` (default 30 s),
+   * after which they may be delivered twice, never lost.
    */
   async *drainPeer(peer: string, o: { chunk?: number; waitInflightMs?: number } = {}): AsyncGenerator<UrlItem[], void, void> {
     const st = this.state(peer);
@@ -342,17 +407,14 @@ export class Outbox extends EventEmitter<OutboxEvents> {
       const chunk = Math.max(1, o.chunk ?? 500);
       let after = 0;
       for (;;) {
-        const rows = await this.db.iterator({ gt: outboxKey(peer, after), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER), limit: chunk }).all();
+        const { rows, items, last } = await this.readSegments(peer, after, chunk);
         if (!rows.length) break;
-        const items: UrlItem[] = [];
-        for (const [, v] of rows) { const it = decodeOutboxValue(v); if (it) items.push(it); }
-        const lastKey = parseOutboxKey(rows[rows.length - 1]![0]);
-        after = lastKey ? lastKey.seq : Number.MAX_SAFE_INTEGER;
+        after = last;
         if (items.length) yield items;
         await this.serial(async () => {
-          await this.db.batch(rows.map(([k]) => ({ type: 'del', key: k })));
-          st.count = Math.max(0, st.count - rows.length);
-          this.stats.rerouted += rows.length;
+          await this.db.batch(rows.map(([k]) => ({ type: 'del' as const, key: k })));
+          st.count = Math.max(0, st.count - items.length);
+          this.stats.rerouted += items.length;
         });
       }
     } finally {
@@ -381,51 +443,61 @@ export class Outbox extends EventEmitter<OutboxEvents> {
       const chunk = Math.max(1, o.chunk ?? 1000);
       let after = 0;
       for (;;) {
-        const rows = await this.db.iterator({ gt: outboxKey(peer, after), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER), limit: chunk }).all();
+        const { rows, segments, last } = await this.readSegments(peer, after, chunk);
         if (!rows.length) break;
-        const lastKey = parseOutboxKey(rows[rows.length - 1]![0]);
-        after = lastKey ? lastKey.seq : Number.MAX_SAFE_INTEGER;
+        after = last;
         const mine: UrlItem[] = [];
-        const moves: Array<{ key: Bytes; to: string; item: UrlItem }> = [];
-        const dels: Bytes[] = [];
-        for (const [k, v] of rows) {
-          const it = decodeOutboxValue(v);
-          if (!it) { dels.push(k); continue; }
-          const to = route(it);
-          if (to === peer) { res.kept++; continue; }
-          if (to === null) { mine.push(it); dels.push(k); continue; }
-          if (!isPeerIdString(to)) throw new RangeError(`route returned a bad peer id: ${to}`);
-          moves.push({ key: k, to, item: it });
+        const moves = new Map<string, UrlItem[]>();
+        // Segments whose items all stay are left alone; the others are deleted
+        // and their staying items rewritten under the same key (same seqs
+        // range: their seqs were never acknowledged, see docs/mesh.md).
+        const rewrite: Array<{ key: Buffer; stay: UrlItem[] }> = [];
+        let removedItems = 0;
+        for (const seg of segments) {
+          if (!seg.items) { rewrite.push({ key: seg.key, stay: [] }); continue; }
+          const stay: UrlItem[] = [];
+          for (const it of seg.items) {
+            const to = route(it);
+            if (to === peer) { stay.push(it); continue; }
+            if (to === null) { mine.push(it); continue; }
+            if (!isPeerIdString(to)) throw new RangeError(`route returned a bad peer id: ${to}`);
+            const l = moves.get(to);
+            if (l) l.push(it); else moves.set(to, [it]);
+          }
+          res.kept += stay.length;
+          if (stay.length !== seg.items.length) {
+            rewrite.push({ key: seg.key, stay });
+            removedItems += seg.items.length - stay.length;
+          }
         }
         if (mine.length) {
           if (!local) throw new Error('reassign: route returned null but no local handler was given');
           await local(mine);
           res.local += mine.length;
         }
-        const targets = new Set<string>();
+        const targets: string[] = [];
         await this.serial(async () => {
-          const ops: BatchOp[] = dels.map((k) => ({ type: 'del' as const, key: k }));
-          const added = new Map<string, number>();
-          for (const m of moves) {
-            ops.push({ type: 'del', key: m.key });
-            ops.push({ type: 'put', key: outboxKey(m.to, this.nextSeq++), value: encodeOutboxValue(m.item) });
-            added.set(m.to, (added.get(m.to) ?? 0) + 1);
+          const ops: BatchOp[] = [];
+          for (const r of rewrite) {
+            if (r.stay.length) ops.push({ type: 'put', key: r.key, value: encodeSegment(r.stay) });
+            else ops.push({ type: 'del', key: r.key });
           }
+          for (const [to, its] of moves) this.segmentOps(to, its, ops);
           if (!ops.length) return;
           ops.push({ type: 'put', key: META_SEQ, value: u53Bytes(this.nextSeq) });
           await this.db.batch(ops);
-          st.count = Math.max(0, st.count - dels.length - moves.length);
-          this.stats.rerouted += dels.length + moves.length;
+          st.count = Math.max(0, st.count - removedItems);
+          this.stats.rerouted += removedItems;
           const now = Date.now();
-          for (const [to, n] of added) {
+          for (const [to, its] of moves) {
             const ts = this.state(to);
-            ts.count += n;
+            ts.count += its.length;
             ts.gen++;
             if (ts.unsentSince === undefined) ts.unsentSince = now;
-            targets.add(to);
+            targets.push(to);
+            res.moved += its.length;
           }
         });
-        res.moved += moves.length;
         for (const t of targets) this.emit('ready', t);
       }
     } finally {
@@ -444,6 +516,51 @@ export class Outbox extends EventEmitter<OutboxEvents> {
 
   // ------------------------------------------------------------ internals
 
+  /** Appends puts for `items` as new segments of `peer` (consuming seqs). */
+  private segmentOps(peer: string, items: UrlItem[], ops: BatchOp[]): void {
+    let i = 0;
+    while (i < items.length) {
+      let j = i;
+      let bytes = 0;
+      while (j < items.length && j - i < this.segMaxUrls) {
+        const sz = wireItemSize(items[j]!);
+        if (j > i && bytes + sz > this.segMaxBytes) break;
+        bytes += sz;
+        j++;
+      }
+      const seg = i === 0 && j === items.length ? items : items.slice(i, j);
+      ops.push({ type: 'put', key: outboxKey(peer, this.nextSeq), value: encodeSegment(seg) });
+      this.nextSeq += seg.length;
+      i = j;
+    }
+  }
+
+  /** Reads segments of `peer` after seq `after` until about `chunk` items. */
+  private async readSegments(peer: string, after: number, chunk: number): Promise<{
+    rows: [Buffer, Buffer][]; items: UrlItem[]; segments: Array<{ key: Buffer; items: UrlItem[] | null }>; last: number;
+  }> {
+    const rows: [Buffer, Buffer][] = [];
+    const items: UrlItem[] = [];
+    const segments: Array<{ key: Buffer; items: UrlItem[] | null }> = [];
+    let last = after;
+    const it = this.db.iterator({ gt: outboxKey(peer, after), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER) });
+    try {
+      while (items.length < chunk) {
+        const e = await it.next();
+        if (!e) break;
+        rows.push(e);
+        const k = parseOutboxKey(e[0]);
+        const seg = decodeSegment(e[1]);
+        segments.push({ key: e[0], items: seg });
+        if (seg) for (const x of seg) items.push(x);
+        last = k ? k.seq + Math.max(1, seg?.length ?? 1) - 1 : Number.MAX_SAFE_INTEGER;
+      }
+    } finally {
+      await it.close();
+    }
+    return { rows, items, segments, last };
+  }
+
   private state(peer: string): PeerState {
     let st = this.peersState.get(peer);
     if (!st) {
@@ -453,10 +570,11 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     return st;
   }
 
-  private recentSeed(peer: string): bigint {
+  private recentSeed(peer: string): [number, number] {
     let s = this.recentSeeds.get(peer);
     if (s === undefined) {
-      s = xxh64(peer);
+      hash64(peer);
+      s = [H[0]!, H[1]!];
       if (this.recentSeeds.size > 65536) this.recentSeeds.clear();
       this.recentSeeds.set(peer, s);
     }

@@ -259,6 +259,17 @@ export interface Batch {
   seqs: number[];
 }
 
+/**
+ * A run of items with consecutive sequence numbers seq, seq+1, …, already
+ * encoded: `body` is varint n ‖ n × item, the outbox's segment value minus its
+ * version byte, so the sender copies disk bytes to the wire without decoding.
+ */
+export interface EncodedRun {
+  seq: number;
+  count: number;
+  body: Uint8Array;
+}
+
 export interface Ack {
   batchId: number;
   /** Items handed to accept(). */
@@ -267,57 +278,96 @@ export interface Ack {
   dropped: number;
 }
 
-/** Frame header: type, version, flags, from length. */
-const BATCH_FIXED = 4 + 8 + 8 + 8;
+/** Frame header after the from field: batchId, epoch (u64 each), then varint run count. */
+const BATCH_FIXED = 4 + 8 + 8;
+
+/** Encoded size of one item. */
+function itemSize(it: UrlItem): number {
+  return varintLength(it.depth) + 1 + varintLength(it.url.length) + it.url.length;
+}
+
+function writeItem(buf: Buffer, o: number, it: UrlItem): number {
+  o = writeVarint(buf, o, it.depth);
+  buf[o++] = it.hops;
+  o = writeVarint(buf, o, it.url.length);
+  return o + buf.write(it.url, o, 'latin1');
+}
+
+/** Encodes items as one run body (varint n ‖ items). */
+export function encodeRunBody(items: readonly UrlItem[]): Buffer {
+  let size = varintLength(items.length);
+  for (const it of items) size += itemSize(it);
+  const buf = Buffer.allocUnsafe(size);
+  let o = writeVarint(buf, 0, items.length);
+  for (const it of items) o = writeItem(buf, o, it);
+  return buf;
+}
+
+/** Frame payload size for these runs (without the length prefix). */
+export function batchFrameSize(fromLength: number, runs: readonly EncodedRun[]): number {
+  let size = BATCH_FIXED + fromLength + varintLength(runs.length);
+  for (const r of runs) size += 8 + r.body.length;
+  return size;
+}
 
 /**
- * Encodes a batch as one length-prefixed frame (prefix included), ready to
- * write to the stream. Throws RangeError on a batch that breaks the limits
- * (callers build batches within them; a throw here is a bug, not input).
+ * Encodes a batch made of runs as one length-prefixed frame (prefix
+ * included), ready to write to the stream. Throws RangeError on a batch that
+ * breaks the limits (callers build batches within them; a throw is a bug).
  */
-export function encodeBatchFrame(b: Batch): Uint8Array {
-  const n = b.items.length;
-  if (n < 1 || n > MAX_BATCH_URLS || b.seqs.length !== n) throw new RangeError('batch item count out of range');
-  if (!isPeerIdString(b.from)) throw new RangeError('bad from');
-  let size = BATCH_FIXED + b.from.length + varintLength(n);
-  const base = b.seqs[0]!;
-  for (let i = 0; i < n; i++) {
-    const it = b.items[i]!;
-    const d = i === 0 ? 0 : b.seqs[i]! - b.seqs[i - 1]!;
-    if (i > 0 && !(d >= 1 && d < 2 ** 31)) throw new RangeError('seqs must increase by < 2^31');
-    size += varintLength(d) + varintLength(it.depth) + 1 + varintLength(it.url.length) + it.url.length;
+export function encodeRunsFrame(h: { batchId: number; from: string; epoch: number; flags: number }, runs: readonly EncodedRun[]): Uint8Array {
+  let n = 0;
+  let last = -1;
+  for (const r of runs) {
+    if (r.count < 1 || r.seq <= last) throw new RangeError('runs must be non-empty, in increasing seq order');
+    n += r.count;
+    last = r.seq + r.count - 1;
   }
+  if (n < 1 || n > MAX_BATCH_URLS) throw new RangeError('batch item count out of range');
+  if (!isPeerIdString(h.from)) throw new RangeError('bad from');
+  const size = batchFrameSize(h.from.length, runs);
   if (size > MAX_BATCH_BYTES) throw new RangeError('batch too large');
-  const pre = varintLength(size);
-  const buf = Buffer.allocUnsafe(pre + size);
+  const buf = Buffer.allocUnsafe(varintLength(size) + size);
   let o = writeVarint(buf, 0, size);
   buf[o++] = FRAME_BATCH;
   buf[o++] = WIRE_VERSION;
-  buf[o++] = b.flags & 0xff;
-  buf[o++] = b.from.length;
-  o += buf.write(b.from, o, 'latin1');
-  writeU53(buf, o, b.batchId); o += 8;
-  writeU53(buf, o, b.epoch); o += 8;
-  writeU53(buf, o, base); o += 8;
-  o = writeVarint(buf, o, n);
-  for (let i = 0; i < n; i++) {
-    const it = b.items[i]!;
-    o = writeVarint(buf, o, i === 0 ? 0 : b.seqs[i]! - b.seqs[i - 1]!);
-    o = writeVarint(buf, o, it.depth);
-    buf[o++] = it.hops;
-    o = writeVarint(buf, o, it.url.length);
-    o += buf.write(it.url, o, 'latin1');
+  buf[o++] = h.flags & 0xff;
+  buf[o++] = h.from.length;
+  o += buf.write(h.from, o, 'latin1');
+  writeU53(buf, o, h.batchId); o += 8;
+  writeU53(buf, o, h.epoch); o += 8;
+  o = writeVarint(buf, o, runs.length);
+  for (const r of runs) {
+    writeU53(buf, o, r.seq); o += 8;
+    buf.set(r.body, o); o += r.body.length;
   }
   return buf.subarray(0, o);
 }
 
+/** Encodes a batch given as items and seqs (consecutive seqs become one run). */
+export function encodeBatchFrame(b: Batch): Uint8Array {
+  const n = b.items.length;
+  if (n < 1 || n > MAX_BATCH_URLS || b.seqs.length !== n) throw new RangeError('batch item count out of range');
+  const runs: EncodedRun[] = [];
+  let i = 0;
+  while (i < n) {
+    let j = i + 1;
+    while (j < n && b.seqs[j] === b.seqs[j - 1]! + 1) j++;
+    runs.push({ seq: b.seqs[i]!, count: j - i, body: encodeRunBody(b.items.slice(i, j)) });
+    i = j;
+  }
+  return encodeRunsFrame(b, runs);
+}
+
 /** Reasons a batch frame is rejected as a whole (the stream is then closed). */
-export type BatchRejectReason = 'oversize' | 'type' | 'version' | 'flags' | 'from' | 'count' | 'truncated' | 'seq' | 'depth' | 'hops' | 'url-length' | 'trailing';
+export type BatchRejectReason = 'oversize' | 'type' | 'version' | 'flags' | 'from' | 'count' | 'truncated' | 'seq' | 'depth' | 'url-length' | 'trailing';
 
 export interface DecodedBatch extends Batch {
   /** Items whose URL failed isWireUrl (dropped, counted; the rest of the batch stands). */
   invalidUrls: number;
 }
+
+export type BatchDecoded = { ok: true; value: DecodedBatch } | { ok: false; reason: BatchRejectReason };
 
 /**
  * Decodes a batch frame payload (without its length prefix). Framing and
@@ -325,55 +375,60 @@ export interface DecodedBatch extends Batch {
  * check is dropped and counted, so one bad URL cannot wedge an honest
  * sender's queue.
  */
-export type BatchDecoded = { ok: true; value: DecodedBatch } | { ok: false; reason: BatchRejectReason };
-
 export function decodeBatch(b: Uint8Array): BatchDecoded {
   const end = b.length;
   if (end > MAX_BATCH_BYTES) return { ok: false, reason: 'oversize' };
   if (end < 2) return { ok: false, reason: 'truncated' };
   if (b[0] !== FRAME_BATCH) return { ok: false, reason: 'type' };
   if (b[1] !== WIRE_VERSION) return { ok: false, reason: 'version' };
-  if (end < BATCH_FIXED + 1) return { ok: false, reason: 'truncated' };
+  if (end < 4) return { ok: false, reason: 'truncated' };
   const flags = b[2]!;
   if ((flags & ~FLAG_REPLICA) !== 0) return { ok: false, reason: 'flags' };
   const fromLen = b[3]!;
   if (end < BATCH_FIXED + fromLen + 1) return { ok: false, reason: 'truncated' };
-  const from = Buffer.from(b.buffer, b.byteOffset + 4, fromLen).toString('latin1');
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const from = buf.toString('latin1', 4, 4 + fromLen);
   if (!isPeerIdString(from)) return { ok: false, reason: 'from' };
   let o = 4 + fromLen;
   const batchId = readU53(b, o); o += 8;
   const epoch = readU53(b, o); o += 8;
-  const base = readU53(b, o); o += 8;
-  if (batchId < 0 || epoch < 0 || base < 0) return { ok: false, reason: 'seq' };
+  if (batchId < 0 || epoch < 0) return { ok: false, reason: 'seq' };
   rdPos = o;
-  const n = readVarint(b, end);
-  if (n < 0) return { ok: false, reason: 'truncated' };
-  if (n < 1 || n > MAX_BATCH_URLS) return { ok: false, reason: 'count' };
-  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const nRuns = readVarint(b, end);
+  if (nRuns < 0) return { ok: false, reason: 'truncated' };
+  if (nRuns < 1 || nRuns > MAX_BATCH_URLS) return { ok: false, reason: 'count' };
   const items: UrlItem[] = [];
   const seqs: number[] = [];
-  let seq = base;
+  let total = 0;
+  let last = -1;
   let invalidUrls = 0;
-  for (let i = 0; i < n; i++) {
-    const d = readVarint(b, end);
-    if (d < 0) return { ok: false, reason: 'truncated' };
-    if (i === 0 ? d !== 0 : d < 1) return { ok: false, reason: 'seq' };
-    seq += d;
-    if (seq > MAX_SAFE) return { ok: false, reason: 'seq' };
-    const depth = readVarint(b, end);
-    if (depth < 0) return { ok: false, reason: 'truncated' };
-    if (depth > MAX_DEPTH) return { ok: false, reason: 'depth' };
-    if (rdPos >= end) return { ok: false, reason: 'truncated' };
-    const hops = b[rdPos++]!;
-    const len = readVarint(b, end);
-    if (len < 0) return { ok: false, reason: 'truncated' };
-    if (len < 1 || len > MAX_URL_BYTES) return { ok: false, reason: 'url-length' };
-    if (rdPos + len > end) return { ok: false, reason: 'truncated' };
-    const s = rdPos;
-    rdPos += len;
-    if (!isWireUrlBytes(b, s, rdPos)) { invalidUrls++; continue; }
-    items.push({ url: buf.toString('latin1', s, rdPos), depth, hops });
-    seqs.push(seq);
+  for (let r = 0; r < nRuns; r++) {
+    if (rdPos + 8 > end) return { ok: false, reason: 'truncated' };
+    const base = readU53(b, rdPos);
+    rdPos += 8;
+    if (base < 0 || base <= last) return { ok: false, reason: 'seq' };
+    const n = readVarint(b, end);
+    if (n < 0) return { ok: false, reason: 'truncated' };
+    total += n;
+    if (n < 1 || total > MAX_BATCH_URLS) return { ok: false, reason: 'count' };
+    last = base + n - 1;
+    if (last > MAX_SAFE) return { ok: false, reason: 'seq' };
+    for (let i = 0; i < n; i++) {
+      const depth = readVarint(b, end);
+      if (depth < 0) return { ok: false, reason: 'truncated' };
+      if (depth > MAX_DEPTH) return { ok: false, reason: 'depth' };
+      if (rdPos >= end) return { ok: false, reason: 'truncated' };
+      const hops = b[rdPos++]!;
+      const len = readVarint(b, end);
+      if (len < 0) return { ok: false, reason: 'truncated' };
+      if (len < 1 || len > MAX_URL_BYTES) return { ok: false, reason: 'url-length' };
+      if (rdPos + len > end) return { ok: false, reason: 'truncated' };
+      const s = rdPos;
+      rdPos += len;
+      if (!isWireUrlBytes(b, s, rdPos)) { invalidUrls++; continue; }
+      items.push({ url: buf.toString('latin1', s, rdPos), depth, hops });
+      seqs.push(base + i);
+    }
   }
   if (rdPos !== end) return { ok: false, reason: 'trailing' };
   return { ok: true, value: { batchId, from, epoch, flags, items, seqs, invalidUrls } };
@@ -410,7 +465,10 @@ export function decodeAck(b: Uint8Array): Decoded<Ack> {
 
 // ---------------------------------------------------------------- outbox records (disk)
 
-/** Outbox key: u8 id length ‖ peer id (ASCII) ‖ u64 BE seq. All of one peer's entries form one key range, in seq order. */
+/**
+ * Outbox key: u8 id length ‖ peer id (ASCII) ‖ u64 BE seq of the segment's
+ * first item. All of one peer's segments form one key range, in seq order.
+ */
 export function outboxKey(peer: string, seq: number): Buffer {
   const k = Buffer.allocUnsafe(1 + peer.length + 8);
   k[0] = peer.length;
@@ -436,24 +494,52 @@ export function parseOutboxKey(k: Uint8Array): { peer: string; seq: number } | n
   return { peer: Buffer.from(k.buffer, k.byteOffset + 1, len).toString('latin1'), seq };
 }
 
-/** Outbox value: u8 version ‖ varint depth ‖ u8 hops ‖ URL (ASCII, rest of the value). */
-export function encodeOutboxValue(it: UrlItem): Buffer {
-  const v = Buffer.allocUnsafe(1 + varintLength(it.depth) + 1 + it.url.length);
-  v[0] = 1;
-  let o = writeVarint(v, 1, it.depth);
-  v[o++] = it.hops;
-  v.write(it.url, o, 'latin1');
-  return v;
+export const SEGMENT_VERSION = 1;
+
+/**
+ * Outbox segment value: u8 version ‖ run body (varint n ‖ n × item). A
+ * segment holds items with consecutive seqs from its key's seq on; one
+ * LevelDB entry per segment keeps puts, reads and deletes per URL cheap.
+ */
+export function encodeSegment(items: readonly UrlItem[]): Buffer {
+  let size = 1 + varintLength(items.length);
+  for (const it of items) size += itemSize(it);
+  const buf = Buffer.allocUnsafe(size);
+  buf[0] = SEGMENT_VERSION;
+  let o = writeVarint(buf, 1, items.length);
+  for (const it of items) o = writeItem(buf, o, it);
+  return buf;
 }
 
-export function decodeOutboxValue(v: Uint8Array): UrlItem | null {
-  if (v.length < 3 || v[0] !== 1) return null;
+/** Item count of a segment value; -1 if unreadable. */
+export function segmentCount(v: Uint8Array): number {
+  if (v.length < 2 || v[0] !== SEGMENT_VERSION) return -1;
   rdPos = 1;
-  const depth = readVarint(v, v.length);
-  if (depth < 0 || rdPos >= v.length) return null;
-  const hops = v[rdPos++]!;
+  const n = readVarint(v, v.length);
+  return n >= 1 ? n : -1;
+}
+
+/** Decodes a segment value; null if unreadable (a damaged entry, skipped and deleted by its reader). */
+export function decodeSegment(v: Uint8Array): UrlItem[] | null {
+  const n = segmentCount(v);
+  if (n < 0) return null;
   const buf = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
-  return { url: buf.toString('latin1', rdPos, v.length), depth, hops };
+  const out: UrlItem[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const depth = readVarint(v, v.length);
+    if (depth < 0 || rdPos >= v.length) return null;
+    const hops = v[rdPos++]!;
+    const len = readVarint(v, v.length);
+    if (len < 0 || rdPos + len > v.length) return null;
+    out[i] = { url: buf.toString('latin1', rdPos, rdPos + len), depth, hops };
+    rdPos += len;
+  }
+  return rdPos === v.length ? out : null;
+}
+
+/** Encoded size of one item in a segment or on the wire. */
+export function wireItemSize(it: UrlItem): number {
+  return itemSize(it);
 }
 
 /** Encodes a safe integer as 8 big-endian bytes (outbox/inbox meta values). */
