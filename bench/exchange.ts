@@ -65,9 +65,9 @@ function makeUrls(n: number): UrlItem[] {
   const out: UrlItem[] = new Array(n);
   for (let i = 0; i < n; i++) {
     const host = `www.site${rnd(5000)}.example.com`;
-    const path = `/${words[rnd(words.length)]}/${words[rnd(words.length)]}-${rnd(1e6)}/${words[rnd(words.length)]}.html`;
-    const q = rnd(3) === 0 ? `?id=${rnd(1e5)}` : '';
-    out[i] = { url: `https://${host}${path}${q}#${i}`.slice(0, -(`#${i}`.length)) + (q ? `&n=${i}` : `?n=${i}`), depth: rnd(8), hops: 0 };
+    const path = `/${words[rnd(words.length)]}/${words[rnd(words.length)]}-${rnd(1e6)}/${words[rnd(words.length)]}-${rnd(1000)}.html`;
+    const q = rnd(3) === 0 ? `?id=${rnd(1e5)}&n=${i}` : `?n=${i}`;
+    out[i] = { url: `https://${host}${path}${q}`, depth: rnd(8), hops: 0 };
   }
   return out;
 }

@@ -120,7 +120,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private readonly senders = new Map<string, SenderState>();
   private readonly marks = new Map<string, { epoch: number; seq: number }>();
   private readonly locks = new Map<string, Promise<void>>();
-  private readonly serving = new Set<{ stream: Stream; done: Promise<void> }>();
+  private readonly serving = new Set<{ stream: Stream; done: Promise<void>; busy: boolean }>();
   private readonly sending = new Set<Promise<void>>();
   private readonly outStreams = new Set<Stream>();
   private readonly totals = { sent: 0, acked: 0, received: 0, duplicates: 0, acceptErrors: 0, failures: 0 };
@@ -188,6 +188,9 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     try {
       await this.node.libp2p.unhandle(PROTOCOL_URLS);
     } catch { /* node stopped */ }
+    // Inbound streams waiting for their next batch close now; those in the
+    // middle of one finish it (accept, mark, ack) first, within graceMs.
+    for (const s of this.serving) if (!s.busy) s.stream.abort(new Error('exchange stopping'));
     const all = [...this.serving].map((s) => s.done);
     await Promise.race([Promise.allSettled([...all, ...this.sending]), sleep(graceMs)]);
     for (const s of this.serving) s.stream.abort(new Error('exchange stopping'));
@@ -210,6 +213,17 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       if (!this.stopping && this.outbox!.queued(peer) > 0 && !this.outbox!.isPaused(peer)) this.kick(peer);
     });
     this.sending.add(p);
+  }
+
+  /**
+   * The two counters mesh-wide idle detection compares (issue 5 §6): `sent` =
+   * URLs this agent's peers acknowledged, `received` = URLs this agent
+   * consumed from peers (accepted, or dropped for a bad URL; re-sends are not
+   * counted twice). Summed over all members, sent = received exactly when no
+   * URL is in flight or queued for a live peer.
+   */
+  idleCounters(): { sent: number; received: number } {
+    return { sent: this.totals.acked, received: this.totals.received + (this.rejected.url ?? 0) };
   }
 
   stats(): ExchangeStats {
@@ -328,12 +342,13 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   // ------------------------------------------------------------ receiver
 
   private serve(stream: Stream, connection: Connection): void {
-    const entry = { stream, done: Promise.resolve() };
-    entry.done = this.serveStream(stream, connection).finally(() => this.serving.delete(entry));
+    if (this.stopping) { stream.abort(new Error('exchange stopping')); return; }
+    const entry = { stream, done: Promise.resolve(), busy: false };
+    entry.done = this.serveStream(stream, connection, entry).finally(() => this.serving.delete(entry));
     this.serving.add(entry);
   }
 
-  private async serveStream(stream: Stream, connection: Connection): Promise<void> {
+  private async serveStream(stream: Stream, connection: Connection, entry: { busy: boolean }): Promise<void> {
     const from = connection.remotePeer.toString();
     const ps = this.peerStats(from);
     const out: Pushable<Uint8Array> = pushable();
@@ -348,6 +363,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       arm();
       for await (const frame of lp.decode(stream.source, { maxDataLength: MAX_BATCH_BYTES })) {
         clearTimeout(idle);
+        entry.busy = true;
         const d = decodeBatch(frame.subarray());
         if (!d.ok) { failed = d.reason; break; }
         const b = d.value;
@@ -383,6 +399,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         ps.received += accepted;
         this.totals.received += accepted;
         out.push(encodeAckFrame({ batchId: b.batchId, accepted, dropped }));
+        entry.busy = false;
         if (this.stopping) break;
         arm();
       }

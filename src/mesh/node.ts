@@ -233,6 +233,8 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
         allowPublishToZeroTopicPeers: true,
         emitSelf: false,
         fallbackToFloodsub: false,
+        // Bounded RPCs: heartbeats are ≤ 4 KiB; 1 MiB leaves room for batching and control messages.
+        maxInboundDataLength: 1 << 20,
         ...opts.gossip,
         globalSignaturePolicy: 'StrictSign',
       }),

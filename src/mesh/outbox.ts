@@ -182,11 +182,12 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         if (!e) break;
         const k = parseOutboxKey(e[0]);
         if (!k) continue;
-        const n = Math.max(1, segmentCount(e[1]));
+        // A damaged segment counts for nothing (read() deletes it when it meets it).
+        const n = segmentCount(e[1]);
         const st = ob.state(k.peer);
-        st.count += n;
+        if (n > 0) st.count += n;
         st.unsentSince = 0;
-        if (k.seq + n > next) next = k.seq + n;
+        if (k.seq + Math.max(1, n) > next) next = k.seq + Math.max(1, n);
       }
     } finally {
       await it.close();
@@ -355,6 +356,8 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     }
     if (!runs.length) {
       if (keys.length) await this.serial(() => this.db.batch(keys.map((key) => ({ type: 'del' as const, key }))));
+      // Nothing at all on disk for this peer: the count must say so (self-healing after a forced reassign).
+      if (afterSeq <= 0 && st.gen === gen) st.count = 0;
       return { batch: null, waitMs: 0 };
     }
     if (exhausted && o.lingerMs && st.unsentSince !== undefined) {
@@ -419,6 +422,8 @@ export class Outbox extends EventEmitter<OutboxEvents> {
       }
     } finally {
       st.paused--;
+      // Items queued for the peer meanwhile (or left by a broken loop) are sendable again.
+      if (st.count > 0 && st.paused === 0) this.emit('ready', peer);
     }
   }
 
@@ -505,6 +510,24 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     }
     if (st.count > 0 && st.paused === 0) this.emit('ready', peer);
     return res;
+  }
+
+  /**
+   * Resolves true once the given peers' queues (default: all) are empty, i.e.
+   * every URL queued for them was acknowledged or re-routed; false after
+   * timeoutMs. For a graceful leave: hand off, then wait for this.
+   */
+  async waitEmpty(o: { peers?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
+    const end = Date.now() + (o.timeoutMs ?? 60_000);
+    const empty = () => (o.peers ?? [...this.peersState.keys()]).every((p) => this.queued(p) === 0) && this.pending.length === 0;
+    while (!empty()) {
+      if (Date.now() >= end) return false;
+      await new Promise<void>((r) => {
+        const t = setTimeout(done, 50);
+        function done() { clearTimeout(t); r(); }
+      });
+    }
+    return true;
   }
 
   /** Flushes pending writes and refuses new ones. Does not close the database (its owner does). */
