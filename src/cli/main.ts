@@ -48,6 +48,17 @@ export function buildProgram(): Command {
     .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
     .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
     .option('--no-warc', 'do not write WARC files')
+    .option('--listen <multiaddr>', 'libp2p listen address; repeatable', collect, [])
+    .option('--announce <multiaddr>', 'address to announce to peers instead of the listen addresses; repeatable', collect, [])
+    .option('--swarm-key <file>', 'libp2p private network key: only holders can connect')
+    .option('--capacity <n>', 'share of hosts relative to other agents', (v) => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0 || n > 64) throw new InvalidArgumentError('--capacity must be a number in (0, 64]');
+      return n;
+    }, 1)
+    .option('--crawl-id <id>', 'agents of one crawl share this id (one gossip topic per crawl)', 'default')
+    .option('--heartbeat <ms>', 'membership heartbeat interval', intArg('--heartbeat', 50), 1000)
+    .option('--dead-after <ms>', 'a silent member without a connection is dead after this long', intArg('--dead-after', 100), 5000)
     .option('--api <host:port>', 'serve the status and control API (and dashboard) here, e.g. 127.0.0.1:7070')
     .option('--api-token-file <file>', 'bearer token required by the API (mandatory when it listens beyond loopback)')
     .addOption(new Option('--progress <mode>', 'live display').choices(['auto', 'tty', 'log', 'off']).default('auto'))
@@ -162,12 +173,12 @@ interface JoinOpts {
   seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
   maxPages: number; untilIdle: boolean; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
   warc: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
+  listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
 }
 
 async function runJoin(opts: JoinOpts): Promise<number> {
   const seeds: SeedSet = { urls: [], peers: [] };
   for (const s of opts.seed) classifySeed(s, seeds);
-  if (seeds.peers.length) throw new Error('joining a mesh of peers is not available in this build yet; give http(s) seed URLs');
   const mode = opts.progress === 'auto' ? (process.stderr.isTTY ? 'tty' : 'log') : opts.progress;
   const { startAgent } = await import('../crawl/agent.js');
   const { createLogger } = await import('../util/log.js');
@@ -179,14 +190,20 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
     resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody }, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
     api: { listen: opts.api, tokenFile: opts.apiTokenFile },
+    mesh: {
+      enabled: true, peers: seeds.peers, announce: opts.announce, swarmKeyFile: opts.swarmKey, capacity: opts.capacity, crawlId: opts.crawlId,
+      heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter,
+      ...(opts.listen.length ? { listen: opts.listen } : {}),
+    },
     logger,
   });
   const progress = startProgress(mode, () => agent.snapshot(), logger);
   let signals = 0;
   const onSignal = (sig: string) => {
     if (++signals > 1) process.exit(130);
-    logger.warn({ signal: sig }, 'stopping: finishing in-flight fetches (again to force)');
-    void agent.stop();
+    // A signal means "leave": hand the hosts over to the rest of the mesh, then exit.
+    logger.warn({ signal: sig }, 'leaving: finishing in-flight fetches and handing hosts over (again to force)');
+    void agent.leave();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);

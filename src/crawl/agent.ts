@@ -31,6 +31,11 @@ import { ThroughputHistory, RecentErrors } from '../api/history.js';
 import { startApiServer, type ApiServer } from '../api/server.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
+import { AgentMesh } from './mesh.js';
+import { SEEN_ONLY_FLAG, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { decodeEntry } from '../frontier/frontier.js';
+import { prefixEnd } from '../store/keys.js';
+import { decodeFetchRecord } from './records.js';
 import { indexWarcFile } from '../warc/cdxj.js';
 import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
 import { CrawlStats, bump } from './stats.js';
@@ -48,6 +53,10 @@ export interface HostData {
   recent: RecentFetch[];
   /** Operator overrides (PUT /hosts/:host/policy); null = the crawl's default. */
   policy: { minDelayMs: number | null; pageBudget: number | null };
+  /** URLs taken from the frontier and not yet acknowledged (a handoff waits for them). */
+  pendingAcks: number;
+  /** Another agent told us it settled some of this host's URLs: check the seen-set before fetching. */
+  checkSeen: boolean;
 }
 
 export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
@@ -55,7 +64,10 @@ export interface RecentFetch { url: string; status: number | null; at: number; d
 const RECENT_PER_HOST = 10;
 
 function newHostData(): HostData {
-  return { robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0, errors: {}, recent: [], policy: { minDelayMs: null, pageBudget: null } };
+  return {
+    robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0, errors: {}, recent: [],
+    policy: { minDelayMs: null, pageBudget: null }, pendingAcks: 0, checkSeen: false,
+  };
 }
 
 /** A URL on its way into the frontier. */
@@ -64,6 +76,8 @@ interface Candidate extends NewUrl {
 }
 
 const SEEN_REJECTED = Buffer.from([4]);
+/** Seen state 5: fetched or settled by another agent that handed the host over. */
+const SEEN_ELSEWHERE = 5;
 
 const SEEN_QUEUED = Buffer.from([1]);
 
@@ -75,6 +89,9 @@ export interface AgentHandle {
   readonly done: Promise<Record<string, unknown>>;
   seed(urls: string[]): Promise<number>;
   snapshot(): AgentSnapshot;
+  /** Graceful leave: hand hosts over to the mesh, then stop. */
+  leave(): Promise<void>;
+  /** Stop now (queued work stays on disk for the next start). */
   stop(): Promise<Record<string, unknown>>;
 }
 
@@ -113,6 +130,12 @@ class Agent implements AgentHandle, AgentView {
   private api: ApiServer | undefined;
   private sampler: NodeJS.Timeout | undefined;
   private lifecycle: AgentState = 'starting';
+  private mesh: AgentMesh | undefined;
+  /** Ownership changes are applied one at a time, in order. */
+  private rebalancing: Promise<void> = Promise.resolve();
+  private rebalancePending = false;
+  private forwarded = 0;
+  private received = 0;
   private readonly fetcher: Fetcher;
   private readonly robots: RobotsCache;
   private readonly drum: Drum<Candidate>;
@@ -148,6 +171,8 @@ class Agent implements AgentHandle, AgentView {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,
       createData: newHostData,
+      // In a mesh the previous owner may have just contacted a host that is new to us.
+      initialNextAllowed: () => (this.mesh ? Date.now() + this.config.minDelayMs : 0),
     });
     this.frontier.onReady = () => this.schedulePump();
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
@@ -170,8 +195,17 @@ class Agent implements AgentHandle, AgentView {
   }
 
   async start(): Promise<void> {
-    this.shortId = await this.agentShortId();
     await this.frontier.recover();
+    if (this.config.mesh.enabled) {
+      this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
+        accept: (items, from) => this.acceptFromPeer(items, from),
+        onChange: (c) => this.onMembershipChange(c),
+        counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
+        localIdle: () => this.localIdle(),
+      }, this.log);
+      this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
+    }
+    this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
     if (this.config.warc.enabled) {
       this.warc = await WarcWriter.open({
         dir: join(this.config.dataDir, 'warc'),
@@ -215,7 +249,7 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(u, undefined, 0);
       if (c) cands.push(c);
     }
-    await this.drum.submit(cands);
+    await this.route(cands);
     return cands.length;
   }
 
@@ -228,12 +262,19 @@ class Agent implements AgentHandle, AgentView {
   get apiUrl(): string | undefined { return this.api?.url; }
   state(): AgentState { return this.lifecycle; }
   inFlightCount(): number { return this.inFlight; }
-  crawlId(): string | null { return null; }
-  ownerOf(_host: string): string { return this.shortId; }
-  urlsSent(): number { return 0; }
-  urlsReceived(): number { return 0; }
+  crawlId(): string | null { return this.mesh ? this.config.mesh.crawlId : null; }
+  ownerOf(host: string): string { return this.mesh ? this.mesh.ownerOf(host).slice(-12) : this.shortId; }
+  urlsSent(): number { return this.forwarded; }
+  urlsReceived(): number { return this.received; }
 
   members(): MemberReport[] {
+    if (this.mesh) {
+      const shares = this.mesh.membership.ring.shares();
+      return this.mesh.members().map((m) => ({
+        id: m.id.slice(-12), self: m.self, addrs: m.addrs, state: m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
+        counters: { ...m.counters }, lastSeen: m.lastHeard,
+      }));
+    }
     return [{
       id: this.shortId, self: true, addrs: [], state: this.lifecycle === 'leaving' ? 'leaving' : 'active', capacity: 1, share: 1,
       counters: { fetched: this.stats.fetched, queued: this.frontier.queued, sent: 0, received: 0 }, lastSeen: Date.now(),
@@ -248,12 +289,146 @@ class Agent implements AgentHandle, AgentView {
       if (c) cands.push(c);
       else rejected.push({ url: u, reason: normalizeUrl(u) ? 'out of scope' : 'not a crawlable http(s) URL' });
     }
-    await this.drum.submit(cands);
-    return { accepted: cands.length, rejected, routed: cands.length ? { [this.shortId]: cands.length } : {} };
+    const routed: Record<string, number> = {};
+    for (const c of cands) { const o = this.ownerOf(c.host); routed[o] = (routed[o] ?? 0) + 1; }
+    await this.route(cands);
+    return { accepted: cands.length, rejected, routed };
   }
 
+  /**
+   * Graceful leave: announce it, hand every host (queued URLs and seen
+   * entries) to its new owner, wait until the peers acknowledged all of it,
+   * then stop. Without a mesh, just stop.
+   */
   async leave(): Promise<void> {
+    if (!this.mesh || this.lifecycle !== 'active') { void this.stop(); return; }
+    this.lifecycle = 'leaving';
+    this.log.info('leaving the mesh: handing hosts over');
+    await this.mesh.leave();
+    this.scheduleRebalance();
+    // Our queue drains only through handoffs now; wait for them, then for the acks.
+    while (this.rebalancePending || this.inFlight > 0 || this.processing > 0) await this.rebalancing.then(() => sleep(20));
+    const acked = await this.mesh.outbox.waitEmpty({ timeoutMs: 60_000 });
+    if (!acked) this.log.warn({ queued: this.mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
     void this.stop();
+  }
+
+  // ---- the mesh: routing, receiving, handing over ------------------------
+
+  /** Sends each URL to the agent that owns its host (ourselves included). Resolves once all are durable. */
+  private async route(cands: Candidate[]): Promise<void> {
+    if (cands.length === 0) return;
+    const mesh = this.mesh;
+    if (!mesh) { await this.drum.submit(cands); return; }
+    const local: Candidate[] = [];
+    const byOwner = new Map<string, UrlItem[]>();
+    const self = mesh.id;
+    for (const c of cands) {
+      const owner = mesh.ownerOf(c.host);
+      // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
+      if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
+      const items = byOwner.get(owner);
+      const item = { url: c.url, depth: c.depth, hops: c.hops + 1 };
+      if (items) items.push(item); else byOwner.set(owner, [item]);
+    }
+    const jobs: Promise<unknown>[] = [this.drum.submit(local)];
+    for (const [owner, items] of byOwner) {
+      jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.metrics.urlsForwarded(owner.slice(-12), n); }));
+    }
+    await Promise.all(jobs);
+  }
+
+  /** URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or to pass on). */
+  private async acceptFromPeer(items: UrlItem[], from: string): Promise<void> {
+    const cands: Candidate[] = [];
+    const settled: Buffer[] = [];
+    let bad = 0;
+    for (const it of items) {
+      if (it.hops & SEEN_ONLY_FLAG) {
+        const host = hostOf(it.url);
+        if (!host) { bad++; continue; }
+        settled.push(seenKey(hostKey(host), it.url));
+        const h = this.frontier.host(host);
+        if (h) h.data.checkSeen = true;
+        continue;
+      }
+      const c = this.candidate(it.url, undefined, it.depth);
+      if (!c) { bad++; continue; }
+      c.hops = it.hops;
+      cands.push(c);
+    }
+    if (settled.length) {
+      const value = Buffer.from([SEEN_ELSEWHERE]);
+      await this.store.seen.batch(settled.map((key) => ({ type: 'put' as const, key, value })));
+    }
+    await this.route(cands);
+    this.received += items.length;
+    this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
+  }
+
+  private onMembershipChange(c: MembershipChange): void {
+    const mesh = this.mesh;
+    if (!mesh) return;
+    this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
+    this.metrics.setMembers({ active: c.members.length });
+    for (const id of c.removed) {
+      if (id === mesh.id || mesh.outbox.queued(id) === 0) continue;
+      // A dead or departed peer's queue goes to the hosts' new owners (ourselves included).
+      void mesh.outbox.reassign(id, (it) => { const o = mesh.ownerOf(hostOf(it.url)); return o === mesh.id ? null : o; },
+        (its) => this.acceptFromPeer(its, id)).catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+    }
+    this.scheduleRebalance();
+  }
+
+  /** Hands over every host we hold that another agent now owns (after any ring change). */
+  private scheduleRebalance(): void {
+    if (this.rebalancePending) return;
+    this.rebalancePending = true;
+    this.rebalancing = this.rebalancing.then(async () => {
+      this.rebalancePending = false;
+      const mesh = this.mesh;
+      if (!mesh) return;
+      const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
+      for (const h of moving) {
+        try { await this.handOff(h); } catch (err) { this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
+      }
+      if (moving.length) this.log.info({ hosts: moving.length }, 'hosts handed over');
+    });
+  }
+
+  /**
+   * Moves one host to its new owner: its queued URLs, then the URLs we already
+   * fetched or settled (as seen entries), all made durable in our outbox before
+   * they leave our frontier. In-flight work on the host finishes first, so the
+   * new owner never fetches what we are fetching.
+   */
+  private async handOff(h: HostState<HostData>): Promise<void> {
+    const mesh = this.mesh!;
+    this.frontier.setPaused(h, true);
+    const deadline = Date.now() + 120_000;
+    while ((h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
+    const owner = mesh.ownerOf(h.name);
+    if (owner === mesh.id) { this.frontier.setPaused(h, false); return; }
+    const range = { gte: h.key, lt: prefixEnd(h.key) };
+    const entries = await this.store.frontier.iterator(range).all();
+    const queued: UrlItem[] = [];
+    for (const [, v] of entries) {
+      const e = decodeEntry(v);
+      if (e) queued.push({ url: e.url, depth: e.depth, hops: 0 });
+    }
+    const settled: UrlItem[] = [];
+    for (const [, v] of await this.store.fetches.iterator(range).all()) {
+      const r = decodeFetchRecord(v);
+      if (r) settled.push({ url: r.url, depth: 0, hops: SEEN_ONLY_FLAG });
+    }
+    await mesh.forward(owner, [...settled, ...queued], true);
+    await this.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
+    this.frontier.dropHost(h, entries.length);
+    this.forwarded += queued.length;
+  }
+
+  private localIdle(): boolean {
+    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.rebalancePending;
   }
 
   snapshot(): AgentSnapshot {
@@ -310,9 +485,24 @@ class Agent implements AgentHandle, AgentView {
 
   /** One turn of a host: at most one request to it (robots.txt or a page). */
   private async turn(h: HostState<HostData>): Promise<void> {
+    if (this.mesh && this.mesh.ownerOf(h.name) !== this.mesh.id) {
+      // URLs committed after a handoff (or during a view change): hand them on, do not fetch.
+      this.frontier.release(h, Date.now());
+      this.frontier.setPaused(h, true);
+      this.scheduleRebalance();
+      return;
+    }
     for (;;) {
       const q = this.frontier.take(h);
       if (!q) { this.frontier.release(h, Date.now()); return; }
+      h.data.pendingAcks++;
+      if (h.data.checkSeen) {
+        const v = await this.store.seen.get(seenKey(h.key, q.url));
+        if (v && (v[0]! & 0x0f) === SEEN_ELSEWHERE) {
+          await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'settled-elsewhere' });
+          continue;
+        }
+      }
       let origin: string;
       try { origin = new URL(q.url).origin; } catch { await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
       let robots = h.data.robots.get(origin);
@@ -323,6 +513,7 @@ class Agent implements AgentHandle, AgentView {
       if (!robots) {
         // Fetching robots.txt is this turn's request; the page waits for the next turn.
         this.frontier.unshift(h, q);
+        h.data.pendingAcks--;
         const t0 = Date.now();
         const log = { outcomes: [] as FetchOutcome[] };
         const entry = await this.robots.fetch(origin, log);
@@ -355,6 +546,7 @@ class Agent implements AgentHandle, AgentView {
       const out = await this.fetcher.fetch(q.url);
       if (!this.running && !out.ok) {
         // Shutdown aborted it: leave it queued for the next run.
+        h.data.pendingAcks--;
         this.frontier.release(h, Date.now());
         return;
       }
@@ -481,10 +673,11 @@ class Agent implements AgentHandle, AgentView {
    */
   private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord): Promise<void> {
     try {
-      await this.drum.submit(links);
+      await this.route(links);
       const key = seenKey(h.key, q.url);
       // Seen states: 2 fetched, 3 failed or not fetched (robots, budget); bit 0x10 flags noindex.
-      const state = Buffer.from([(record.failure ? 3 : 2) | (record.noindex ? 0x10 : 0)]);
+      const base = record.failure === 'settled-elsewhere' ? SEEN_ELSEWHERE : record.failure ? 3 : 2;
+      const state = Buffer.from([base | (record.noindex ? 0x10 : 0)]);
       const ops: BatchOp[] = [
         this.frontier.doneOp(q),
         { type: 'put', sublevel: this.store.seen, key, value: state },
@@ -494,6 +687,8 @@ class Agent implements AgentHandle, AgentView {
       this.frontier.acknowledged();
     } catch (err) {
       this.onFatal(err as Error);
+    } finally {
+      h.data.pendingAcks--;
     }
   }
 
@@ -534,7 +729,7 @@ class Agent implements AgentHandle, AgentView {
   private armIdleCheck(): void {
     this.idleTimer = setInterval(() => {
       if (!this.running) return;
-      if (this.config.untilIdle && this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle) void this.stop();
+      if (this.config.untilIdle && !this.mesh && this.localIdle()) void this.stop();
     }, 50);
     // Deliberately not unref'd: a running agent keeps its process alive until `done`
     // (some of its awaits, e.g. on the WARC worker thread, hold no handle of their own).
@@ -567,9 +762,11 @@ class Agent implements AgentHandle, AgentView {
       dataDir: this.config.dataDir,
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,
+      ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.forwarded, received: this.received } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
     await this.api?.close().catch(() => {});
+    await this.mesh?.stop();
     this.lifecycle = 'stopped';
     await this.store.close().catch(() => {});
     if (this.idleTimer) clearInterval(this.idleTimer);
@@ -589,3 +786,5 @@ class Agent implements AgentHandle, AgentView {
     return id.toString('utf8');
   }
 }
+
+function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }

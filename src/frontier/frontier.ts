@@ -60,6 +60,8 @@ export interface FrontierOptions<D> {
   maxActiveHosts: number;
   headSize: number;
   createData(host: string): D;
+  /** Earliest first contact for a host this frontier has not seen before (mesh: the previous owner may just have fetched it). */
+  initialNextAllowed?(host: string): number;
 }
 
 const SEQ_KEY = Buffer.from('seq');
@@ -218,6 +220,23 @@ export class Frontier<D> {
     else this.schedule(h);
   }
 
+  /**
+   * Forgets a host whose queue was handed to another agent (its `removed`
+   * entries already deleted from disk by the caller). The host must be paused
+   * and not in flight.
+   */
+  dropHost(h: HostState<D>, removed: number): void {
+    this.ready.remove(h);
+    if (h.active) { h.active = false; this.activeCount--; }
+    h.pending = false; // a stale entry in the pending queue is skipped: fillActive checks the map
+    h.head.length = 0;
+    h.diskMore = false;
+    this.queued -= removed;
+    this.hosts.delete(h.name);
+    this.byKey.delete(h.key.toString('latin1'));
+    this.fillActive();
+  }
+
   /** Operation that removes an acknowledged URL from the disk queue. */
   doneOp(q: QueuedUrl): BatchOp {
     return { type: 'del', sublevel: this.frontier, key: q.key };
@@ -231,7 +250,7 @@ export class Frontier<D> {
     if (!h) {
       h = {
         name, key: Buffer.from(key), head: [], lastLoaded: undefined, diskMore: false, loading: false, committedDuringLoad: false,
-        active: false, pending: false, inFlight: false, nextAllowed: 0, paused: false, heapIndex: -1,
+        active: false, pending: false, inFlight: false, nextAllowed: this.opts.initialNextAllowed?.(name) ?? 0, paused: false, heapIndex: -1,
         data: this.opts.createData(name),
       };
       this.hosts.set(name, h);
@@ -249,6 +268,7 @@ export class Frontier<D> {
   private fillActive(): void {
     while (this.activeCount < this.opts.maxActiveHosts && this.pendingHead < this.pendingQueue.length) {
       const h = this.pendingQueue[this.pendingHead++]!;
+      if (!h.pending || this.hosts.get(h.name) !== h) continue; // dropped meanwhile
       h.pending = false;
       if (h.active) continue;
       h.active = true;

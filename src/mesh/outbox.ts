@@ -202,13 +202,14 @@ export class Outbox extends EventEmitter<OutboxEvents> {
    * Queues `items` for `peer`. Resolves once they are durable (the caller may
    * then consider them handed over), to the number actually queued: invalid
    * items are refused and counted, items forwarded to the same peer recently
-   * are skipped. Calls within the same tick share one LevelDB batch.
+   * are skipped (unless `bypassRecent`: handoffs must arrive whatever was sent
+   * before). Calls within the same tick share one LevelDB batch.
    */
-  enqueue(peer: string, items: readonly UrlItem[]): Promise<number> {
+  enqueue(peer: string, items: readonly UrlItem[], o: { bypassRecent?: boolean } = {}): Promise<number> {
     if (this.closed) return Promise.reject(new Error('outbox closed'));
     if (!isPeerIdString(peer)) return Promise.reject(new RangeError(`not a peer id: ${peer}`));
     const keep: UrlItem[] = [];
-    const seed = this.recent ? this.recentSeed(peer) : null;
+    const seed = this.recent && !o.bypassRecent ? this.recentSeed(peer) : null;
     for (const it of items) {
       if (!isWireItem(it)) { this.stats.invalid++; continue; }
       if (seed) {

@@ -26,6 +26,13 @@ export const MAX_URL_BYTES = 8192;
 export const MAX_DEPTH = 65535;
 /** Largest hop count carried (a u8 on the wire). */
 export const MAX_HOPS = 255;
+/**
+ * Bit 7 of an item's hops byte marks a *seen entry* rather than a URL to crawl:
+ * the sender (an agent handing a host over) has already fetched or settled it,
+ * so the receiver records it in its seen-set and does not queue it. Real hop
+ * counts stay far below 128 (the forwarding limit is a handful).
+ */
+export const SEEN_ONLY_FLAG = 0x80;
 /** Counters and sequence numbers are integers below 2^53 (exact in a JS number). */
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 

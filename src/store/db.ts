@@ -40,6 +40,10 @@ export interface Store {
   /** Per-URL fetch records (seen key → JSON): status, digest, simhash, WARC location. */
   fetches: Sublevel;
   meta: Sublevel;
+  /** The mesh's per-peer outgoing queues (src/mesh/outbox.ts). */
+  outbox: Sublevel;
+  /** The mesh's per-sender high-water marks (src/mesh/exchange.ts). */
+  inbox: Sublevel;
   close(): Promise<void>;
 }
 
@@ -63,6 +67,8 @@ export async function openStore(dataDir: string): Promise<Store> {
     robots: sub('robots'),
     fetches: sub('fetches'),
     meta: sub('meta'),
+    outbox: sub('outbox'),
+    inbox: sub('inbox'),
     close: () => db.close(),
   };
 }
