@@ -136,6 +136,8 @@ class Agent implements AgentHandle, AgentView {
   private rebalancePending = false;
   private forwarded = 0;
   private received = 0;
+  private ringChangedAt = 0;
+  private readonly handoffGraceMs: number;
   private readonly fetcher: Fetcher;
   private readonly robots: RobotsCache;
   private readonly drum: Drum<Candidate>;
@@ -164,6 +166,7 @@ class Agent implements AgentHandle, AgentView {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
+    this.handoffGraceMs = Math.max(5000, 8 * config.mesh.heartbeatMs);
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
     this.scope = new ScopePolicy(config.scope);
@@ -171,8 +174,13 @@ class Agent implements AgentHandle, AgentView {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,
       createData: newHostData,
-      // In a mesh the previous owner may have just contacted a host that is new to us.
-      initialNextAllowed: () => (this.mesh ? Date.now() + this.config.minDelayMs : 0),
+      // In a mesh a host new to us may have just been contacted by its previous
+      // owner, whose handoff (with the URLs it already fetched) may still be on
+      // its way after a ring change: wait for the politeness floor, and for the
+      // handoff grace period after a change.
+      initialNextAllowed: () => (this.mesh
+        ? Math.max(Date.now() + this.config.minDelayMs, this.ringChangedAt + this.handoffGraceMs)
+        : 0),
     });
     this.frontier.onReady = () => this.schedulePump();
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
@@ -305,9 +313,17 @@ class Agent implements AgentHandle, AgentView {
     this.lifecycle = 'leaving';
     this.log.info('leaving the mesh: handing hosts over');
     await this.mesh.leave();
-    this.scheduleRebalance();
-    // Our queue drains only through handoffs now; wait for them, then for the acks.
-    while (this.rebalancePending || this.inFlight > 0 || this.processing > 0) await this.rebalancing.then(() => sleep(20));
+    // Our queue drains only through handoffs now. URLs still in the DRUM buffer, or
+    // arriving from peers that have not yet seen us leave, land in our frontier
+    // after a handoff: repeat until nothing is left here.
+    const deadline = Date.now() + 120_000;
+    do {
+      await this.drum.flush();
+      this.scheduleRebalance();
+      await this.rebalancing;
+      while (this.inFlight > 0 || this.processing > 0 || this.rebalancePending) await this.rebalancing.then(() => sleep(20));
+    } while ((this.frontier.queued > 0 || this.drum.busy) && Date.now() < deadline);
+    if (this.frontier.queued > 0) this.log.warn({ queued: this.frontier.queued }, 'left with URLs still queued here; they are crawled when this agent returns');
     const acked = await this.mesh.outbox.waitEmpty({ timeoutMs: 60_000 });
     if (!acked) this.log.warn({ queued: this.mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
     void this.stop();
@@ -359,7 +375,7 @@ class Agent implements AgentHandle, AgentView {
     }
     if (settled.length) {
       const value = Buffer.from([SEEN_ELSEWHERE]);
-      await this.store.seen.batch(settled.map((key) => ({ type: 'put' as const, key, value })));
+      await this.drum.exclusive(() => this.store.seen.batch(settled.map((key) => ({ type: 'put' as const, key, value }))));
     }
     await this.route(cands);
     this.received += items.length;
@@ -371,12 +387,18 @@ class Agent implements AgentHandle, AgentView {
     if (!mesh) return;
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
     this.metrics.setMembers({ active: c.members.length });
+    if (c.added.length || c.removed.length) this.ringChangedAt = Date.now();
     for (const id of c.removed) {
       if (id === mesh.id || mesh.outbox.queued(id) === 0) continue;
       // A dead or departed peer's queue goes to the hosts' new owners (ourselves included).
       void mesh.outbox.reassign(id, (it) => { const o = mesh.ownerOf(hostOf(it.url)); return o === mesh.id ? null : o; },
         (its) => this.acceptFromPeer(its, id)).catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
     }
+    // Seen entries go out at once, not behind earlier handoffs still waiting for
+    // in-flight fetches: the new owners must know what we fetched before they start.
+    const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
+    for (const h of moving) this.frontier.setPaused(h, true);
+    this.sendSettled(moving).catch((err: Error) => this.log.error({ err: err.message }, 'sending seen entries failed'));
     this.scheduleRebalance();
   }
 
@@ -409,22 +431,47 @@ class Agent implements AgentHandle, AgentView {
     while ((h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
     const owner = mesh.ownerOf(h.name);
     if (owner === mesh.id) { this.frontier.setPaused(h, false); return; }
-    const range = { gte: h.key, lt: prefixEnd(h.key) };
-    const entries = await this.store.frontier.iterator(range).all();
-    const queued: UrlItem[] = [];
-    for (const [, v] of entries) {
-      const e = decodeEntry(v);
-      if (e) queued.push({ url: e.url, depth: e.depth, hops: 0 });
-    }
-    const settled: UrlItem[] = [];
-    for (const [, v] of await this.store.fetches.iterator(range).all()) {
+    // Read, send and delete with DRUM rounds held off, so no URL of this host is
+    // committed to our frontier between the read and the delete.
+    const moved = await this.drum.exclusive(async () => {
+      const entries = await this.store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
+      const queued: UrlItem[] = [];
+      for (const [, v] of entries) {
+        const e = decodeEntry(v);
+        if (e) queued.push({ url: e.url, depth: e.depth, hops: 0 });
+      }
+      // Seen entries again: those of pages that finished while we waited above.
+      const settled = await this.settledItems(h);
+      await mesh.forward(owner, [...settled, ...queued], true);
+      await this.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
+      this.frontier.dropHost(h, entries.length);
+      return queued.length;
+    });
+    this.forwarded += moved;
+  }
+
+  /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
+  private async settledItems(h: HostState<HostData>): Promise<UrlItem[]> {
+    const out: UrlItem[] = [];
+    for (const [, v] of await this.store.fetches.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all()) {
       const r = decodeFetchRecord(v);
-      if (r) settled.push({ url: r.url, depth: 0, hops: SEEN_ONLY_FLAG });
+      if (r) out.push({ url: r.url, depth: 0, hops: SEEN_ONLY_FLAG });
     }
-    await mesh.forward(owner, [...settled, ...queued], true);
-    await this.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
-    this.frontier.dropHost(h, entries.length);
-    this.forwarded += queued.length;
+    return out;
+  }
+
+  private async sendSettled(hosts: HostState<HostData>[]): Promise<void> {
+    const mesh = this.mesh!;
+    const byOwner = new Map<string, UrlItem[]>();
+    for (const h of hosts) {
+      const owner = mesh.ownerOf(h.name);
+      if (owner === mesh.id) continue;
+      const items = await this.settledItems(h);
+      if (!items.length) continue;
+      const l = byOwner.get(owner);
+      if (l) l.push(...items); else byOwner.set(owner, items);
+    }
+    await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
   }
 
   private localIdle(): boolean {
@@ -496,7 +543,8 @@ class Agent implements AgentHandle, AgentView {
       const q = this.frontier.take(h);
       if (!q) { this.frontier.release(h, Date.now()); return; }
       h.data.pendingAcks++;
-      if (h.data.checkSeen) {
+      // In a mesh a previous owner's handoff may have settled this URL after we queued it.
+      if (this.mesh || h.data.checkSeen) {
         const v = await this.store.seen.get(seenKey(h.key, q.url));
         if (v && (v[0]! & 0x0f) === SEEN_ELSEWHERE) {
           await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'settled-elsewhere' });

@@ -22,6 +22,8 @@ export interface MeshHandlers {
 
 export class AgentMesh extends EventEmitter<{ idle: [] }> {
   private idleStreak = 0;
+  /** The crawl has begun somewhere in the mesh: an agent waiting for peers and seeds is not "idle". */
+  private sawWork = false;
   private lastSignature = '';
   private idleTimer: NodeJS.Timeout | undefined;
 
@@ -85,22 +87,31 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
   }
 
   /**
-   * Mesh-wide idle (issue 5 item 6): every member reports nothing queued and
-   * not busy, Σ sent = Σ received, and the same figures twice in a row.
+   * Mesh-wide idle (issue 5 item 6). Every member's heartbeat reports its
+   * frontier *plus its outbox* as `queued`, and a URL leaves a sender's outbox
+   * only when the receiver acknowledged it after writing it durably — so
+   * "every member reports queued = 0" already means "every URL sent has been
+   * received and settled". A plain Σsent = Σreceived test cannot be used: an
+   * agent that left or died takes its counters with it, and the sums never
+   * balance again. Stale heartbeats are guarded against by requiring the same
+   * figures (fetched, sent, received of every member) over three rounds.
    */
   private checkIdle(h: MeshHandlers): void {
-    if (!h.localIdle() || this.outbox.totalQueued() > 0) { this.idleStreak = 0; this.lastSignature = ''; return; }
+    const reset = () => { this.idleStreak = 0; this.lastSignature = ''; };
+    if (!h.localIdle() || this.outbox.totalQueued() > 0) { reset(); return; }
     const members = this.membership.members();
-    let sent = 0;
-    let received = 0;
+    if (!this.sawWork) {
+      const own = h.counters();
+      this.sawWork = own.fetched > 0 || own.queued > 0
+        || members.some((m) => m.counters.fetched + m.counters.queued + m.counters.sent + m.counters.received > 0);
+      if (!this.sawWork) return;
+    }
     for (const m of members) {
-      if (!m.self && m.counters.queued > 0) { this.idleStreak = 0; this.lastSignature = ''; return; }
-      sent += m.counters.sent;
-      received += m.counters.received;
+      if (!m.self && (m.counters.queued > 0 || m.state !== 'active')) { reset(); return; }
     }
     const own = this.exchange.idleCounters();
-    if (sent !== received) { this.idleStreak = 0; this.lastSignature = ''; return; }
-    const signature = members.map((m) => `${m.id}:${m.incarnation}:${m.seq > 0 ? m.counters.fetched : 0}:${m.counters.sent}:${m.counters.received}`).sort().join('|') + `#${own.sent}:${own.received}`;
+    const signature = members.map((m) => `${m.id}:${m.incarnation}:${m.counters.fetched}:${m.counters.sent}:${m.counters.received}`).sort().join('|')
+      + `#${own.sent}:${own.received}`;
     if (signature === this.lastSignature) this.idleStreak++;
     else { this.idleStreak = 1; this.lastSignature = signature; }
     if (this.idleStreak >= 3) {

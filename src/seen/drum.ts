@@ -76,6 +76,22 @@ export class Drum<T extends DrumItem> {
     return (await this.seen.get(key)) !== undefined;
   }
 
+  /**
+   * Runs `fn` between two rounds, so a write it makes to the seen-set cannot
+   * be overwritten by a round that read the store before it (e.g. seen entries
+   * handed over by another agent).
+   */
+  async exclusive<R>(fn: () => Promise<R>): Promise<R> {
+    if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
+    while (this.running) await this.running;
+    const result = fn();
+    this.running = result.then(() => undefined, () => undefined).finally(() => {
+      this.running = undefined;
+      if (this.buffer.length > 0) this.kick();
+    });
+    return result;
+  }
+
   private kick(): void {
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
     if (this.running || this.buffer.length === 0) return;
