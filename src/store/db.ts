@@ -44,6 +44,10 @@ export interface Store {
   hosts: Sublevel;
   robots: Sublevel;
   meta: Sublevel;
+  /** SimHash permuted tables (src/dedup/index.ts). */
+  simhash: Sublevel;
+  /** Payload digest → first capture (src/dedup/digests.ts). */
+  digests: Sublevel;
   close(): Promise<void>;
 }
 
@@ -91,6 +95,8 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     hosts: sub('hosts'),
     robots: sub('robots'),
     meta: sub('meta'),
+    simhash: sub('simhash'),
+    digests: sub('digests'),
     close: () => db.close(),
   };
 }
