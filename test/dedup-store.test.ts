@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openStore } from '../src/store/db.js';
-import { SimhashStore, SIMHASH_KEY_BYTES } from '../src/dedup/index.js';
+import { SimhashStore, SIMHASH_ENTRY_BYTES, bucketKeys } from '../src/dedup/index.js';
 import { DigestStore, encodeDigestRecord, decodeDigestRecord } from '../src/dedup/digests.js';
-import { SIMHASH_TABLES, SIMHASH_TABLES_16, simhashLayout, hamming64, simhash64, SimhashIndex } from '../src/dedup/simhash.js';
+import { SIMHASH_TABLES, SIMHASH_TABLES_16, simhashLayout, hamming64, simhash64, SimhashIndex, permute } from '../src/dedup/simhash.js';
 import { prng, article } from '../bench/textgen.js';
 import { tempDir } from './helpers.js';
 
@@ -24,14 +24,13 @@ async function build(n: number, seed: number, layout = SIMHASH_TABLES) {
   const idx = new SimhashStore(store.simhash, layout);
   const r = prng(seed);
   const fps: bigint[] = [];
-  const ops = [];
+  const entries: Array<[bigint, string]> = [];
   for (let i = 0; i < n; i++) {
     const fp = rnd64(r);
     fps.push(fp);
-    ops.push(...idx.addOps(fp, `https://example.test/doc/${i}`));
-    if (ops.length >= 4096) await store.db.batch(ops.splice(0) as never);
+    entries.push([fp, `https://example.test/doc/${i}`]);
   }
-  await store.db.batch(ops as never);
+  await idx.addMany(entries);
   return { store, idx, fps, r };
 }
 
@@ -44,6 +43,25 @@ function reference(fps: bigint[], q: bigint, maxDistance: number): Map<string, n
   }
   return out;
 }
+
+test('Manku et al. 2007 §3: bucket keys are the leading prefixBits of the permuted fingerprint (all layouts)', () => {
+  const r = prng(21);
+  const layouts = [SIMHASH_TABLES, SIMHASH_TABLES_16, simhashLayout(8, 2), simhashLayout(8, 3), simhashLayout(16, 14), simhashLayout(2, 1), simhashLayout(4, 3), simhashLayout(64, 1)];
+  const fps = [0n, (1n << 64n) - 1n, 1n, 1n << 63n, ...Array.from({ length: 300 }, () => rnd64(r))];
+  for (const layout of layouts) {
+    const nb = Math.ceil(layout.prefixBits / 8);
+    for (const fp of fps) {
+      const keys = bucketKeys(fp, layout);
+      layout.tables.forEach((t, i) => {
+        const want = (permute(fp, t) >> BigInt(64 - layout.prefixBits)) << BigInt(8 * nb - layout.prefixBits);
+        const k = keys[i]!;
+        assert.equal(k.length, 1 + nb);
+        assert.equal(k[0], t.id);
+        assert.equal(BigInt('0x' + k.subarray(1).toString('hex')), want, `layout ${layout.prefixBits} bits, table ${i}`);
+      });
+    }
+  }
+});
 
 test('Manku et al. 2007 §3: 100 % recall for planted near-duplicates at distance 0..3 (4 tables × 16 bits)', async () => {
   const { store, idx, fps, r } = await build(20_000, 1);
@@ -133,7 +151,8 @@ test('SimhashStore: survives close and reopen; edge fingerprints (0, all ones) a
   await idx.add(ones ^ 1n, 'ones-1');
   await idx.add(0x0123456789abcdefn, 'a');
   await idx.add(0x0123456789abcdefn, 'b'); // same fingerprint, another document
-  await store.db.batch(idx.addOps(0x0123456789abcdeen, 'c') as never);
+  await idx.add(0x0123456789abcdeen, 'c');
+  await idx.add(0x0123456789abcdeen, 'c'); // again: a no-op
   await store.close();
 
   store = await openStore(dir);
@@ -142,15 +161,33 @@ test('SimhashStore: survives close and reopen; edge fingerprints (0, all ones) a
   assert.deepEqual((await idx.query(ones, 3)).map((h) => [h.id, h.distance]), [['ones', 0], ['ones-1', 1]]);
   assert.deepEqual((await idx.query(0x0123456789abcdefn, 3)).map((h) => [h.id, h.distance]), [['a', 0], ['b', 0], ['c', 1]]);
   assert.deepEqual((await idx.query(0x0123456789abcdefn, 0)).map((h) => h.id), ['a', 'b']);
-  // Removal takes a document out of every table.
+  // Every table's bucket holds each (fp, id) once: 4 tables, the duplicate add of 'c' changed nothing.
+  let entries = 0;
+  for await (const [k, v] of store.simhash.iterator()) if (k[0] !== 0xff) entries += v.length / SIMHASH_ENTRY_BYTES;
+  assert.equal(entries, 4 * 6);
+  // Removal takes a document out of every table (and its id record).
   await idx.remove(0x0123456789abcdefn, 'a');
   assert.deepEqual((await idx.query(0x0123456789abcdefn, 3)).map((h) => h.id), ['b', 'c']);
-  await store.db.batch(idx.removeOps(0x0123456789abcdeen, 'c') as never);
+  await idx.remove(0x0123456789abcdeen, 'c');
   assert.deepEqual((await idx.query(0x0123456789abcdefn, 3)).map((h) => h.id), ['b']);
-  // One key per table, 17 bytes each.
-  const keys = await store.simhash.keys().all();
-  assert.equal(keys.length, 4 * 4);
-  for (const k of keys) assert.equal(k.length, SIMHASH_KEY_BYTES);
+  await idx.remove(0x0123456789abcdeen, 'never-added');
+  entries = 0;
+  let docs = 0;
+  for await (const [k, v] of store.simhash.iterator()) if (k[0] !== 0xff) entries += v.length / SIMHASH_ENTRY_BYTES; else docs++;
+  assert.equal(entries, 4 * 4);
+  assert.equal(docs, 4);
+  await store.close();
+});
+
+test('SimhashStore: concurrent adds to the same buckets are all kept (writes are serialised)', async () => {
+  const store = await openStore(tempDir());
+  const idx = new SimhashStore(store.simhash);
+  const r = prng(11);
+  const base = rnd64(r);
+  // 200 documents sharing every bucket (same fingerprint or one bit off in the last block), added concurrently.
+  await Promise.all(Array.from({ length: 200 }, (_, i) => idx.add(i % 2 === 0 ? base : base ^ 1n, `d${i}`)));
+  const hits = await idx.query(base, 3);
+  assert.equal(hits.length, 200);
   await store.close();
 });
 

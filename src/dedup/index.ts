@@ -1,24 +1,37 @@
-// LevelDB-backed SimHash index (DESIGN.md "Storage": the `simhash` sublevel),
-// using the permuted-table layout of src/dedup/simhash.ts (Manku, Jain, Das
-// Sarma 2007, §3): a query is one ordered range read per table, over the
-// entries whose permuted fingerprint shares the query's leading block(s).
+// LevelDB-backed SimHash index (DESIGN.md "Storage": the `simhash` sublevel)
+// with the permuted-table layout of src/dedup/simhash.ts (Manku, Jain, Das
+// Sarma 2007, §3): to find every fingerprint within distance k of a query,
+// each table groups fingerprints by the leading `prefixBits` of their
+// permuted form, and a query reads, per table, only the group sharing its
+// own permuted prefix.
 //
-// Keys (17 bytes): [table id][permuted fingerprint, 8 bytes BE][xxh64(id), 8 bytes BE]
-//   - the first 9 bytes are `tableKeys()`; the id hash makes entries of equal
-//     fingerprints but different documents distinct keys.
-// Values: table 0 holds the document id (UTF-8); the other tables hold
-//   nothing, so a URL is stored once, not once per table. A match first seen
-//   in another table is resolved with one point read of its table-0 key.
+// Storage: one LevelDB entry per (table, prefix) group — a bucket — rather
+// than one entry per (table, fingerprint). A query is then one *point* read
+// per table, and the reads of many concurrent queries go to LevelDB in one
+// `getMany`. Measured on the bench machine (docs/performance.md "SimHash
+// index"): a classic-level range read (iterator open + nextv + close) costs
+// ≈ 60–100 µs of CPU, a point read in a `getMany` ≈ 5–8 µs; with four tables
+// that is the difference between ~4 k and > 20 k queries/s. The price is on
+// the write side: adding a fingerprint rewrites its bucket in each table
+// (N / 2^prefixBits entries of 16 bytes: ~250 bytes at 1 M fingerprints with
+// the default layout). Past ~10 M fingerprints use SIMHASH_TABLES_16
+// (28-bit prefixes) to keep buckets small.
 //
-// Hot path: a permutation preserves Hamming distance, so candidates are
-// compared in permuted form, as two 32-bit words read from the key bytes —
-// no BigInt per candidate; only matches are unpermuted.
+// Keys and values (sublevel-relative):
+//   bucket: [table id][prefix, ⌈prefixBits/8⌉ bytes, left-aligned, spare low bits 0]
+//           → n × 16 bytes: fingerprint (8 B BE, *not* permuted) ‖ xxh64(id) (8 B BE)
+//   doc:    [0xff][xxh64(id), 8 B][fingerprint, 8 B] → id (UTF-8)
+// Table ids are 0..254 (0xff marks doc entries). Entries are compared as two
+// 32-bit words: no BigInt per candidate.
+//
+// Writes are serialised inside the class (read-modify-write of buckets):
+// `add`/`remove` queue, and one round reads the touched buckets with one
+// `getMany` and writes them back with one atomic `batch`. Use one
+// SimhashStore per sublevel. A query sees every add whose promise resolved
+// before the query was made.
 import { xxh64 } from '../hash/xxhash.js';
 import type { Sublevel } from '../store/db.js';
-import type { BatchOp } from '../seen/drum.js';
-import { SIMHASH_TABLES, TABLE_KEY_BYTES, permute, unpermute, popcount32, type SimhashLayout } from './simhash.js';
-
-export const SIMHASH_KEY_BYTES = TABLE_KEY_BYTES + 8;
+import { SIMHASH_TABLES, permute, popcount32, type SimhashLayout } from './simhash.js';
 
 export interface SimhashStoreHit {
   id: string;
@@ -26,51 +39,127 @@ export interface SimhashStoreHit {
   distance: number;
 }
 
-const EMPTY = Buffer.alloc(0);
+/** Bytes per bucket entry: fingerprint ‖ id hash. */
+export const SIMHASH_ENTRY_BYTES = 16;
+const DOC_TAG = 0xff;
 const MASK64 = (1n << 64n) - 1n;
 
-interface Found {
-  distance: number;
-  table: number;
-  hi: number;
-  lo: number;
-  /** Id when the entry came from table 0. */
-  id: string | undefined;
-  idHash: Buffer;
+const u64 = new BigUint64Array(1);
+const u32 = new Uint32Array(u64.buffer);
+const LO = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1 ? 0 : 1;
+const HI = 1 - LO;
+
+/** `width` (1..32) bits of the 64-bit value hi‖lo starting at bit `start` (0 = most significant). */
+function bitsAt(hi: number, lo: number, start: number, width: number): number {
+  const end = start + width; // exclusive
+  const mask = width === 32 ? 0xffffffff : (1 << width) - 1;
+  if (end <= 32) return ((hi >>> (32 - end)) & mask) >>> 0;
+  if (start >= 32) return ((lo >>> (64 - end)) & mask) >>> 0;
+  const lowBits = end - 32; // bits taken from lo
+  const fromHi = (hi & ((1 << (32 - start)) - 1)) >>> 0;
+  return (fromHi * 2 ** lowBits + (lo >>> (32 - lowBits))) >>> 0;
+}
+
+interface WriteReq { del: boolean; fp: bigint; id: string; idHash: bigint; done(err?: Error): void }
+interface QueryReq { fp: bigint; max: number; keys: string[]; resolve(h: SimhashStoreHit[]): void; reject(e: Error): void }
+
+export interface SimhashStoreOptions {
+  /** Largest number of queries answered by one `getMany` round (default 512). */
+  maxQueryBatch?: number;
+  /** Query rounds in flight at once (default 2). */
+  queryRounds?: number;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * The bucket key of `fp` in every table of `layout`: [table id][leading
+ * prefixBits of the permuted fingerprint, left-aligned in ⌈prefixBits/8⌉
+ * bytes]. Computed in plain numbers (no BigInt) for prefixes up to 52 bits.
+ */
+export function bucketKeys(fp: bigint, layout: SimhashLayout = SIMHASH_TABLES): Buffer[] {
+  u64[0] = BigInt.asUintN(64, fp);
+  const hi = u32[HI]!, lo = u32[LO]!;
+  const tables = layout.tables;
+  const pb = layout.prefixBits;
+  const nb = Math.ceil(pb / 8);
+  const out = new Array<Buffer>(tables.length);
+  for (let t = 0; t < tables.length; t++) {
+    const key = Buffer.allocUnsafe(1 + nb);
+    key[0] = tables[t]!.id;
+    if (pb <= 52) {
+      let prefix = 0, got = 0;
+      for (const [start, width] of tables[t]!.blocks) {
+        if (got >= pb) break;
+        const w = Math.min(width, pb - got);
+        prefix = prefix * 2 ** w + bitsAt(hi, lo, start, w);
+        got += w;
+      }
+      let v = prefix * 2 ** (8 * nb - pb); // exact: an integer below 2^56 with ≤ 52 significant bits
+      for (let b = nb; b >= 1; b--) { key[b] = v % 256; v = Math.floor(v / 256); }
+    } else {
+      let v = (permute(fp, tables[t]!) >> BigInt(64 - pb)) << BigInt(8 * nb - pb);
+      for (let b = nb; b >= 1; b--) { key[b] = Number(v & 0xffn); v >>= 8n; }
+    }
+    out[t] = key;
+  }
+  return out;
+}
+
+/** `bucket` without the (first occurrence of each of the) given 16-byte entries. */
+function withoutEntries(bucket: Buffer, drop: Buffer[]): Buffer {
+  const keep: Buffer[] = [];
+  const pending = [...drop];
+  for (let o = 0; o + SIMHASH_ENTRY_BYTES <= bucket.length; o += SIMHASH_ENTRY_BYTES) {
+    const e = bucket.subarray(o, o + SIMHASH_ENTRY_BYTES);
+    const at = pending.findIndex((d) => d.equals(e));
+    if (at >= 0) pending.splice(at, 1); else keep.push(e);
+  }
+  return Buffer.concat(keep);
 }
 
 export class SimhashStore {
   readonly layout: SimhashLayout;
+  private writes: WriteReq[] = [];
+  private writing: Promise<void> | undefined;
+  private queries: QueryReq[] = [];
+  private queryScheduled = false;
+  private queryRounds = 0;
+  private readonly maxQueryBatch: number;
+  private readonly maxQueryRounds: number;
+  /** Counters: queries answered, buckets read, candidates compared, write rounds. */
+  readonly stats = { queries: 0, bucketReads: 0, candidates: 0, writeRounds: 0 };
 
-  constructor(private readonly sub: Sublevel, layout: SimhashLayout = SIMHASH_TABLES) {
-    if (layout.tables.length < 1 || layout.tables.length > 256) throw new RangeError('1..256 tables');
+  constructor(private readonly sub: Sublevel, layout: SimhashLayout = SIMHASH_TABLES, opts: SimhashStoreOptions = {}) {
+    if (layout.tables.length < 1 || layout.tables.length > 255) throw new RangeError('1..255 tables');
     if (layout.prefixBits < 1 || layout.prefixBits > 63) throw new RangeError('prefixBits must be in 1..63');
     layout.tables.forEach((t, i) => { if (t.id !== i) throw new RangeError('table ids must be 0..n-1 in order'); });
     this.layout = layout;
+    this.maxQueryBatch = Math.max(1, opts.maxQueryBatch ?? 512);
+    this.maxQueryRounds = Math.max(1, opts.queryRounds ?? 2);
   }
 
-  /**
-   * The writes that index `fp` for document `id`: one entry per table. The
-   * caller applies them in its own atomic batch (e.g. with the page's seen
-   * state) — `db.batch(ops)` — or uses {@link add}.
-   */
-  addOps(fp: bigint, id: string): BatchOp[] {
-    return this.keysOf(fp, id).map((key, t) => ({ type: 'put', sublevel: this.sub, key, value: t === 0 ? Buffer.from(id, 'utf8') : EMPTY }));
+  /** Indexes `fp` for document `id`; resolves once durable. Adding the same (fp, id) twice is a no-op. */
+  add(fp: bigint, id: string): Promise<void> {
+    return this.write(false, fp, id);
   }
 
-  /** The writes that remove what {@link addOps} wrote for the same (fp, id). */
-  removeOps(fp: bigint, id: string): BatchOp[] {
-    return this.keysOf(fp, id).map((key) => ({ type: 'del', sublevel: this.sub, key }));
+  /** Many adds, one promise (bulk loading). */
+  addMany(entries: ReadonlyArray<readonly [fp: bigint, id: string]>): Promise<void> {
+    return Promise.all(entries.map(([fp, id]) => this.write(false, fp, id))).then(() => undefined);
   }
 
-  /** Indexes `fp` for `id` (one atomic batch). */
-  async add(fp: bigint, id: string): Promise<void> {
-    const value = Buffer.from(id, 'utf8');
-    await this.sub.batch(this.keysOf(fp, id).map((key, t) => ({ type: 'put' as const, key, value: t === 0 ? value : EMPTY })));
+  /** Removes what `add(fp, id)` indexed; resolves once durable. */
+  remove(fp: bigint, id: string): Promise<void> {
+    return this.write(true, fp, id);
   }
 
-  async remove(fp: bigint, id: string): Promise<void> {
-    await this.sub.batch(this.keysOf(fp, id).map((key) => ({ type: 'del' as const, key })));
+  /** Resolves when every queued add/remove is durable. */
+  async flush(): Promise<void> {
+    while (this.writing || this.writes.length > 0) {
+      if (!this.writing) this.kickWrites();
+      await this.writing;
+    }
   }
 
   /**
@@ -78,93 +167,191 @@ export class SimhashStore {
    * `fp`, once each (its smallest distance), closest first. Complete for
    * maxDistance ≤ layout.maxDistance; beyond that only what the tables reach.
    */
-  async query(fp: bigint, maxDistance = this.layout.maxDistance): Promise<SimhashStoreHit[]> {
+  query(fp: bigint, maxDistance = this.layout.maxDistance): Promise<SimhashStoreHit[]> {
     fp &= MASK64;
-    const tables = this.layout.tables;
-    const pb = this.layout.prefixBits;
-    const shift = BigInt(64 - pb);
-    const reads: Array<Promise<[Buffer, Buffer][]>> = new Array(tables.length);
-    const qhi = new Array<number>(tables.length);
-    const qlo = new Array<number>(tables.length);
-    for (let t = 0; t < tables.length; t++) {
-      const perm = permute(fp, tables[t]!);
-      qhi[t] = Number(perm >> 32n);
-      qlo[t] = Number(perm & 0xffffffffn);
-      // Range of every key whose leading `pb` permuted bits equal the query's.
-      const prefix = perm >> shift;
-      const gte = Buffer.allocUnsafe(TABLE_KEY_BYTES);
-      const tid = tables[t]!.id;
-      gte[0] = tid;
-      gte.writeBigUInt64BE(prefix << shift, 1);
-      const next = prefix + 1n;
-      let lt: Buffer;
-      if (next >> BigInt(pb) !== 0n) lt = Buffer.from([tid + 1]); // all-ones prefix: to the end of the table
-      else {
-        lt = Buffer.allocUnsafe(TABLE_KEY_BYTES);
-        lt[0] = tid;
-        lt.writeBigUInt64BE(next << shift, 1);
-      }
-      reads[t] = this.sub.iterator({ gte, lt }).all();
-    }
-    const results = await Promise.all(reads);
-    const best = new Map<string, Found>();
-    for (let t = 0; t < results.length; t++) {
-      const entries = results[t]!;
-      const h = qhi[t]!, l = qlo[t]!;
-      for (let j = 0; j < entries.length; j++) {
-        const key = entries[j]![0];
-        if (key.length !== SIMHASH_KEY_BYTES) continue;
-        const hi = key.readUInt32BE(1), lo = key.readUInt32BE(5);
-        const d = popcount32((hi ^ h) >>> 0) + popcount32((lo ^ l) >>> 0);
-        if (d > maxDistance) continue;
-        const idHash = key.subarray(TABLE_KEY_BYTES);
-        const hk = idHash.toString('latin1');
-        const prev = best.get(hk);
-        const id = t === 0 ? entries[j]![1].toString('utf8') : undefined;
-        if (prev === undefined || d < prev.distance) {
-          best.set(hk, { distance: d, table: t, hi, lo, id: id ?? prev?.id, idHash });
-        } else if (prev.id === undefined && id !== undefined) {
-          prev.id = id;
-        }
-      }
-    }
-    if (best.size === 0) return [];
-    const hits: SimhashStoreHit[] = [];
-    const unresolved: Array<{ f: Found; fp: bigint }> = [];
-    for (const f of best.values()) {
-      const matchFp = unpermute((BigInt(f.hi) << 32n) | BigInt(f.lo), tables[f.table]!);
-      if (f.id !== undefined) hits.push({ id: f.id, fp: matchFp, distance: f.distance });
-      else unresolved.push({ f, fp: matchFp });
-    }
-    if (unresolved.length > 0) {
-      // Ids live in table 0 only: one batched point read for matches first seen elsewhere.
-      const keys = unresolved.map(({ f, fp: m }) => {
-        const k = Buffer.allocUnsafe(SIMHASH_KEY_BYTES);
-        k[0] = 0;
-        k.writeBigUInt64BE(permute(m, tables[0]!), 1);
-        f.idHash.copy(k, TABLE_KEY_BYTES);
-        return k;
-      });
-      const ids = await this.sub.getMany(keys);
-      for (let i = 0; i < unresolved.length; i++) {
-        const v = ids[i];
-        // Absent: removed between the two reads (or a partial write by another tool); not a match any more.
-        if (v !== undefined) hits.push({ id: v.toString('utf8'), fp: unresolved[i]!.fp, distance: unresolved[i]!.f.distance });
-      }
-    }
-    hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    return hits;
+    const keys = this.bucketKeys(fp).map((k) => k.toString('latin1'));
+    return new Promise((resolve, reject) => {
+      this.queries.push({ fp, max: maxDistance, keys, resolve, reject });
+      this.scheduleQueries();
+    });
   }
 
-  private keysOf(fp: bigint, id: string): Buffer[] {
-    fp &= MASK64;
-    const idHash = xxh64(id);
-    return this.layout.tables.map((t) => {
-      const key = Buffer.allocUnsafe(SIMHASH_KEY_BYTES);
-      key[0] = t.id;
-      key.writeBigUInt64BE(permute(fp, t), 1);
-      key.writeBigUInt64BE(idHash, TABLE_KEY_BYTES);
-      return key;
+  // ---- keys ---------------------------------------------------------------
+
+  private bucketKeys(fp: bigint): Buffer[] {
+    return bucketKeys(fp, this.layout);
+  }
+
+  private static docKey(idHash: bigint, fp: bigint): Buffer {
+    const k = Buffer.allocUnsafe(17);
+    k[0] = DOC_TAG;
+    k.writeBigUInt64BE(idHash, 1);
+    k.writeBigUInt64BE(fp, 9);
+    return k;
+  }
+
+  // ---- writes -------------------------------------------------------------
+
+  private write(del: boolean, fp: bigint, id: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.writes.push({ del, fp: fp & MASK64, id, idHash: xxh64(id), done: (err) => (err ? reject(err) : resolve()) });
+      if (!this.writing) queueMicrotask(() => this.kickWrites());
     });
+  }
+
+  private kickWrites(): void {
+    if (this.writing || this.writes.length === 0) return;
+    const reqs = this.writes;
+    this.writes = [];
+    this.writing = this.writeRound(reqs).then(
+      () => { for (const r of reqs) r.done(); },
+      (err: Error) => { for (const r of reqs) r.done(err); },
+    ).finally(() => {
+      this.writing = undefined;
+      this.kickWrites();
+    });
+  }
+
+  /**
+   * One read-modify-write round: the touched buckets and the requests' doc
+   * records are read with one getMany, and written back in one batch. The
+   * doc record says whether an (fp, id) pair is indexed, so an add of a
+   * known pair, or a remove of an unknown one, touches nothing.
+   */
+  private async writeRound(reqs: WriteReq[]): Promise<void> {
+    this.stats.writeRounds++;
+    interface Bucket { key: Buffer; old: Buffer | undefined; add: Buffer[]; del: Buffer[] }
+    const buckets = new Map<string, Bucket>();
+    const reqBuckets: Bucket[][] = new Array(reqs.length);
+    const docKeys: Buffer[] = new Array(reqs.length);
+    const readKeys: Buffer[] = [];
+    for (let i = 0; i < reqs.length; i++) {
+      const r = reqs[i]!;
+      const list: Bucket[] = [];
+      for (const k of this.bucketKeys(r.fp)) {
+        const name = k.toString('latin1');
+        let b = buckets.get(name);
+        if (b === undefined) { buckets.set(name, (b = { key: k, old: undefined, add: [], del: [] })); readKeys.push(k); }
+        list.push(b);
+      }
+      reqBuckets[i] = list;
+      docKeys[i] = SimhashStore.docKey(r.idHash, r.fp);
+    }
+    const nb = readKeys.length;
+    for (const k of docKeys) readKeys.push(k);
+    const values = await this.sub.getMany(readKeys);
+    let j = 0;
+    for (const b of buckets.values()) b.old = values[j++];
+    // Pairs indexed as this round goes: the store's state, then each request in order.
+    const present = new Map<string, boolean>();
+    const ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }> = [];
+    for (let i = 0; i < reqs.length; i++) {
+      const r = reqs[i]!;
+      const dn = docKeys[i]!.toString('latin1');
+      const was = present.get(dn) ?? values[nb + i] !== undefined;
+      if (r.del === !was) continue; // remove of an absent pair, add of a present one
+      present.set(dn, !r.del);
+      const entry = Buffer.allocUnsafe(SIMHASH_ENTRY_BYTES);
+      entry.writeBigUInt64BE(r.fp, 0);
+      entry.writeBigUInt64BE(r.idHash, 8);
+      for (const b of reqBuckets[i]!) {
+        if (!r.del) { b.add.push(entry); continue; }
+        const at = b.add.findIndex((e) => e.equals(entry));
+        if (at >= 0) b.add.splice(at, 1); else b.del.push(entry);
+      }
+      ops.push(r.del ? { type: 'del', key: docKeys[i]! } : { type: 'put', key: docKeys[i]!, value: Buffer.from(r.id, 'utf8') });
+    }
+    for (const b of buckets.values()) {
+      if (b.add.length === 0 && b.del.length === 0) continue;
+      let old = b.old ?? EMPTY;
+      if (b.del.length > 0) old = withoutEntries(old, b.del);
+      const size = old.length + b.add.length * SIMHASH_ENTRY_BYTES;
+      if (size === 0) { ops.push({ type: 'del', key: b.key }); continue; }
+      const v = Buffer.allocUnsafe(size);
+      old.copy(v, 0);
+      let o = old.length;
+      for (const e of b.add) { e.copy(v, o); o += SIMHASH_ENTRY_BYTES; }
+      ops.push({ type: 'put', key: b.key, value: v });
+    }
+    if (ops.length > 0) await this.sub.batch(ops);
+  }
+
+  // ---- queries ------------------------------------------------------------
+
+  private scheduleQueries(): void {
+    if (this.queryScheduled) return;
+    this.queryScheduled = true;
+    // A microtask: queries issued in the same turn (e.g. by many concurrent
+    // callers woken by one resolved round) share one getMany.
+    queueMicrotask(() => {
+      this.queryScheduled = false;
+      while (this.queries.length > 0 && this.queryRounds < this.maxQueryRounds) {
+        const batch = this.queries.splice(0, this.maxQueryBatch);
+        this.queryRounds++;
+        this.queryRound(batch).then(
+          () => undefined,
+          (err: Error) => { for (const q of batch) q.reject(err); },
+        ).finally(() => {
+          this.queryRounds--;
+          if (this.queries.length > 0) this.scheduleQueries();
+        });
+      }
+    });
+  }
+
+  private async queryRound(batch: QueryReq[]): Promise<void> {
+    // Distinct buckets of all queries in the batch, read in key order.
+    const index = new Map<string, number>();
+    const names: string[] = [];
+    for (const q of batch) for (const k of q.keys) if (!index.has(k)) { index.set(k, -1); names.push(k); }
+    names.sort();
+    for (let i = 0; i < names.length; i++) index.set(names[i]!, i);
+    const values = await this.sub.getMany(names.map((n) => Buffer.from(n, 'latin1')));
+    this.stats.bucketReads += names.length;
+    this.stats.queries += batch.length;
+    const u = new BigUint64Array(1);
+    const u32 = new Uint32Array(u.buffer);
+    const LE = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+    // Per query: matches keyed by (fp, id hash) bytes → distance and doc key.
+    const perQuery: Array<Map<string, { d: number; fp: bigint; doc: Buffer }>> = [];
+    const docNames = new Map<string, number>();
+    const docList: Buffer[] = [];
+    for (const q of batch) {
+      u[0] = q.fp;
+      const qhi = LE ? u32[1]! : u32[0]!;
+      const qlo = LE ? u32[0]! : u32[1]!;
+      const found = new Map<string, { d: number; fp: bigint; doc: Buffer }>();
+      for (const k of q.keys) {
+        const v = values[index.get(k)!];
+        if (v === undefined) continue;
+        this.stats.candidates += v.length >>> 4;
+        for (let o = 0; o + SIMHASH_ENTRY_BYTES <= v.length; o += SIMHASH_ENTRY_BYTES) {
+          const d = popcount32((v.readUInt32BE(o) ^ qhi) >>> 0) + popcount32((v.readUInt32BE(o + 4) ^ qlo) >>> 0);
+          if (d > q.max) continue;
+          const name = v.toString('latin1', o, o + SIMHASH_ENTRY_BYTES);
+          if (found.has(name)) continue; // the same entry reached through another table
+          const fp = v.readBigUInt64BE(o);
+          const doc = SimhashStore.docKey(v.readBigUInt64BE(o + 8), fp);
+          found.set(name, { d, fp, doc });
+          const dn = doc.toString('latin1');
+          if (!docNames.has(dn)) { docNames.set(dn, docList.length); docList.push(doc); }
+        }
+      }
+      perQuery.push(found);
+    }
+    const ids = docList.length > 0 ? await this.sub.getMany(docList) : [];
+    for (let i = 0; i < batch.length; i++) {
+      const best = new Map<string, SimhashStoreHit>();
+      for (const m of perQuery[i]!.values()) {
+        const v = ids[docNames.get(m.doc.toString('latin1'))!];
+        if (v === undefined) continue; // removed meanwhile
+        const id = v.toString('utf8');
+        const prev = best.get(id);
+        if (prev === undefined || m.d < prev.distance) best.set(id, { id, fp: m.fp, distance: m.d });
+      }
+      const hits = [...best.values()];
+      hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      batch[i]!.resolve(hits);
+    }
   }
 }
