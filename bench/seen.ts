@@ -263,12 +263,13 @@ async function main(): Promise<void> {
     return;
   }
   console.log(`seen-set (DRUM over LevelDB) — node ${process.version}; batch ${a.batch}, ${a.hosts} hosts, ${a.chunk} links per submit, lookups via ${a.lookup === 'check' ? 'checkMany' : 'submit'}, filter ${a.filter ? 'on' : 'off'}, store options ${JSON.stringify(a.dbOpts)}, ${a.runs} runs`);
-  const summary: Array<{ n: number; ins: number; look: number; all: number }> = [];
-  for (const n of a.sizes) {
-    const rs: RunResult[] = [];
-    for (let run = 0; run < a.runs; run++) {
+  // Sizes are interleaved run by run (1 M, 10 M, 1 M, 10 M, …) so that both
+  // see the same machine conditions; the ratio is of medians.
+  const results = new Map<number, RunResult[]>(a.sizes.map((n) => [n, []]));
+  for (let run = 0; run < a.runs; run++) {
+    for (const n of a.sizes) {
       const res = await childRun(a, n);
-      rs.push(res);
+      results.get(n)!.push(res);
       const ins = n / res.insertSecs, look = n / res.lookupSecs;
       console.log(`  ${M(n)} run ${run + 1}: insert ${k(ins)} ops/s (last tenth ${k(res.insertWindows.at(-1) ?? 0)}), lookup ${k(look)} ops/s (last tenth ${k(res.lookupWindows.at(-1) ?? 0)}), ` +
         `hits ${res.hits}/${res.expectedHits} expected, false misses ${res.falseMisses}, false hits ${res.falseHits}, peak RSS ${res.rssMB.toFixed(0)} MB, db ${res.dbMB.toFixed(0)} MB`);
@@ -278,16 +279,30 @@ async function main(): Promise<void> {
       console.log(`      insert by tenth: ${res.insertWindows.map(k).join(', ')}`);
       console.log(`      lookup by tenth: ${res.lookupWindows.map(k).join(', ')}`);
     }
-    const ins = median(rs.map((r) => n / r.insertSecs));
-    const look = median(rs.map((r) => n / r.lookupSecs));
-    const all = median(rs.map((r) => (2 * n) / (r.insertSecs + r.lookupSecs)));
-    summary.push({ n, ins, look, all });
-    console.log(`  ${M(n)} median: insert ${k(ins)} ops/s, lookup ${k(look)} ops/s, overall ${k(all)} ops/s, ` +
-      `insert last tenth ${k(median(rs.map((r) => r.insertWindows.at(-1) ?? 0)))} ops/s, peak RSS ${median(rs.map((r) => r.rssMB)).toFixed(0)} MB`);
+  }
+  const summary: Array<{ n: number; ins: number; look: number; all: number; insCpu: number; lookCpu: number }> = [];
+  console.log(`medians of ${a.runs} runs:`);
+  for (const n of a.sizes) {
+    const rs = results.get(n)!;
+    const row = {
+      n,
+      ins: median(rs.map((r) => n / r.insertSecs)),
+      look: median(rs.map((r) => n / r.lookupSecs)),
+      all: median(rs.map((r) => (2 * n) / (r.insertSecs + r.lookupSecs))),
+      insCpu: median(rs.map((r) => (r.insertCpu * 1e6) / n)),
+      lookCpu: median(rs.map((r) => (r.lookupCpu * 1e6) / n)),
+    };
+    summary.push(row);
+    console.log(`  ${M(n)}: insert ${k(row.ins)} ops/s, lookup ${k(row.look)} ops/s, overall ${k(row.all)} ops/s; ` +
+      `CPU per op insert ${row.insCpu.toFixed(2)} µs, lookup ${row.lookCpu.toFixed(2)} µs; ` +
+      `insert last tenth ${k(median(rs.map((r) => r.insertWindows.at(-1) ?? 0)))} ops/s; peak RSS ${median(rs.map((r) => r.rssMB)).toFixed(0)} MB; ` +
+      `load ${median(rs.map((r) => r.load)).toFixed(1)}`);
   }
   if (summary.length > 1) {
-    const first = summary[0], last = summary[summary.length - 1];
-    console.log(`ratio ${M(first.n)} / ${M(last.n)}: insert ${(first.ins / last.ins).toFixed(2)}×, lookup ${(first.look / last.look).toFixed(2)}×, overall ${(first.all / last.all).toFixed(2)}×`);
+    const first = summary[0]!, last = summary[summary.length - 1]!;
+    console.log(`ratio ${M(first.n)} / ${M(last.n)} (rate), ${M(last.n)} / ${M(first.n)} (CPU per op): ` +
+      `insert ${(first.ins / last.ins).toFixed(2)}× (CPU ${(last.insCpu / first.insCpu).toFixed(2)}×), ` +
+      `lookup ${(first.look / last.look).toFixed(2)}× (CPU ${(last.lookCpu / first.lookCpu).toFixed(2)}×), overall ${(first.all / last.all).toFixed(2)}×`);
   }
 }
 

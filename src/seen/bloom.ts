@@ -51,16 +51,20 @@ const WORDS_PER_BLOCK = 16; // 512 bits = one 64-byte cache line
 
 class BlockedLayer {
   readonly bits: Uint32Array;
-  readonly blockMask: number;
+  readonly blocks: number;
   count = 0;
   constructor(readonly capacity: number, bitsPerKey: number, readonly k: number) {
-    const blocks = Math.max(1, 2 ** Math.ceil(Math.log2(Math.ceil((capacity * bitsPerKey) / 512))));
-    this.bits = new Uint32Array(blocks * WORDS_PER_BLOCK);
-    this.blockMask = blocks - 1;
+    this.blocks = Math.max(1, Math.ceil((capacity * bitsPerKey) / 512));
+    this.bits = new Uint32Array(this.blocks * WORDS_PER_BLOCK);
+  }
+
+  /** Block of a key: h1 scaled to [0, blocks) (Lemire's multiply-shift; exact: h1 · blocks < 2^53). */
+  private base(h1: number): number {
+    return Math.floor((h1 * this.blocks) / 4294967296) * WORDS_PER_BLOCK;
   }
 
   add(h1: number, h2: number): void {
-    const base = (h1 & this.blockMask) * WORDS_PER_BLOCK;
+    const base = this.base(h1);
     const bits = this.bits;
     // Enhanced double hashing inside the 512-bit block (Dillinger & Manolios
     // 2004, "Bloom filters in probabilistic verification"): the step grows by
@@ -76,7 +80,7 @@ class BlockedLayer {
   }
 
   has(h1: number, h2: number): boolean {
-    const base = (h1 & this.blockMask) * WORDS_PER_BLOCK;
+    const base = this.base(h1);
     const bits = this.bits;
     let pos = h2 >>> 23;
     let b = ((h2 >>> 14) & 511) | 1;

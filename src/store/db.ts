@@ -75,7 +75,7 @@ export const DEFAULT_STORE_OPTIONS: Readonly<Required<StoreOptions>> = Object.fr
   blockSize: 4096,
   maxOpenFiles: 1000,
   maxFileSize: 2 << 20,
-  compression: true,
+  compression: false,
 });
 
 export async function openStore(dataDir: string, options: StoreOptions = {}): Promise<Store> {
