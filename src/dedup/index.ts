@@ -42,6 +42,8 @@ export interface SimhashStoreHit {
 /** Bytes per bucket entry: fingerprint ‖ id hash. */
 export const SIMHASH_ENTRY_BYTES = 16;
 const DOC_TAG = 0xff;
+/** Most add/remove requests applied by one read-modify-write round. */
+const MAX_WRITE_ROUND = 16384;
 const MASK64 = (1n << 64n) - 1n;
 
 const u64 = new BigUint64Array(1);
@@ -201,8 +203,9 @@ export class SimhashStore {
 
   private kickWrites(): void {
     if (this.writing || this.writes.length === 0) return;
-    const reqs = this.writes;
-    this.writes = [];
+    // Bounded rounds: a bulk load does not read and rewrite the whole index in one batch.
+    const reqs = this.writes.length <= MAX_WRITE_ROUND ? this.writes : this.writes.splice(0, MAX_WRITE_ROUND);
+    if (reqs === this.writes) this.writes = [];
     this.writing = this.writeRound(reqs).then(
       () => { for (const r of reqs) r.done(); },
       (err: Error) => { for (const r of reqs) r.done(err); },
