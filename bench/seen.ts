@@ -138,6 +138,10 @@ async function runOnce(a: Args, n: number): Promise<RunResult> {
   const insertSecs = (performance.now() - t0) / 1000;
   const insertCpu = cpu() - c0;
   const insertMain = mainThreadCpu() - m0;
+  if (process.env.BENCH_MEM) {
+    (globalThis as { gc?: () => void }).gc?.();
+    process.stderr.write(`after insert${(globalThis as { gc?: unknown }).gc ? ' + gc' : ''}: ${JSON.stringify(process.memoryUsage())}, filter ${JSON.stringify(drum.filterInfo)}\n`);
+  }
   m0 = mainThreadCpu();
   c0 = cpu();
   if (drum.stats.fresh !== n) throw new Error(`expected ${n} fresh, got ${drum.stats.fresh}`);

@@ -54,7 +54,7 @@ interface RunResult {
   planted: number; recalled: number;
   randomFp: number; randomFpMatches: number;
   randomDocs: number; randomDocQueriesMatched: number; randomDocMatches: number;
-  wrongDistance: number; rssMB: number; dbMB: number; load: number; cpuSecs: number;
+  wrongDistance: number; rssMB: number; buildRssMB: number; queryRssMB: number; dbMB: number; load: number; cpuSecs: number;
 }
 
 async function runChild(a: Args, fpFile: string): Promise<RunResult> {
@@ -68,6 +68,8 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   const idx = new SimhashStore(store.simhash, a.layout === 16 ? SIMHASH_TABLES_16 : SIMHASH_TABLES);
   const load0 = loadavg()[0]!;
   const c0 = process.cpuUsage();
+  let rssPeak = 0;
+  const sampler = setInterval(() => { rssPeak = Math.max(rssPeak, process.memoryUsage.rss()); }, 50);
 
   // Build: 8192 documents per call, two calls in flight (each is one or more write rounds).
   let t0 = performance.now();
@@ -82,6 +84,9 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   await inflight;
   await idx.flush();
   const addSecs = (performance.now() - t0) / 1000;
+  const buildRssMB = rssPeak / 2 ** 20;
+  rssPeak = 0;
+  if (process.env.BENCH_MEM) { (globalThis as { gc?: () => void }).gc?.(); process.stderr.write(`after build + gc: ${JSON.stringify(process.memoryUsage())}\n`); }
 
   // Query mix, generated up front so the timed loop only queries.
   const r = prng(4242);
@@ -126,6 +131,8 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   };
   await Promise.all(Array.from({ length: a.concurrency }, worker));
   const querySecs = (performance.now() - t0) / 1000;
+  clearInterval(sampler);
+  const queryRssMB = rssPeak / 2 ** 20;
   const cu = process.cpuUsage(c0);
   await store.close();
   let dbBytes = 0;
@@ -133,7 +140,7 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   rmSync(dir, { recursive: true, force: true });
   return {
     addSecs, querySecs, queries: qs.length, planted, recalled, randomFp, randomFpMatches, randomDocs, randomDocQueriesMatched, randomDocMatches,
-    wrongDistance, rssMB: process.resourceUsage().maxRSS / 1024, dbMB: dbBytes / 2 ** 20, load: (load0 + loadavg()[0]!) / 2, cpuSecs: (cu.user + cu.system) / 1e6,
+    wrongDistance, rssMB: process.resourceUsage().maxRSS / 1024, buildRssMB, queryRssMB, dbMB: dbBytes / 2 ** 20, load: (load0 + loadavg()[0]!) / 2, cpuSecs: (cu.user + cu.system) / 1e6,
   };
 }
 
@@ -184,7 +191,7 @@ async function main(): Promise<void> {
       console.log(`  run ${run + 1}: index ${(a.n / res.addSecs / 1000).toFixed(0)} k fingerprints/s (${res.addSecs.toFixed(1)} s), ` +
         `query ${(res.queries / res.querySecs / 1000).toFixed(1)} k/s, recall ${res.recalled}/${res.planted}, ` +
         `random-fp matches ${res.randomFpMatches}/${res.randomFp}, random-doc queries with a match ${res.randomDocQueriesMatched}/${res.randomDocs} (${res.randomDocMatches} matches), ` +
-        `wrong distances ${res.wrongDistance}, peak RSS ${res.rssMB.toFixed(0)} MB, db ${res.dbMB.toFixed(0)} MB, load ${res.load.toFixed(1)}/${cpus().length} CPUs`);
+        `wrong distances ${res.wrongDistance}, peak RSS ${res.rssMB.toFixed(0)} MB (build ${res.buildRssMB.toFixed(0)}, queries ${res.queryRssMB.toFixed(0)}), db ${res.dbMB.toFixed(0)} MB, load ${res.load.toFixed(1)}/${cpus().length} CPUs`);
     }
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -141,6 +141,19 @@ test('SimhashStore: a wider layout (8 blocks, 2 exact → k = 6) finds everythin
   await store.close();
 });
 
+test('SimhashStore: a 48-bit prefix layout (4 blocks, 3 exact → k = 1) answers like brute force', async () => {
+  const layout = simhashLayout(4, 3);
+  const { store, idx, fps, r } = await build(2_000, 6, layout);
+  for (let q = 0; q < 200; q++) {
+    const probe = flip(fps[Math.floor(r() * fps.length)]!, q % 3, r);
+    const hits = await idx.query(probe);
+    const want = reference(fps, probe, 1);
+    assert.equal(hits.length, want.size);
+    for (const h of hits) assert.equal(want.get(h.id), h.distance);
+  }
+  await store.close();
+});
+
 test('SimhashStore: survives close and reopen; edge fingerprints (0, all ones) and shared fingerprints', async () => {
   const dir = tempDir();
   let store = await openStore(dir);

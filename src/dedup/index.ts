@@ -63,7 +63,14 @@ function bitsAt(hi: number, lo: number, start: number, width: number): number {
 }
 
 interface WriteReq { del: boolean; fp: bigint; id: string; idHash: bigint; done(err?: Error): void }
-interface QueryReq { fp: bigint; max: number; keys: string[]; resolve(h: SimhashStoreHit[]): void; reject(e: Error): void }
+interface QueryReq {
+  fp: bigint;
+  max: number;
+  /** Bucket per table: numeric id (prefixBits ≤ 44) or the key as a latin1 string. */
+  buckets: Array<number | string>;
+  resolve(h: SimhashStoreHit[]): void;
+  reject(e: Error): void;
+}
 
 export interface SimhashStoreOptions {
   /** Largest number of queries answered by one `getMany` round (default 512). */
@@ -73,6 +80,29 @@ export interface SimhashStoreOptions {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * Writes into `out` the bucket of `fp` in every table as one number:
+ * table id · 2^prefixBits + prefix. Needs prefixBits ≤ 44 (exact below 2^52).
+ */
+function bucketIds(fp: bigint, layout: SimhashLayout, out: number[]): void {
+  u64[0] = fp;
+  const hi = u32[HI]!, lo = u32[LO]!;
+  const tables = layout.tables;
+  const pb = layout.prefixBits;
+  const scale = 2 ** pb;
+  for (let t = 0; t < tables.length; t++) {
+    let prefix = 0, got = 0;
+    const blocks = tables[t]!.blocks;
+    for (let b = 0; b < blocks.length && got < pb; b++) {
+      const [start, width] = blocks[b]!;
+      const w = Math.min(width, pb - got);
+      prefix = prefix * 2 ** w + bitsAt(hi, lo, start, w);
+      got += w;
+    }
+    out[t] = t * scale + prefix;
+  }
+}
 
 /**
  * The bucket key of `fp` in every table of `layout`: [table id][leading
@@ -122,6 +152,10 @@ function withoutEntries(bucket: Buffer, drop: Buffer[]): Buffer {
 
 export class SimhashStore {
   readonly layout: SimhashLayout;
+  private readonly numericIds: boolean;
+  private readonly prefixBytes: number;
+  private readonly rootPrefix: Buffer | undefined;
+  private readonly root: { getMany(keys: Buffer[]): Promise<Array<Buffer | undefined>> } | undefined;
   private writes: WriteReq[] = [];
   private writing: Promise<void> | undefined;
   private queries: QueryReq[] = [];
@@ -137,6 +171,16 @@ export class SimhashStore {
     if (layout.prefixBits < 1 || layout.prefixBits > 63) throw new RangeError('prefixBits must be in 1..63');
     layout.tables.forEach((t, i) => { if (t.id !== i) throw new RangeError('table ids must be 0..n-1 in order'); });
     this.layout = layout;
+    this.numericIds = layout.prefixBits <= 44;
+    this.prefixBytes = Math.ceil(layout.prefixBits / 8);
+    // Reads go to the root database with the sublevel prefix put on here (one
+    // allocation per round, not one Buffer.concat per key), when `sub` is a
+    // plain abstract-level sublevel.
+    const sl = sub as unknown as { prefix?: unknown; db?: { getMany?: unknown } };
+    if (typeof sl.prefix === 'string' && sl.prefix.length > 0 && typeof sl.db?.getMany === 'function') {
+      this.rootPrefix = Buffer.from(sl.prefix, 'utf8');
+      this.root = sl.db as unknown as { getMany(keys: Buffer[]): Promise<Array<Buffer | undefined>> };
+    }
     this.maxQueryBatch = Math.max(1, opts.maxQueryBatch ?? 512);
     this.maxQueryRounds = Math.max(1, opts.queryRounds ?? 2);
   }
@@ -171,9 +215,16 @@ export class SimhashStore {
    */
   query(fp: bigint, maxDistance = this.layout.maxDistance): Promise<SimhashStoreHit[]> {
     fp &= MASK64;
-    const keys = this.bucketKeys(fp).map((k) => k.toString('latin1'));
+    let buckets: Array<number | string>;
+    if (this.numericIds) {
+      const ids = new Array<number>(this.layout.tables.length);
+      bucketIds(fp, this.layout, ids);
+      buckets = ids;
+    } else {
+      buckets = this.bucketKeys(fp).map((k) => k.toString('latin1'));
+    }
     return new Promise((resolve, reject) => {
-      this.queries.push({ fp, max: maxDistance, keys, resolve, reject });
+      this.queries.push({ fp, max: maxDistance, buckets, resolve, reject });
       this.scheduleQueries();
     });
   }
@@ -302,51 +353,84 @@ export class SimhashStore {
     });
   }
 
+  /** Keys (as given to `getMany`) of the distinct buckets, in first-seen order. */
+  private readKeys(list: Array<number | string>): Buffer[] {
+    const p = this.rootPrefix;
+    const plen = p === undefined ? 0 : p.length;
+    const klen = plen + 1 + this.prefixBytes;
+    const big = Buffer.allocUnsafe(list.length * klen);
+    const out = new Array<Buffer>(list.length);
+    const scale = 2 ** this.layout.prefixBits;
+    const up = 2 ** (8 * this.prefixBytes - this.layout.prefixBits);
+    for (let i = 0; i < list.length; i++) {
+      const o = i * klen;
+      if (p !== undefined) p.copy(big, o);
+      const b = list[i]!;
+      if (typeof b === 'number') {
+        const t = Math.floor(b / scale);
+        big[o + plen] = t;
+        let v = (b - t * scale) * up;
+        for (let j = this.prefixBytes; j >= 1; j--) { big[o + plen + j] = v % 256; v = Math.floor(v / 256); }
+      } else {
+        big.write(b, o + plen, 'latin1');
+      }
+      out[i] = big.subarray(o, o + klen);
+    }
+    return out;
+  }
+
+  private getMany(keys: Buffer[], prefixed: boolean): Promise<Array<Buffer | undefined>> {
+    if (prefixed && this.root !== undefined) return this.root.getMany(keys);
+    return this.sub.getMany(keys);
+  }
+
   private async queryRound(batch: QueryReq[]): Promise<void> {
-    // Distinct buckets of all queries in the batch, read in key order.
-    const index = new Map<string, number>();
-    const names: string[] = [];
-    for (const q of batch) for (const k of q.keys) if (!index.has(k)) { index.set(k, -1); names.push(k); }
-    names.sort();
-    for (let i = 0; i < names.length; i++) index.set(names[i]!, i);
-    const values = await this.sub.getMany(names.map((n) => Buffer.from(n, 'latin1')));
-    this.stats.bucketReads += names.length;
-    this.stats.queries += batch.length;
-    const u = new BigUint64Array(1);
-    const u32 = new Uint32Array(u.buffer);
-    const LE = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-    // Per query: matches keyed by (fp, id hash) bytes → distance and doc key.
-    const perQuery: Array<Map<string, { d: number; fp: bigint; doc: Buffer }>> = [];
-    const docNames = new Map<string, number>();
-    const docList: Buffer[] = [];
+    // Distinct buckets of all queries in the batch: one getMany.
+    const slot = new Map<number | string, number>();
+    const list: Array<number | string> = [];
     for (const q of batch) {
-      u[0] = q.fp;
-      const qhi = LE ? u32[1]! : u32[0]!;
-      const qlo = LE ? u32[0]! : u32[1]!;
-      const found = new Map<string, { d: number; fp: bigint; doc: Buffer }>();
-      for (const k of q.keys) {
-        const v = values[index.get(k)!];
+      for (const b of q.buckets) if (!slot.has(b)) { slot.set(b, list.length); list.push(b); }
+    }
+    const values = await this.getMany(this.readKeys(list), true);
+    this.stats.bucketReads += list.length;
+    this.stats.queries += batch.length;
+    // Per query: matching entries (fp ‖ id hash) → distance; doc records to read.
+    const perQuery: Array<Array<{ d: number; fp: bigint; doc: number }>> = [];
+    const docSlot = new Map<string, number>();
+    const docKeys: Buffer[] = [];
+    for (const q of batch) {
+      u64[0] = q.fp;
+      const qhi = u32[HI]!, qlo = u32[LO]!;
+      const found: Array<{ d: number; fp: bigint; doc: number }> = [];
+      let seen: Set<string> | undefined;
+      for (const b of q.buckets) {
+        const v = values[slot.get(b)!];
         if (v === undefined) continue;
         this.stats.candidates += v.length >>> 4;
         for (let o = 0; o + SIMHASH_ENTRY_BYTES <= v.length; o += SIMHASH_ENTRY_BYTES) {
           const d = popcount32((v.readUInt32BE(o) ^ qhi) >>> 0) + popcount32((v.readUInt32BE(o + 4) ^ qlo) >>> 0);
           if (d > q.max) continue;
           const name = v.toString('latin1', o, o + SIMHASH_ENTRY_BYTES);
-          if (found.has(name)) continue; // the same entry reached through another table
+          if (seen === undefined) seen = new Set();
+          if (seen.has(name)) continue; // the same entry reached through another table
+          seen.add(name);
           const fp = v.readBigUInt64BE(o);
-          const doc = SimhashStore.docKey(v.readBigUInt64BE(o + 8), fp);
-          found.set(name, { d, fp, doc });
-          const dn = doc.toString('latin1');
-          if (!docNames.has(dn)) { docNames.set(dn, docList.length); docList.push(doc); }
+          const dk = SimhashStore.docKey(v.readBigUInt64BE(o + 8), fp);
+          const dn = dk.toString('latin1');
+          let ds = docSlot.get(dn);
+          if (ds === undefined) { ds = docKeys.length; docSlot.set(dn, ds); docKeys.push(dk); }
+          found.push({ d, fp, doc: ds });
         }
       }
       perQuery.push(found);
     }
-    const ids = docList.length > 0 ? await this.sub.getMany(docList) : [];
+    const ids = docKeys.length > 0 ? await this.getMany(docKeys, false) : [];
     for (let i = 0; i < batch.length; i++) {
+      const found = perQuery[i]!;
+      if (found.length === 0) { batch[i]!.resolve([]); continue; }
       const best = new Map<string, SimhashStoreHit>();
-      for (const m of perQuery[i]!.values()) {
-        const v = ids[docNames.get(m.doc.toString('latin1'))!];
+      for (const m of found) {
+        const v = ids[m.doc];
         if (v === undefined) continue; // removed meanwhile
         const id = v.toString('utf8');
         const prev = best.get(id);
