@@ -154,6 +154,24 @@ test('SimhashStore: a 48-bit prefix layout (4 blocks, 3 exact → k = 1) answers
   await store.close();
 });
 
+test('SimhashStore: works on any Sublevel-shaped object (no root-prefix fast path)', async () => {
+  const store = await openStore(tempDir());
+  const sub = store.simhash;
+  const plain = {
+    getMany: (k: Buffer[]) => sub.getMany(k),
+    batch: (ops: Parameters<typeof sub.batch>[0]) => sub.batch(ops),
+  } as unknown as typeof sub;
+  const a = new SimhashStore(plain);
+  const b = new SimhashStore(sub);
+  await a.add(0xfedcba9876543210n, 'x');
+  await a.add(0xfedcba9876543211n, 'y');
+  assert.deepEqual((await b.query(0xfedcba9876543210n)).map((h) => [h.id, h.distance]), [['x', 0], ['y', 1]]);
+  assert.deepEqual((await a.query(0xfedcba9876543210n)).map((h) => [h.id, h.distance]), [['x', 0], ['y', 1]]);
+  await a.remove(0xfedcba9876543210n, 'x');
+  assert.deepEqual((await b.query(0xfedcba9876543210n)).map((h) => h.id), ['y']);
+  await store.close();
+});
+
 test('SimhashStore: survives close and reopen; edge fingerprints (0, all ones) and shared fingerprints', async () => {
   const dir = tempDir();
   let store = await openStore(dir);

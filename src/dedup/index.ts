@@ -62,7 +62,15 @@ function bitsAt(hi: number, lo: number, start: number, width: number): number {
   return (fromHi * 2 ** lowBits + (lo >>> (32 - lowBits))) >>> 0;
 }
 
-interface WriteReq { del: boolean; fp: bigint; id: string; idHash: bigint; done(err?: Error): void }
+/** Completion shared by the requests of one add/addMany/remove call. */
+interface Group { left: number; failed: boolean; resolve(): void; reject(e: Error): void }
+interface WriteReq { del: boolean; fp: bigint; id: string; idHash: bigint; group: Group }
+
+function finish(g: Group, err: Error | undefined): void {
+  if (g.failed) return;
+  if (err) { g.failed = true; g.reject(err); return; }
+  if (--g.left === 0) g.resolve();
+}
 interface QueryReq {
   fp: bigint;
   max: number;
@@ -80,6 +88,12 @@ export interface SimhashStoreOptions {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** The part of the root database used when keys carry the sublevel prefix. */
+interface RootDb {
+  getMany(keys: Buffer[]): Promise<Array<Buffer | undefined>>;
+  batch(ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }>): Promise<void>;
+}
 
 /**
  * Writes into `out` the bucket of `fp` in every table as one number:
@@ -138,6 +152,13 @@ export function bucketKeys(fp: bigint, layout: SimhashLayout = SIMHASH_TABLES): 
   return out;
 }
 
+function entryOf(fp: bigint, idHash: bigint): Buffer {
+  const e = Buffer.allocUnsafe(SIMHASH_ENTRY_BYTES);
+  e.writeBigUInt64BE(fp, 0);
+  e.writeBigUInt64BE(idHash, 8);
+  return e;
+}
+
 /** `bucket` without the (first occurrence of each of the) given 16-byte entries. */
 function withoutEntries(bucket: Buffer, drop: Buffer[]): Buffer {
   const keep: Buffer[] = [];
@@ -155,7 +176,7 @@ export class SimhashStore {
   private readonly numericIds: boolean;
   private readonly prefixBytes: number;
   private readonly rootPrefix: Buffer | undefined;
-  private readonly root: { getMany(keys: Buffer[]): Promise<Array<Buffer | undefined>> } | undefined;
+  private readonly root: RootDb | undefined;
   private writes: WriteReq[] = [];
   private writing: Promise<void> | undefined;
   private queries: QueryReq[] = [];
@@ -179,7 +200,7 @@ export class SimhashStore {
     const sl = sub as unknown as { prefix?: unknown; db?: { getMany?: unknown } };
     if (typeof sl.prefix === 'string' && sl.prefix.length > 0 && typeof sl.db?.getMany === 'function') {
       this.rootPrefix = Buffer.from(sl.prefix, 'utf8');
-      this.root = sl.db as unknown as { getMany(keys: Buffer[]): Promise<Array<Buffer | undefined>> };
+      this.root = sl.db as unknown as RootDb;
     }
     this.maxQueryBatch = Math.max(1, opts.maxQueryBatch ?? 512);
     this.maxQueryRounds = Math.max(1, opts.queryRounds ?? 2);
@@ -187,17 +208,17 @@ export class SimhashStore {
 
   /** Indexes `fp` for document `id`; resolves once durable. Adding the same (fp, id) twice is a no-op. */
   add(fp: bigint, id: string): Promise<void> {
-    return this.write(false, fp, id);
+    return this.write(false, [[fp, id]]);
   }
 
   /** Many adds, one promise (bulk loading). */
   addMany(entries: ReadonlyArray<readonly [fp: bigint, id: string]>): Promise<void> {
-    return Promise.all(entries.map(([fp, id]) => this.write(false, fp, id))).then(() => undefined);
+    return this.write(false, entries);
   }
 
   /** Removes what `add(fp, id)` indexed; resolves once durable. */
   remove(fp: bigint, id: string): Promise<void> {
-    return this.write(true, fp, id);
+    return this.write(true, [[fp, id]]);
   }
 
   /** Resolves when every queued add/remove is durable. */
@@ -235,19 +256,14 @@ export class SimhashStore {
     return bucketKeys(fp, this.layout);
   }
 
-  private static docKey(idHash: bigint, fp: bigint): Buffer {
-    const k = Buffer.allocUnsafe(17);
-    k[0] = DOC_TAG;
-    k.writeBigUInt64BE(idHash, 1);
-    k.writeBigUInt64BE(fp, 9);
-    return k;
-  }
 
   // ---- writes -------------------------------------------------------------
 
-  private write(del: boolean, fp: bigint, id: string): Promise<void> {
+  private write(del: boolean, entries: ReadonlyArray<readonly [fp: bigint, id: string]>): Promise<void> {
+    if (entries.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      this.writes.push({ del, fp: fp & MASK64, id, idHash: xxh64(id), done: (err) => (err ? reject(err) : resolve()) });
+      const group: Group = { left: entries.length, failed: false, resolve, reject };
+      for (const [fp, id] of entries) this.writes.push({ del, fp: fp & MASK64, id, idHash: xxh64(id), group });
       if (!this.writing) queueMicrotask(() => this.kickWrites());
     });
   }
@@ -258,8 +274,8 @@ export class SimhashStore {
     const reqs = this.writes.length <= MAX_WRITE_ROUND ? this.writes : this.writes.splice(0, MAX_WRITE_ROUND);
     if (reqs === this.writes) this.writes = [];
     this.writing = this.writeRound(reqs).then(
-      () => { for (const r of reqs) r.done(); },
-      (err: Error) => { for (const r of reqs) r.done(err); },
+      () => { for (const r of reqs) finish(r.group, undefined); },
+      (err: Error) => { for (const r of reqs) finish(r.group, err); },
     ).finally(() => {
       this.writing = undefined;
       this.kickWrites();
@@ -274,60 +290,79 @@ export class SimhashStore {
    */
   private async writeRound(reqs: WriteReq[]): Promise<void> {
     this.stats.writeRounds++;
-    interface Bucket { key: Buffer; old: Buffer | undefined; add: Buffer[]; del: Buffer[] }
-    const buckets = new Map<string, Bucket>();
-    const reqBuckets: Bucket[][] = new Array(reqs.length);
-    const docKeys: Buffer[] = new Array(reqs.length);
-    const readKeys: Buffer[] = [];
+    const nt = this.layout.tables.length;
+    // Buckets touched, by id; each request's bucket slots.
+    const slot = new Map<number | string, number>();
+    const list: Array<number | string> = [];
+    const reqSlots = new Int32Array(reqs.length * nt);
+    const ids = new Array<number>(nt);
     for (let i = 0; i < reqs.length; i++) {
       const r = reqs[i]!;
-      const list: Bucket[] = [];
-      for (const k of this.bucketKeys(r.fp)) {
-        const name = k.toString('latin1');
-        let b = buckets.get(name);
-        if (b === undefined) { buckets.set(name, (b = { key: k, old: undefined, add: [], del: [] })); readKeys.push(k); }
-        list.push(b);
+      let bs: Array<number | string>;
+      if (this.numericIds) { bucketIds(r.fp, this.layout, ids); bs = ids; }
+      else bs = this.bucketKeys(r.fp).map((k) => k.toString('latin1'));
+      for (let t = 0; t < nt; t++) {
+        const b = bs[t]!;
+        let sl = slot.get(b);
+        if (sl === undefined) { sl = list.length; slot.set(b, sl); list.push(b); }
+        reqSlots[i * nt + t] = sl;
       }
-      reqBuckets[i] = list;
-      docKeys[i] = SimhashStore.docKey(r.idHash, r.fp);
     }
-    const nb = readKeys.length;
-    for (const k of docKeys) readKeys.push(k);
-    const values = await this.sub.getMany(readKeys);
-    let j = 0;
-    for (const b of buckets.values()) b.old = values[j++];
-    // Pairs indexed as this round goes: the store's state, then each request in order.
+    const bucketKeys = this.readKeys(list);
+    const docKeys = reqs.map((r) => this.docKeyFor(r.idHash, r.fp));
+    const values = await this.getMany(bucketKeys.concat(docKeys), true);
+    // Pairs indexed as the round goes: the store's state, then each request in order.
     const present = new Map<string, boolean>();
+    const adds: number[][] = list.map(() => []);
+    const dels: number[][] = list.map(() => []);
     const ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }> = [];
+    const nb = list.length;
     for (let i = 0; i < reqs.length; i++) {
       const r = reqs[i]!;
       const dn = docKeys[i]!.toString('latin1');
       const was = present.get(dn) ?? values[nb + i] !== undefined;
       if (r.del === !was) continue; // remove of an absent pair, add of a present one
       present.set(dn, !r.del);
-      const entry = Buffer.allocUnsafe(SIMHASH_ENTRY_BYTES);
-      entry.writeBigUInt64BE(r.fp, 0);
-      entry.writeBigUInt64BE(r.idHash, 8);
-      for (const b of reqBuckets[i]!) {
-        if (!r.del) { b.add.push(entry); continue; }
-        const at = b.add.findIndex((e) => e.equals(entry));
-        if (at >= 0) b.add.splice(at, 1); else b.del.push(entry);
+      for (let t = 0; t < nt; t++) {
+        const sl = reqSlots[i * nt + t]!;
+        if (!r.del) { adds[sl]!.push(i); continue; }
+        // A remove cancels a pending add of the same pair in this round, or deletes the stored entry.
+        const at = adds[sl]!.findIndex((j) => reqs[j]!.fp === r.fp && reqs[j]!.idHash === r.idHash);
+        if (at >= 0) adds[sl]!.splice(at, 1); else dels[sl]!.push(i);
       }
       ops.push(r.del ? { type: 'del', key: docKeys[i]! } : { type: 'put', key: docKeys[i]!, value: Buffer.from(r.id, 'utf8') });
     }
-    for (const b of buckets.values()) {
-      if (b.add.length === 0 && b.del.length === 0) continue;
-      let old = b.old ?? EMPTY;
-      if (b.del.length > 0) old = withoutEntries(old, b.del);
-      const size = old.length + b.add.length * SIMHASH_ENTRY_BYTES;
-      if (size === 0) { ops.push({ type: 'del', key: b.key }); continue; }
+    for (let sl = 0; sl < nb; sl++) {
+      const add = adds[sl]!, del = dels[sl]!;
+      if (add.length === 0 && del.length === 0) continue;
+      let old = values[sl] ?? EMPTY;
+      if (del.length > 0) old = withoutEntries(old, del.map((i) => entryOf(reqs[i]!.fp, reqs[i]!.idHash)));
+      const size = old.length + add.length * SIMHASH_ENTRY_BYTES;
+      if (size === 0) { ops.push({ type: 'del', key: bucketKeys[sl]! }); continue; }
       const v = Buffer.allocUnsafe(size);
       old.copy(v, 0);
       let o = old.length;
-      for (const e of b.add) { e.copy(v, o); o += SIMHASH_ENTRY_BYTES; }
-      ops.push({ type: 'put', key: b.key, value: v });
+      for (const i of add) {
+        v.writeBigUInt64BE(reqs[i]!.fp, o);
+        v.writeBigUInt64BE(reqs[i]!.idHash, o + 8);
+        o += SIMHASH_ENTRY_BYTES;
+      }
+      ops.push({ type: 'put', key: bucketKeys[sl]!, value: v });
     }
-    if (ops.length > 0) await this.sub.batch(ops);
+    if (ops.length === 0) return;
+    if (this.root !== undefined) await this.root.batch(ops);
+    else await this.sub.batch(ops);
+  }
+
+  /** Doc record key, with the root prefix when reads and writes go to the root database. */
+  private docKeyFor(idHash: bigint, fp: bigint): Buffer {
+    const p = this.root !== undefined ? this.rootPrefix! : EMPTY;
+    const k = Buffer.allocUnsafe(p.length + 17);
+    p.copy(k, 0);
+    k[p.length] = DOC_TAG;
+    k.writeBigUInt64BE(idHash, p.length + 1);
+    k.writeBigUInt64BE(fp, p.length + 9);
+    return k;
   }
 
   // ---- queries ------------------------------------------------------------
@@ -415,7 +450,7 @@ export class SimhashStore {
           if (seen.has(name)) continue; // the same entry reached through another table
           seen.add(name);
           const fp = v.readBigUInt64BE(o);
-          const dk = SimhashStore.docKey(v.readBigUInt64BE(o + 8), fp);
+          const dk = this.docKeyFor(v.readBigUInt64BE(o + 8), fp);
           const dn = dk.toString('latin1');
           let ds = docSlot.get(dn);
           if (ds === undefined) { ds = docKeys.length; docSlot.set(dn, ds); docKeys.push(dk); }
@@ -424,7 +459,7 @@ export class SimhashStore {
       }
       perQuery.push(found);
     }
-    const ids = docKeys.length > 0 ? await this.getMany(docKeys, false) : [];
+    const ids = docKeys.length > 0 ? await this.getMany(docKeys, true) : [];
     for (let i = 0; i < batch.length; i++) {
       const found = perQuery[i]!;
       if (found.length === 0) { batch[i]!.resolve([]); continue; }
