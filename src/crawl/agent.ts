@@ -375,7 +375,10 @@ class Agent implements AgentHandle, AgentView {
     }
     if (settled.length) {
       const value = Buffer.from([SEEN_ELSEWHERE]);
-      await this.drum.exclusive(() => this.store.seen.batch(settled.map((key) => ({ type: 'put' as const, key, value }))));
+      await this.drum.exclusive(async () => {
+        await this.store.seen.batch(settled.map((key) => ({ type: 'put' as const, key, value })));
+        this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
+      });
     }
     await this.route(cands);
     this.received += items.length;
