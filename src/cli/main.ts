@@ -48,7 +48,7 @@ export function buildProgram(): Command {
     .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
     .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
     .option('--no-warc', 'do not write WARC files')
-    .option('--listen <multiaddr>', 'libp2p listen address; repeatable', collect, [])
+    .option('--listen <multiaddr>', 'libp2p listen address; repeatable (default /ip4/0.0.0.0/tcp/4001)', collect, [])
     .option('--announce <multiaddr>', 'address to announce to peers instead of the listen addresses; repeatable', collect, [])
     .option('--swarm-key <file>', 'libp2p private network key: only holders can connect')
     .option('--capacity <n>', 'share of hosts relative to other agents', (v) => {
