@@ -38,6 +38,8 @@ export interface AgentConfig {
   warc: WarcConfig;
   frontier: FrontierConfig;
   seen: SeenConfig;
+  /** Sitemaps 0.90: follow robots.txt `Sitemap:` lines and each host's /sitemap.xml. */
+  sitemaps: { enabled: boolean; maxIndexDepth: number };
   /** Scope and trap defences; defaults in src/scope/traps.ts (DEFAULT_SCOPE_OPTIONS). */
   scope: Partial<ScopeOptions>;
   /** The mesh (libp2p). Off: a lone agent without networking (library use, benchmarks). */
@@ -150,6 +152,7 @@ export function defaultConfig(): AgentConfig {
       batchSize: 4096,
       maxWaitMs: 20,
     },
+    sitemaps: { enabled: true, maxIndexDepth: 3 },
     scope: {},
     mesh: {
       enabled: false,

@@ -61,7 +61,7 @@ test('SIGKILL mid-crawl, restart with the same data dir: the crawl completes, no
   writeFileSync(seeds, web.roots().join('\n') + '\n');
   const concurrency = 8;
   const args = ['join', '--seed', seeds, '--data-dir', join(dir, 'data'), '--until-idle', '--min-delay', '20', '--delay-factor', '0',
-    '--concurrency', String(concurrency), '--progress', 'off', '--log-level', 'warn',
+    '--concurrency', String(concurrency), '--progress', 'off', '--log-level', 'warn', '--no-sitemaps',
     ...web.resolveArgs.flatMap((r) => ['--resolve', r])];
   try {
     const expected = web.reachable().reachableAllowed;

@@ -23,6 +23,7 @@ test('50 hosts × 40 pages: every allowed reachable page fetched exactly once, p
     const agent = await startAgent({
       dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: MIN_DELAY, delayFactor: 0,
       concurrency: 50, resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+      sitemaps: { enabled: false }, // this test checks link discovery and robots exactly; sitemaps have their own test
     });
     const summary = await agent.done;
     const expected = web.reachable();
@@ -124,6 +125,72 @@ test('every closed WARC gets a CDXJ index, and warc get returns the very bytes t
       assert.equal(stored.status, 200);
       assert.ok(Buffer.from(stored.payload).equals(served), `${url}: stored bytes equal served bytes`);
     }
+  } finally {
+    await web.close();
+  }
+});
+
+test('Sitemaps 0.90: found through robots.txt and /sitemap.xml; pages only listed there are crawled, politely and within robots', async () => {
+  const web = await startSyntheticWeb({ seed: 9, hosts: 8, pagesPerHost: 15, outLinks: 2, crossHostShare: 0, robots: 'mixed', pageBytes: { min: 1000, max: 2000 } });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 50, delayFactor: 0,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+    });
+    const summary = await agent.done;
+    const expected = web.reachable({ viaSitemaps: true });
+    const linksOnly = web.reachable();
+    assert.ok(expected.reachableAllowed.size > linksOnly.reachableAllowed.size, 'the sitemaps list pages no link reaches');
+    const pages = web.requests().filter((r) => !r.path.startsWith('/robots') && !r.path.startsWith('/sitemap'));
+    const counts = new Map<string, number>();
+    for (const r of pages) counts.set(r.url!, (counts.get(r.url!) ?? 0) + 1);
+    assert.deepEqual([...expected.reachableAllowed].filter((u) => !counts.has(u)), [], 'every page reachable through links or sitemaps');
+    assert.deepEqual([...counts.keys()].filter((u) => !expected.reachableAllowed.has(u)), [], 'nothing else (robots obeyed for sitemap URLs too)');
+    assert.deepEqual([...counts].filter(([, n]) => n > 1), [], 'nothing twice');
+    const sm = summary.sitemaps as Record<string, number>;
+    assert.ok(sm.fetched >= 1 && sm.urls > 0, JSON.stringify(sm));
+    assert.deepEqual(checkPoliteness(web.requests(), 50, { toleranceMs: 10 }).slice(0, 3), []);
+  } finally {
+    await web.close();
+  }
+});
+
+test('hostile input: a 10 MiB robots.txt, a sitemap index that points to itself, a sitemap of 100,000 URLs are bounded and counted', async () => {
+  const big = 'User-agent: *\n' + 'Disallow: /nothing-here-' + 'x'.repeat(60) + '\n'.repeat(1);
+  const robots10M = Buffer.from(big.repeat(Math.ceil((10 << 20) / big.length)) + 'User-agent: *\nDisallow: /late\n');
+  const index = (self: string) => `<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>${self}</loc></sitemap><sitemap><loc>${self.replace('index.xml', 'big.xml')}</loc></sitemap></sitemapindex>`;
+  let bigUrls = '';
+  const web = await startSyntheticWeb({
+    hosts: 1, pagesPerHost: 1,
+    intercept: (req) => {
+      const origin = `http://${req.headers.host}`;
+      if (req.path === '/robots.txt') return { status: 200, headers: { 'content-type': 'text/plain' }, body: Buffer.concat([Buffer.from(`Sitemap: ${origin}/index.xml\n`), robots10M]) };
+      if (req.path === '/index.xml') return { status: 200, headers: { 'content-type': 'application/xml' }, body: index(`${origin}/index.xml`) };
+      if (req.path === '/big.xml') {
+        if (!bigUrls) bigUrls = Array.from({ length: 100_000 }, (_, i) => `<url><loc>${origin}/u/${i}</loc></url>`).join('');
+        return { status: 200, headers: { 'content-type': 'application/xml' }, body: `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${bigUrls}</urlset>` };
+      }
+      if (req.path === '/late') return { status: 200, headers: { 'content-type': 'text/html' }, body: 'late' };
+      return { status: 200, headers: { 'content-type': 'text/html' }, body: '<a href="/late">late</a>' };
+    },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: [web.url(web.hostName(0), '/')], untilIdle: false, maxPages: 40, minDelayMs: 0, delayFactor: 0,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent', fetch: { maxBodyBytes: 12 << 20 },
+    });
+    const summary = await agent.done;
+    assert.equal(summary.failure, undefined, 'the agent keeps going');
+    const sm = summary.sitemaps as Record<string, number>;
+    const log = web.requests();
+    assert.equal(log.filter((r) => r.path === '/index.xml').length, 1, 'a self-referencing index is fetched once');
+    assert.equal(log.filter((r) => r.path === '/big.xml').length, 1);
+    assert.equal(sm.truncated >= 1, true, 'the 100,000-URL sitemap is cut at 50,000 and counted');
+    assert.ok(sm.rejected >= 50_000, `over-limit entries counted (${sm.rejected})`);
+    // The 10 MiB robots.txt is parsed up to its limit (RFC 9309 §2.5): the rule after 10 MiB is not seen.
+    assert.ok(log.some((r) => r.path === '/late'), 'a rule beyond the parse limit does not apply');
   } finally {
     await web.close();
   }

@@ -18,7 +18,7 @@ interface Agent { name: string; proc: ChildProcess; done: Promise<{ code: number
 
 function startAgentProcess(web: SyntheticWeb, dir: string, name: string, extra: string[]): Agent {
   const args = ['join', '--data-dir', join(dir, name), '--until-idle', '--min-delay', String(MIN_DELAY), '--delay-factor', '0',
-    '--concurrency', '16', '--progress', 'off', '--log-level', 'warn', '--heartbeat', '250', '--dead-after', '1500',
+    '--concurrency', '16', '--progress', 'off', '--log-level', 'warn', '--no-sitemaps', '--heartbeat', '250', '--dead-after', '1500',
     '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
   const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';

@@ -48,6 +48,7 @@ export function buildProgram(): Command {
     .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
     .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
     .option('--no-warc', 'do not write WARC files')
+    .option('--no-sitemaps', "do not follow robots.txt Sitemap: lines and /sitemap.xml")
     .option('--listen <multiaddr>', 'libp2p listen address; repeatable (default /ip4/0.0.0.0/tcp/4001)', collect, [])
     .option('--announce <multiaddr>', 'address to announce to peers instead of the listen addresses; repeatable', collect, [])
     .option('--swarm-key <file>', 'libp2p private network key: only holders can connect')
@@ -172,7 +173,7 @@ async function readStdin(): Promise<string> {
 interface JoinOpts {
   seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
   maxPages: number; untilIdle: boolean; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
-  warc: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
+  warc: boolean; sitemaps: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
   listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
 }
 
@@ -190,6 +191,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
     resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody }, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
     api: { listen: opts.api, tokenFile: opts.apiTokenFile },
+    sitemaps: { enabled: opts.sitemaps },
     mesh: {
       enabled: true, peers: seeds.peers, announce: opts.announce, swarmKeyFile: opts.swarmKey, capacity: opts.capacity, crawlId: opts.crawlId,
       heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter,

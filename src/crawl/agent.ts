@@ -32,7 +32,10 @@ import { startApiServer, type ApiServer } from '../api/server.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
-import { SEEN_ONLY_FLAG, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { parseSitemap } from '../sitemap/parse.js';
+import { robotsGrantPrefix } from '../sitemap/scope.js';
+import type { UrlKind } from '../frontier/frontier.js';
 import { decodeEntry } from '../frontier/frontier.js';
 import { prefixEnd } from '../store/keys.js';
 import { decodeFetchRecord } from './records.js';
@@ -137,6 +140,11 @@ class Agent implements AgentHandle, AgentView {
   private forwarded = 0;
   private received = 0;
   private ringChangedAt = 0;
+  /**
+   * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it).
+   * In memory and bounded: a grant is lost across a restart, or when another agent fetches the sitemap.
+   */
+  private readonly sitemapGrants = new Map<string, string[]>();
   private readonly handoffGraceMs: number;
   private readonly fetcher: Fetcher;
   private readonly robots: RobotsCache;
@@ -344,7 +352,7 @@ class Agent implements AgentHandle, AgentView {
       // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
       if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
       const items = byOwner.get(owner);
-      const item = { url: c.url, depth: c.depth, hops: c.hops + 1 };
+      const item = { url: c.url, depth: c.depth, hops: (c.hops + 1) | (c.kind === 'sitemap' ? SITEMAP_FLAG : 0) };
       if (items) items.push(item); else byOwner.set(owner, [item]);
     }
     const jobs: Promise<unknown>[] = [this.drum.submit(local)];
@@ -368,9 +376,9 @@ class Agent implements AgentHandle, AgentView {
         if (h) h.data.checkSeen = true;
         continue;
       }
-      const c = this.candidate(it.url, undefined, it.depth);
+      const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
       if (!c) { bad++; continue; }
-      c.hops = it.hops;
+      c.hops = it.hops & HOPS_MASK;
       cands.push(c);
     }
     if (settled.length) {
@@ -441,7 +449,7 @@ class Agent implements AgentHandle, AgentView {
       const queued: UrlItem[] = [];
       for (const [, v] of entries) {
         const e = decodeEntry(v);
-        if (e) queued.push({ url: e.url, depth: e.depth, hops: 0 });
+        if (e) queued.push({ url: e.url, depth: e.depth, hops: e.kind === 'sitemap' ? SITEMAP_FLAG : 0 });
       }
       // Seen entries again: those of pages that finished while we waited above.
       const settled = await this.settledItems(h);
@@ -574,6 +582,7 @@ class Agent implements AgentHandle, AgentView {
         h.data.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
         for (const out of log.outcomes) if (out.ok) await this.writeWarc(out);
         if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
+        else await this.discoverSitemaps(origin, entry);
         const last = log.outcomes.at(-1);
         this.frontier.release(h, this.politeAfter(h, Date.now(), last?.durationMs ?? Date.now() - t0, undefined));
         return;
@@ -660,9 +669,59 @@ class Agent implements AgentHandle, AgentView {
         if (c) links.push(c);
       }
     } else if (out.status >= 200 && out.status < 300) {
-      this.extractLinks(q, out, links, record);
+      if (q.kind === 'sitemap') this.readSitemap(q, out, links);
+      else this.extractLinks(q, out, links, record);
     }
     await this.finish(q, h, links, record);
+  }
+
+  /**
+   * Sitemaps 0.90 discovery: the `Sitemap:` lines of a freshly fetched
+   * robots.txt (RFC 9309 §2.2.4), or the host's /sitemap.xml when it names none.
+   */
+  private async discoverSitemaps(origin: string, entry: RobotsEntry): Promise<void> {
+    if (!this.config.sitemaps.enabled) return;
+    const listed = entry.verdict === 'parsed' ? entry.rules.sitemaps : [];
+    const urls = listed.length ? listed.slice(0, 50) : [`${origin}/sitemap.xml`];
+    const cands: Candidate[] = [];
+    const grant = robotsGrantPrefix(`${origin}/robots.txt`);
+    for (const u of urls) {
+      const c = this.candidate(u, origin + '/', 0, 'sitemap');
+      if (!c) continue;
+      cands.push(c);
+      // Sitemaps 0.90 "cross submits": a sitemap named by host X's robots.txt may list X's URLs.
+      if (grant && listed.length) this.rememberGrant(c.url, grant);
+    }
+    this.stats.sitemaps.discovered += cands.length;
+    await this.route(cands);
+  }
+
+  /** A fetched sitemap: its URLs become page candidates, nested sitemaps (bounded depth) sitemap candidates. */
+  private readSitemap(q: QueuedUrl, out: FetchResponse, into: Candidate[]): void {
+    const grant = this.sitemapGrants.get(q.url);
+    const sm = parseSitemap(out.body, q.url, grant ? { allowedPrefixes: grant } : {});
+    const st = this.stats.sitemaps;
+    st.fetched++;
+    st.urls += sm.urls.length;
+    st.rejected += sm.rejected.outOfScope + sm.rejected.invalid + sm.rejected.overLimit;
+    if (sm.truncated || out.truncated) st.truncated++;
+    if (sm.kind === 'invalid') { st.invalid++; this.log.warn({ url: q.url, note: sm.note }, 'invalid sitemap'); return; }
+    for (const u of sm.urls) {
+      const c = this.candidate(u.loc, undefined, 1);
+      if (c) into.push(c);
+    }
+    if (q.depth + 1 > this.config.sitemaps.maxIndexDepth) { st.tooDeep += sm.sitemaps.length; return; }
+    for (const child of sm.sitemaps) {
+      const c = this.candidate(child.loc, undefined, q.depth + 1, 'sitemap');
+      if (c) into.push(c);
+    }
+  }
+
+  private rememberGrant(sitemapUrl: string, prefix: string): void {
+    const l = this.sitemapGrants.get(sitemapUrl);
+    if (l) { if (!l.includes(prefix)) l.push(prefix); return; }
+    if (this.sitemapGrants.size >= 10_000) this.sitemapGrants.delete(this.sitemapGrants.keys().next().value!);
+    this.sitemapGrants.set(sitemapUrl, [prefix]);
   }
 
   private noteRecent(h: HostState<HostData>, f: RecentFetch): void {
@@ -706,7 +765,7 @@ class Agent implements AgentHandle, AgentView {
   }
 
   /** Normalises and filters a discovered URL; null if it is turned away (counted). */
-  private candidate(raw: string, base: string | undefined, depth: number): Candidate | null {
+  private candidate(raw: string, base: string | undefined, depth: number, kind: UrlKind = 'page'): Candidate | null {
     const normal = normalizeUrl(raw, base);
     if (!normal) { bump(this.stats.rejected, 'invalid-url'); return null; }
     const url = this.scope.rewrite(normal);
@@ -714,7 +773,7 @@ class Agent implements AgentHandle, AgentView {
     // Scope rejections are counted by the policy itself (summary: rejectedByScope).
     if (this.scope.checkStatic(url, host)) return null;
     const hk = hostKey(host);
-    return { host, hostKey: hk, url, depth, hops: 0, key: seenKey(hk, url) };
+    return { host, hostKey: hk, url, depth, hops: 0, kind, key: seenKey(hk, url) };
   }
 
   /**

@@ -29,6 +29,8 @@ export class CrawlStats {
   nofollowPages = 0;
   canonicals = 0;
   metaRefreshes = 0;
+  /** Sitemaps 0.90: discovered, fetched and parsed, URLs found, turned away, cut at limits, invalid, index too deep. */
+  readonly sitemaps = { discovered: 0, fetched: 0, urls: 0, rejected: 0, truncated: 0, invalid: 0, tooDeep: 0 };
 
   recordResponse(status: number, bytes: number): void {
     this.fetched++;
@@ -53,6 +55,7 @@ export class CrawlStats {
       truncated: this.truncated,
       redirects: this.redirects,
       linksExtracted: this.linksExtracted,
+      sitemaps: { ...this.sitemaps },
       directives: { noindex: this.noindex, nofollowPages: this.nofollowPages, canonicals: this.canonicals, metaRefreshes: this.metaRefreshes },
       urlsDiscovered: this.urlsDiscovered,
       ...extra,

@@ -15,8 +15,12 @@ import type { BatchOp } from '../seen/drum.js';
 import { MinHeap, type HeapSlot } from '../util/heap.js';
 import { HOST_KEY_BYTES, prefixEnd } from '../store/keys.js';
 
+/** What a queued URL is: a page, or a sitemap to parse for URLs (Sitemaps 0.90). */
+export type UrlKind = 'page' | 'sitemap';
+
 export interface QueuedUrl {
   url: string;
+  kind: UrlKind;
   depth: number;
   /** How many times the mesh forwarded it (kept for re-forwarding). */
   hops: number;
@@ -27,6 +31,7 @@ export interface QueuedUrl {
 export interface NewUrl {
   host: string;
   hostKey: Buffer;
+  kind?: UrlKind;
   url: string;
   depth: number;
   hops: number;
@@ -66,19 +71,20 @@ export interface FrontierOptions<D> {
 
 const SEQ_KEY = Buffer.from('seq');
 
-export function encodeEntry(url: string, depth: number, hops: number): Buffer {
+// Entry format: byte 0 = version/kind (1 page, 2 sitemap), depth, hops, URL.
+export function encodeEntry(url: string, depth: number, hops: number, kind: UrlKind = 'page'): Buffer {
   const body = Buffer.from(url, 'utf8');
   const out = Buffer.allocUnsafe(3 + body.length);
-  out[0] = 1; // format version
+  out[0] = kind === 'sitemap' ? 2 : 1;
   out[1] = Math.min(depth, 255);
   out[2] = Math.min(hops, 255);
   body.copy(out, 3);
   return out;
 }
 
-export function decodeEntry(value: Buffer): { url: string; depth: number; hops: number } | undefined {
-  if (value.length < 4 || value[0] !== 1) return undefined;
-  return { depth: value[1]!, hops: value[2]!, url: value.toString('utf8', 3) };
+export function decodeEntry(value: Buffer): { url: string; depth: number; hops: number; kind: UrlKind } | undefined {
+  if (value.length < 4 || (value[0] !== 1 && value[0] !== 2)) return undefined;
+  return { depth: value[1]!, hops: value[2]!, url: value.toString('utf8', 3), kind: value[0] === 2 ? 'sitemap' : 'page' };
 }
 
 export class Frontier<D> {
@@ -154,7 +160,7 @@ export class Frontier<D> {
       it.hostKey.copy(key, 0, 0, HOST_KEY_BYTES);
       key.writeBigUInt64BE(this.seq++, HOST_KEY_BYTES);
       it.frontierKey = key;
-      ops.push({ type: 'put', sublevel: this.frontier, key, value: encodeEntry(it.url, it.depth, it.hops) });
+      ops.push({ type: 'put', sublevel: this.frontier, key, value: encodeEntry(it.url, it.depth, it.hops, it.kind) });
       if (!this.hosts.has(it.host)) ops.push({ type: 'put', sublevel: this.hostNames, key: it.hostKey, value: Buffer.from(it.host) });
     }
     const seq = Buffer.allocUnsafe(8);
@@ -168,7 +174,7 @@ export class Frontier<D> {
     for (const it of items) {
       this.queued++;
       const h = this.ensureHost(it.host, it.hostKey);
-      const q: QueuedUrl = { url: it.url, depth: it.depth, hops: it.hops, key: it.frontierKey! };
+      const q: QueuedUrl = { url: it.url, kind: it.kind ?? 'page', depth: it.depth, hops: it.hops, key: it.frontierKey! };
       if (h.active && !h.loading && !h.diskMore && h.head.length < this.opts.headSize) {
         // The whole queue is in memory: append directly, no disk read needed.
         h.head.push(q);
@@ -322,7 +328,7 @@ export class Frontier<D> {
       h.lastLoaded = key;
       const e = decodeEntry(value);
       if (!e) { corrupt.push(key); continue; }
-      h.head.push({ url: e.url, depth: e.depth, hops: e.hops, key });
+      h.head.push({ url: e.url, kind: e.kind, depth: e.depth, hops: e.hops, key });
     }
     if (entries.length < want && !h.committedDuringLoad) h.diskMore = false;
     if (corrupt.length) {

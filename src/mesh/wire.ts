@@ -33,6 +33,10 @@ export const MAX_HOPS = 255;
  * counts stay far below 128 (the forwarding limit is a handful).
  */
 export const SEEN_ONLY_FLAG = 0x80;
+/** Bit 6 of the hops byte: the URL is a sitemap to parse, not a page (Sitemaps 0.90 discovery across agents). */
+export const SITEMAP_FLAG = 0x40;
+/** The hop count proper: the hops byte without its flag bits. */
+export const HOPS_MASK = 0x3f;
 /** Counters and sequence numbers are integers below 2^53 (exact in a JS number). */
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
