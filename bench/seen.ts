@@ -80,6 +80,8 @@ interface RunResult {
   insertCpu: number; lookupCpu: number;
   /** Of which the main (JS) thread. */
   insertMain: number; lookupMain: number;
+  insertSplit: { anon: number; file: number }; lookupSplit: { anon: number; file: number };
+  filter: { ready: boolean; keys: number; bytes: number; layers: number };
   load: number;
   /** Insert rate over each tenth of the insert phase (ops/s). */
   insertWindows: number[];
@@ -138,6 +140,7 @@ async function runOnce(a: Args, n: number): Promise<RunResult> {
   const insertSecs = (performance.now() - t0) / 1000;
   const insertCpu = cpu() - c0;
   const insertMain = mainThreadCpu() - m0;
+  const insertSplit = procRss();
   if (process.env.BENCH_MEM) {
     (globalThis as { gc?: () => void }).gc?.();
     process.stderr.write(`after insert${(globalThis as { gc?: unknown }).gc ? ' + gc' : ''}: ${JSON.stringify(process.memoryUsage())}, filter ${JSON.stringify(drum.filterInfo)}\n`);
@@ -215,11 +218,12 @@ async function runOnce(a: Args, n: number): Promise<RunResult> {
   const lookupSecs = (performance.now() - t0) / 1000;
   const lookupCpu = cpu() - c0;
   const lookupMain = mainThreadCpu() - m0;
+  const lookupSplit = procRss();
   await store.close();
   const dbMB = dirBytes(join(dir, 'db')) / 2 ** 20;
   if (!a.keep) rmSync(dir, { recursive: true, force: true });
   return {
-    n, insertSecs, lookupSecs, insertCpu, lookupCpu, insertMain, lookupMain, load: (load0 + loadavg()[0]!) / 2, insertWindows, lookupWindows, hits, expectedHits, falseMisses, falseHits,
+    n, insertSecs, lookupSecs, insertCpu, lookupCpu, insertMain, lookupMain, insertSplit, lookupSplit, filter: drum.filterInfo, load: (load0 + loadavg()[0]!) / 2, insertWindows, lookupWindows, hits, expectedHits, falseMisses, falseHits,
     rssMB: process.resourceUsage().maxRSS / 1024, dbMB, stats: { ...drum.stats },
   };
 }
@@ -255,6 +259,15 @@ function childRun(a: Args, n: number): Promise<RunResult> {
   });
 }
 
+/** Resident memory split (Linux /proc): anonymous (heap, LevelDB caches, malloc) vs file-backed (LevelDB mmaps its table files), MB. */
+function procRss(): { anon: number; file: number } {
+  try {
+    const st = readFileSync('/proc/self/status', 'utf8');
+    const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
+    return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+  } catch { return { anon: NaN, file: NaN }; }
+}
+
 const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1];
 const k = (x: number): string => `${(x / 1000).toFixed(0)} k`;
 const M = (n: number): string => (n >= 1e6 ? `${n / 1e6} M` : `${n / 1e3} k`);
@@ -280,6 +293,8 @@ async function main(): Promise<void> {
       console.log(`      CPU per op: insert ${(res.insertCpu * 1e6 / n).toFixed(2)} µs (JS thread ${(res.insertMain * 1e6 / n).toFixed(2)}), ` +
         `lookup ${(res.lookupCpu * 1e6 / n).toFixed(2)} µs (JS thread ${(res.lookupMain * 1e6 / n).toFixed(2)}); load average ${res.load.toFixed(1)} on ${cpus().length} CPUs; ` +
         `store reads ${res.stats.storeReads}, filter-proved new ${res.stats.filterNew}`);
+      console.log(`      memory: after inserts ${res.insertSplit.anon.toFixed(0)} MB anonymous + ${res.insertSplit.file.toFixed(0)} MB file-backed, after lookups ${res.lookupSplit.anon.toFixed(0)} + ${res.lookupSplit.file.toFixed(0)} MB; ` +
+        `filter ${(res.filter.bytes / 2 ** 20).toFixed(1)} MB in ${res.filter.layers} layers`);
       console.log(`      insert by tenth: ${res.insertWindows.map(k).join(', ')}`);
       console.log(`      lookup by tenth: ${res.lookupWindows.map(k).join(', ')}`);
     }
