@@ -80,6 +80,10 @@ interface RunResult {
   insertCpu: number; lookupCpu: number;
   /** Of which the main (JS) thread. */
   insertMain: number; lookupMain: number;
+  insertSplit: { anon: number; file: number }; lookupSplit: { anon: number; file: number };
+  filter: { ready: boolean; keys: number; bytes: number; layers: number };
+  /** Restart: seconds to rebuild the filter from the store, and the rebuilt filter. */
+  rebuildSecs: number; rebuilt: { ready: boolean; keys: number; bytes: number; layers: number };
   load: number;
   /** Insert rate over each tenth of the insert phase (ops/s). */
   insertWindows: number[];
@@ -138,6 +142,7 @@ async function runOnce(a: Args, n: number): Promise<RunResult> {
   const insertSecs = (performance.now() - t0) / 1000;
   const insertCpu = cpu() - c0;
   const insertMain = mainThreadCpu() - m0;
+  const insertSplit = procRss();
   if (process.env.BENCH_MEM) {
     (globalThis as { gc?: () => void }).gc?.();
     process.stderr.write(`after insert${(globalThis as { gc?: unknown }).gc ? ' + gc' : ''}: ${JSON.stringify(process.memoryUsage())}, filter ${JSON.stringify(drum.filterInfo)}\n`);
@@ -215,11 +220,20 @@ async function runOnce(a: Args, n: number): Promise<RunResult> {
   const lookupSecs = (performance.now() - t0) / 1000;
   const lookupCpu = cpu() - c0;
   const lookupMain = mainThreadCpu() - m0;
+  const lookupSplit = procRss();
   await store.close();
+  // Restart: the filter is rebuilt from the store by one key scan.
+  const store2 = await openStore(dir, a.dbOpts);
+  const tr = performance.now();
+  const drum2 = new Drum<DrumItem>(store2.db, store2.seen, { batchSize: a.batch, maxWaitMs: 5, valueOf: () => VALUE, onNew: () => [], afterCommit: () => {} });
+  await drum2.ready();
+  const rebuildSecs = (performance.now() - tr) / 1000;
+  const rebuilt = drum2.filterInfo;
+  await store2.close();
   const dbMB = dirBytes(join(dir, 'db')) / 2 ** 20;
   if (!a.keep) rmSync(dir, { recursive: true, force: true });
   return {
-    n, insertSecs, lookupSecs, insertCpu, lookupCpu, insertMain, lookupMain, load: (load0 + loadavg()[0]!) / 2, insertWindows, lookupWindows, hits, expectedHits, falseMisses, falseHits,
+    n, insertSecs, lookupSecs, insertCpu, lookupCpu, insertMain, lookupMain, insertSplit, lookupSplit, filter: drum.filterInfo, rebuildSecs, rebuilt, load: (load0 + loadavg()[0]!) / 2, insertWindows, lookupWindows, hits, expectedHits, falseMisses, falseHits,
     rssMB: process.resourceUsage().maxRSS / 1024, dbMB, stats: { ...drum.stats },
   };
 }
@@ -255,6 +269,15 @@ function childRun(a: Args, n: number): Promise<RunResult> {
   });
 }
 
+/** Resident memory split (Linux /proc): anonymous (heap, LevelDB caches, malloc) vs file-backed (LevelDB mmaps its table files), MB. */
+function procRss(): { anon: number; file: number } {
+  try {
+    const st = readFileSync('/proc/self/status', 'utf8');
+    const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
+    return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+  } catch { return { anon: NaN, file: NaN }; }
+}
+
 const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1];
 const k = (x: number): string => `${(x / 1000).toFixed(0)} k`;
 const M = (n: number): string => (n >= 1e6 ? `${n / 1e6} M` : `${n / 1e3} k`);
@@ -280,6 +303,9 @@ async function main(): Promise<void> {
       console.log(`      CPU per op: insert ${(res.insertCpu * 1e6 / n).toFixed(2)} µs (JS thread ${(res.insertMain * 1e6 / n).toFixed(2)}), ` +
         `lookup ${(res.lookupCpu * 1e6 / n).toFixed(2)} µs (JS thread ${(res.lookupMain * 1e6 / n).toFixed(2)}); load average ${res.load.toFixed(1)} on ${cpus().length} CPUs; ` +
         `store reads ${res.stats.storeReads}, filter-proved new ${res.stats.filterNew}`);
+      console.log(`      memory: after inserts ${res.insertSplit.anon.toFixed(0)} MB anonymous + ${res.insertSplit.file.toFixed(0)} MB file-backed, after lookups ${res.lookupSplit.anon.toFixed(0)} + ${res.lookupSplit.file.toFixed(0)} MB; ` +
+        `filter ${(res.filter.bytes / 2 ** 20).toFixed(1)} MB in ${res.filter.layers} layers; ` +
+        `restart: filter rebuilt from ${res.rebuilt.keys} keys in ${res.rebuildSecs.toFixed(2)} s (${(res.rebuilt.bytes / 2 ** 20).toFixed(1)} MB, ${res.rebuilt.layers} layer${res.rebuilt.layers === 1 ? '' : 's'})`);
       console.log(`      insert by tenth: ${res.insertWindows.map(k).join(', ')}`);
       console.log(`      lookup by tenth: ${res.lookupWindows.map(k).join(', ')}`);
     }

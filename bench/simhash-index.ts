@@ -54,7 +54,8 @@ interface RunResult {
   planted: number; recalled: number;
   randomFp: number; randomFpMatches: number;
   randomDocs: number; randomDocQueriesMatched: number; randomDocMatches: number;
-  wrongDistance: number; rssMB: number; buildRssMB: number; queryRssMB: number; dbMB: number; load: number; cpuSecs: number;
+  wrongDistance: number; rssMB: number; buildRssMB: number; queryRssMB: number;
+  buildSplit: { anon: number; file: number }; querySplit: { anon: number; file: number }; dbMB: number; load: number; cpuSecs: number;
 }
 
 async function runChild(a: Args, fpFile: string): Promise<RunResult> {
@@ -85,8 +86,9 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   await idx.flush();
   const addSecs = (performance.now() - t0) / 1000;
   const buildRssMB = rssPeak / 2 ** 20;
+  const buildSplit = procRss();
   rssPeak = 0;
-  if (process.env.BENCH_MEM) { (globalThis as { gc?: () => void }).gc?.(); process.stderr.write(`after build + gc: ${JSON.stringify(process.memoryUsage())}\n`); }
+  if (process.env.BENCH_MEM) { (globalThis as { gc?: () => void }).gc?.(); process.stderr.write(`after build + gc: ${JSON.stringify(process.memoryUsage())} ${readFileSync('/proc/self/status', 'utf8').split('\n').filter((l) => l.startsWith('Rss')).join(' ')}\n`); }
 
   // Query mix, generated up front so the timed loop only queries.
   const r = prng(4242);
@@ -133,6 +135,7 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   const querySecs = (performance.now() - t0) / 1000;
   clearInterval(sampler);
   const queryRssMB = rssPeak / 2 ** 20;
+  const querySplit = procRss();
   const cu = process.cpuUsage(c0);
   await store.close();
   let dbBytes = 0;
@@ -140,7 +143,7 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   rmSync(dir, { recursive: true, force: true });
   return {
     addSecs, querySecs, queries: qs.length, planted, recalled, randomFp, randomFpMatches, randomDocs, randomDocQueriesMatched, randomDocMatches,
-    wrongDistance, rssMB: process.resourceUsage().maxRSS / 1024, buildRssMB, queryRssMB, dbMB: dbBytes / 2 ** 20, load: (load0 + loadavg()[0]!) / 2, cpuSecs: (cu.user + cu.system) / 1e6,
+    wrongDistance, rssMB: process.resourceUsage().maxRSS / 1024, buildRssMB, queryRssMB, buildSplit, querySplit, dbMB: dbBytes / 2 ** 20, load: (load0 + loadavg()[0]!) / 2, cpuSecs: (cu.user + cu.system) / 1e6,
   };
 }
 
@@ -155,6 +158,15 @@ function spawnRun(a: Args, fpFile: string): Promise<RunResult> {
     child.stdout.on('data', (d: string) => { out += d; });
     child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop()!) as RunResult) : reject(new Error(`child exited ${code}`))));
   });
+}
+
+/** Resident memory split (Linux /proc): anonymous (heap, LevelDB caches, malloc) vs file-backed (LevelDB mmaps its table files), MB. */
+function procRss(): { anon: number; file: number } {
+  try {
+    const st = readFileSync('/proc/self/status', 'utf8');
+    const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
+    return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+  } catch { return { anon: NaN, file: NaN }; }
 }
 
 const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]!;
@@ -191,7 +203,7 @@ async function main(): Promise<void> {
       console.log(`  run ${run + 1}: index ${(a.n / res.addSecs / 1000).toFixed(0)} k fingerprints/s (${res.addSecs.toFixed(1)} s), ` +
         `query ${(res.queries / res.querySecs / 1000).toFixed(1)} k/s, recall ${res.recalled}/${res.planted}, ` +
         `random-fp matches ${res.randomFpMatches}/${res.randomFp}, random-doc queries with a match ${res.randomDocQueriesMatched}/${res.randomDocs} (${res.randomDocMatches} matches), ` +
-        `wrong distances ${res.wrongDistance}, peak RSS ${res.rssMB.toFixed(0)} MB (build ${res.buildRssMB.toFixed(0)}, queries ${res.queryRssMB.toFixed(0)}), db ${res.dbMB.toFixed(0)} MB, load ${res.load.toFixed(1)}/${cpus().length} CPUs`);
+        `wrong distances ${res.wrongDistance}, peak RSS ${res.rssMB.toFixed(0)} MB (build ${res.buildRssMB.toFixed(0)}, queries ${res.queryRssMB.toFixed(0)}; at the end of the build ${res.buildSplit.anon.toFixed(0)} MB anonymous + ${res.buildSplit.file.toFixed(0)} MB file-backed), db ${res.dbMB.toFixed(0)} MB, load ${res.load.toFixed(1)}/${cpus().length} CPUs`);
     }
   } finally {
     rmSync(work, { recursive: true, force: true });

@@ -212,7 +212,12 @@ export class Drum<T extends DrumItem> {
     this.filterReady = true;
   }
 
-  /** Rough count of seen entries from LevelDB's size estimate of the sublevel's range (≈ 12 bytes per entry on disk, an overestimate-leaning divisor). */
+  /**
+   * Rough count of seen entries from LevelDB's size estimate of the sublevel's
+   * range. An entry takes ≈ 22 bytes in an uncompressed table (16-byte key
+   * after the shared prefix, sequence number, 1-byte value, lengths); dividing
+   * by 16 leans towards more capacity, i.e. headroom for the keys to come.
+   */
   private async estimateKeys(): Promise<number> {
     const prefix = (this.seen as unknown as { prefix?: string }).prefix;
     if (typeof prefix !== 'string' || prefix.length === 0) return 0;
@@ -220,7 +225,7 @@ export class Drum<T extends DrumItem> {
     const hi = Buffer.from(lo);
     hi[hi.length - 1]!++;
     const bytes = await (this.db as unknown as { approximateSize(a: Buffer, b: Buffer): Promise<number> }).approximateSize(lo, hi);
-    return Math.ceil(bytes / 12);
+    return Math.ceil(bytes / 16);
   }
 
   /**
