@@ -42,10 +42,14 @@ test('three agents: every endpoint answers; inspect names owner and WARC locatio
   const dir = tempDir();
   const p2p = 47_000 + (process.pid % 500) * 4;
   const apis = [p2p + 1, p2p + 2, p2p + 3].map((p) => `127.0.0.1:${p}`);
-  const procs = apis.map((api, i) => spawn(process.execPath, [BIN, 'join', '--data-dir', join(dir, `a${i}`), '--api', api,
+  const start = (api: string, i: number) => spawn(process.execPath, [BIN, 'join', '--data-dir', join(dir, `a${i}`), '--api', api,
     '--listen', `/ip4/127.0.0.1/tcp/${i === 0 ? p2p : 0}`, ...(i > 0 ? ['--seed', `127.0.0.1:${p2p}`] : []),
     '--min-delay', '50', '--delay-factor', '0', '--heartbeat', '250', '--progress', 'off', '--log-level', 'warn', '--no-sitemaps',
-    ...web.resolveArgs.flatMap((r) => ['--resolve', r])], { stdio: ['ignore', 'ignore', 'inherit'] }));
+    ...web.resolveArgs.flatMap((r) => ['--resolve', r])], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // The first agent starts the mesh; the others join once its API (hence its node) is up.
+  const procs = [start(apis[0]!, 0)];
+  await until(async () => { try { await json<Status>(`http://${apis[0]}/status`); return true; } catch { return false; } }, 30_000, 'first agent up');
+  procs.push(start(apis[1]!, 1), start(apis[2]!, 2));
   const exited = procs.map((p) => new Promise<number | null>((r) => p.once('close', r)));
   try {
     const base = apis.map((a) => `http://${a}`);
