@@ -244,7 +244,17 @@ class Agent implements AgentHandle, AgentView {
     this.metrics.beforeScrape(() => {
       this.metrics.setFrontier(this.frontier.queued, this.frontier.knownHosts, this.frontier.activeHosts);
       this.metrics.setInFlight(this.inFlight);
-      this.metrics.setMembers({ active: 1 });
+      // Oldest robots.txt copy in use: its age is the TTL minus what is left of it.
+      let oldestExpiry = Infinity;
+      for (const h of this.frontier.allHosts()) for (const e of h.data.robots.values()) if (e.verdict === 'parsed' || e.verdict === 'unavailable') oldestExpiry = Math.min(oldestExpiry, e.expires);
+      if (oldestExpiry !== Infinity) this.metrics.setRobotsCacheAge(Math.max(0, (this.config.robots.cacheTtlMs - (oldestExpiry - Date.now())) / 1000));
+      if (this.mesh) {
+        const members = this.mesh.members();
+        this.metrics.setMembers({ active: members.filter((m) => m.state === 'active').length, leaving: members.filter((m) => m.state === 'leaving').length });
+        for (const m of members) if (!m.self) this.metrics.setOutboxDepth(m.id.slice(-12), this.mesh.outbox.queued(m.id));
+      } else {
+        this.metrics.setMembers({ active: 1 });
+      }
     });
     this.sampler = setInterval(() => this.history.sample(Date.now(), this.stats.fetched), 1000);
     this.sampler.unref();
