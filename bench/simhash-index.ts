@@ -23,14 +23,15 @@ import { SimhashStore } from '../src/dedup/index.js';
 import { SIMHASH_TABLES, SIMHASH_TABLES_16, hamming64, simhash64 } from '../src/dedup/simhash.js';
 import { article, prng } from './textgen.js';
 
-interface Args { n: number; docs: number; queries: number; concurrency: number; runs: number; layout: 4 | 16; dir: string; child: string | undefined }
+interface Args { writeRound: number; n: number; docs: number; queries: number; concurrency: number; runs: number; layout: 4 | 16; dir: string; child: string | undefined }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { n: 1_000_000, docs: 100_000, queries: 50_000, concurrency: 32, runs: 3, layout: 4, dir: tmpdir(), child: undefined };
+  const a: Args = { writeRound: 4096, n: 1_000_000, docs: 100_000, queries: 50_000, concurrency: 32, runs: 3, layout: 4, dir: tmpdir(), child: undefined };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i], v = argv[i + 1];
     if (k === '--n') { a.n = Number(v); i++; }
     else if (k === '--docs') { a.docs = Number(v); i++; }
+    else if (k === '--write-round') { a.writeRound = Number(v); i++; }
     else if (k === '--queries') { a.queries = Number(v); i++; }
     else if (k === '--concurrency') { a.concurrency = Number(v); i++; }
     else if (k === '--runs') { a.runs = Number(v); i++; }
@@ -50,11 +51,11 @@ const DOC_WORDS = 300;
 const QUERY_DOC_SEED = 100_000_000;
 
 interface RunResult {
-  addSecs: number; querySecs: number; queries: number;
+  addSecs: number; compactSecs: number; querySecs: number; queries: number;
   planted: number; recalled: number;
   randomFp: number; randomFpMatches: number;
   randomDocs: number; randomDocQueriesMatched: number; randomDocMatches: number;
-  wrongDistance: number; rssMB: number; buildRssMB: number; queryRssMB: number;
+  wrongDistance: number; queryCpuUs: number; queryMainUs: number; rssMB: number; buildRssMB: number; queryRssMB: number;
   buildSplit: { anon: number; file: number }; querySplit: { anon: number; file: number }; dbMB: number; load: number; cpuSecs: number;
 }
 
@@ -66,7 +67,7 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   const queryDocs = all.subarray(a.n);
   const dir = mkdtempSync(join(a.dir, 'ubicrawl-bench-simhash-'));
   const store = await openStore(dir);
-  const idx = new SimhashStore(store.simhash, a.layout === 16 ? SIMHASH_TABLES_16 : SIMHASH_TABLES);
+  const idx = new SimhashStore(store.simhash, a.layout === 16 ? SIMHASH_TABLES_16 : SIMHASH_TABLES, { maxWriteRound: a.writeRound });
   const load0 = loadavg()[0]!;
   const c0 = process.cpuUsage();
   let rssPeak = 0;
@@ -85,6 +86,12 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   await inflight;
   await idx.flush();
   const addSecs = (performance.now() - t0) / 1000;
+  // Settle: compact the index's key range so the queries measure a steady
+  // index, not the background compaction the bulk build left behind (a
+  // crawler adds a few fingerprints per second; this bench adds a million).
+  const tc = performance.now();
+  await (store.db as unknown as { compactRange(a: Buffer, b: Buffer): Promise<void> }).compactRange(Buffer.from('!simhash!'), Buffer.from('!simhash"'));
+  const compactSecs = (performance.now() - tc) / 1000;
   const buildRssMB = rssPeak / 2 ** 20;
   const buildSplit = procRss();
   rssPeak = 0;
@@ -112,6 +119,8 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   }
   let planted = 0, recalled = 0, randomFp = 0, randomFpMatches = 0, randomDocs = 0, randomDocQueriesMatched = 0, randomDocMatches = 0, wrongDistance = 0;
   let next = 0;
+  const qc0 = process.cpuUsage();
+  const qm0 = mainThreadCpu();
   t0 = performance.now();
   const worker = async (): Promise<void> => {
     while (next < qs.length) {
@@ -133,6 +142,9 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   };
   await Promise.all(Array.from({ length: a.concurrency }, worker));
   const querySecs = (performance.now() - t0) / 1000;
+  const qcu = process.cpuUsage(qc0);
+  const queryCpuUs = ((qcu.user + qcu.system) / qs.length);
+  const queryMainUs = ((mainThreadCpu() - qm0) * 1e6) / qs.length;
   clearInterval(sampler);
   const queryRssMB = rssPeak / 2 ** 20;
   const querySplit = procRss();
@@ -142,15 +154,15 @@ async function runChild(a: Args, fpFile: string): Promise<RunResult> {
   for (const f of readdirSync(join(dir, 'db'))) dbBytes += statSync(join(dir, 'db', f)).size;
   rmSync(dir, { recursive: true, force: true });
   return {
-    addSecs, querySecs, queries: qs.length, planted, recalled, randomFp, randomFpMatches, randomDocs, randomDocQueriesMatched, randomDocMatches,
-    wrongDistance, rssMB: process.resourceUsage().maxRSS / 1024, buildRssMB, queryRssMB, buildSplit, querySplit, dbMB: dbBytes / 2 ** 20, load: (load0 + loadavg()[0]!) / 2, cpuSecs: (cu.user + cu.system) / 1e6,
+    addSecs, compactSecs, querySecs, queries: qs.length, planted, recalled, randomFp, randomFpMatches, randomDocs, randomDocQueriesMatched, randomDocMatches,
+    wrongDistance, queryCpuUs, queryMainUs, rssMB: process.resourceUsage().maxRSS / 1024, buildRssMB, queryRssMB, buildSplit, querySplit, dbMB: dbBytes / 2 ** 20, load: (load0 + loadavg()[0]!) / 2, cpuSecs: (cu.user + cu.system) / 1e6,
   };
 }
 
 function spawnRun(a: Args, fpFile: string): Promise<RunResult> {
   const self = fileURLToPath(import.meta.url);
   const argv = [...process.execArgv, self, '--child', fpFile, '--n', String(a.n), '--docs', String(a.docs), '--queries', String(a.queries),
-    '--concurrency', String(a.concurrency), '--layout', String(a.layout), '--dir', a.dir];
+    '--concurrency', String(a.concurrency), '--write-round', String(a.writeRound), '--layout', String(a.layout), '--dir', a.dir];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -167,6 +179,15 @@ function procRss(): { anon: number; file: number } {
     const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
     return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
   } catch { return { anon: NaN, file: NaN }; }
+}
+
+/** CPU seconds of the main (JS) thread, from /proc (Linux); NaN elsewhere. */
+function mainThreadCpu(): number {
+  try {
+    const st = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch { return NaN; }
 }
 
 const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]!;
@@ -200,8 +221,8 @@ async function main(): Promise<void> {
     for (let run = 0; run < a.runs; run++) {
       const res = await spawnRun(a, fpFile);
       rs.push(res);
-      console.log(`  run ${run + 1}: index ${(a.n / res.addSecs / 1000).toFixed(0)} k fingerprints/s (${res.addSecs.toFixed(1)} s), ` +
-        `query ${(res.queries / res.querySecs / 1000).toFixed(1)} k/s, recall ${res.recalled}/${res.planted}, ` +
+      console.log(`  run ${run + 1}: index ${(a.n / res.addSecs / 1000).toFixed(0)} k fingerprints/s (${res.addSecs.toFixed(1)} s, then compaction ${res.compactSecs.toFixed(1)} s), ` +
+        `query ${(res.queries / res.querySecs / 1000).toFixed(1)} k/s (CPU ${res.queryCpuUs.toFixed(1)} µs/query, JS thread ${res.queryMainUs.toFixed(1)}), recall ${res.recalled}/${res.planted}, ` +
         `random-fp matches ${res.randomFpMatches}/${res.randomFp}, random-doc queries with a match ${res.randomDocQueriesMatched}/${res.randomDocs} (${res.randomDocMatches} matches), ` +
         `wrong distances ${res.wrongDistance}, peak RSS ${res.rssMB.toFixed(0)} MB (build ${res.buildRssMB.toFixed(0)}, queries ${res.queryRssMB.toFixed(0)}; at the end of the build ${res.buildSplit.anon.toFixed(0)} MB anonymous + ${res.buildSplit.file.toFixed(0)} MB file-backed), db ${res.dbMB.toFixed(0)} MB, load ${res.load.toFixed(1)}/${cpus().length} CPUs`);
     }
@@ -213,7 +234,7 @@ async function main(): Promise<void> {
   const recall = rs.reduce((s, x) => s + x.recalled, 0) / rs.reduce((s, x) => s + x.planted, 0);
   const docFalse = rs.reduce((s, x) => s + x.randomDocQueriesMatched, 0) / rs.reduce((s, x) => s + x.randomDocs, 0);
   const fpFalse = rs.reduce((s, x) => s + x.randomFpMatches, 0) / rs.reduce((s, x) => s + x.randomFp, 0);
-  console.log(`median: query ${(q / 1000).toFixed(1)} k/s, index ${(add / 1000).toFixed(0)} k fingerprints/s, peak RSS ${median(rs.map((x) => x.rssMB)).toFixed(0)} MB; ` +
+  console.log(`median: query ${(q / 1000).toFixed(1)} k/s (CPU ${median(rs.map((x) => x.queryCpuUs)).toFixed(1)} µs/query, load ${median(rs.map((x) => x.load)).toFixed(1)}), index ${(add / 1000).toFixed(0)} k fingerprints/s, peak RSS ${median(rs.map((x) => x.rssMB)).toFixed(0)} MB; ` +
     `recall ${(recall * 100).toFixed(2)} %; false-match rate: random documents ${(docFalse * 100).toFixed(3)} % of queries, random fingerprints ${(fpFalse * 100).toFixed(3)} %`);
 }
 

@@ -42,8 +42,7 @@ export interface SimhashStoreHit {
 /** Bytes per bucket entry: fingerprint ‖ id hash. */
 export const SIMHASH_ENTRY_BYTES = 16;
 const DOC_TAG = 0xff;
-/** Most add/remove requests applied by one read-modify-write round. */
-const MAX_WRITE_ROUND = 16384;
+
 const MASK64 = (1n << 64n) - 1n;
 
 const u64 = new BigUint64Array(1);
@@ -85,6 +84,8 @@ export interface SimhashStoreOptions {
   maxQueryBatch?: number;
   /** Query rounds in flight at once (default 2). */
   queryRounds?: number;
+  /** Most add/remove requests applied by one read-modify-write round (default 4096). */
+  maxWriteRound?: number;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -184,6 +185,7 @@ export class SimhashStore {
   private queryRounds = 0;
   private readonly maxQueryBatch: number;
   private readonly maxQueryRounds: number;
+  private readonly maxWriteRound: number;
   /** Counters: queries answered, buckets read, candidates compared, write rounds. */
   readonly stats = { queries: 0, bucketReads: 0, candidates: 0, writeRounds: 0 };
 
@@ -204,6 +206,7 @@ export class SimhashStore {
     }
     this.maxQueryBatch = Math.max(1, opts.maxQueryBatch ?? 512);
     this.maxQueryRounds = Math.max(1, opts.queryRounds ?? 2);
+    this.maxWriteRound = Math.max(1, opts.maxWriteRound ?? 4096);
   }
 
   /** Indexes `fp` for document `id`; resolves once durable. Adding the same (fp, id) twice is a no-op. */
@@ -271,7 +274,7 @@ export class SimhashStore {
   private kickWrites(): void {
     if (this.writing || this.writes.length === 0) return;
     // Bounded rounds: a bulk load does not read and rewrite the whole index in one batch.
-    const reqs = this.writes.length <= MAX_WRITE_ROUND ? this.writes : this.writes.splice(0, MAX_WRITE_ROUND);
+    const reqs = this.writes.length <= this.maxWriteRound ? this.writes : this.writes.splice(0, this.maxWriteRound);
     if (reqs === this.writes) this.writes = [];
     this.writing = this.writeRound(reqs).then(
       () => { for (const r of reqs) finish(r.group, undefined); },
