@@ -239,14 +239,7 @@ async function runOnce(a: Args, n: number): Promise<RunResult> {
 }
 
 import { readdirSync, statSync, readFileSync } from 'node:fs';
-/** CPU seconds of the main (JS) thread, from /proc (Linux); NaN elsewhere. */
-function mainThreadCpu(): number {
-  try {
-    const st = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch { return NaN; }
-}
+import { mainThreadCpu } from './measure.js';
 function dirBytes(d: string): number {
   let s = 0;
   for (const f of readdirSync(d)) s += statSync(join(d, f)).size;

@@ -22,6 +22,7 @@ import { openStore } from '../src/store/db.js';
 import { SimhashStore } from '../src/dedup/index.js';
 import { SIMHASH_TABLES, SIMHASH_TABLES_16, hamming64, simhash64 } from '../src/dedup/simhash.js';
 import { article, prng } from './textgen.js';
+import { mainThreadCpu } from './measure.js';
 
 interface Args { writeRound: number; n: number; docs: number; queries: number; concurrency: number; runs: number; layout: 4 | 16; dir: string; child: string | undefined }
 
@@ -181,14 +182,6 @@ function procRss(): { anon: number; file: number } {
   } catch { return { anon: NaN, file: NaN }; }
 }
 
-/** CPU seconds of the main (JS) thread, from /proc (Linux); NaN elsewhere. */
-function mainThreadCpu(): number {
-  try {
-    const st = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
-    const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch { return NaN; }
-}
 
 const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]!;
 

@@ -15,14 +15,8 @@ import { HostRing, type HostRingOptions } from '../assign/ring.js';
 import { decodeHeartbeat, encodeHeartbeat, membersTopic, type Heartbeat, type MemberCounters, type MemberState } from './wire.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
 
-export interface MemberInfo {
-  id: string;
-  addrs: string[];
-  capacity: number;
-  incarnation: number;
-  state: MemberState;
-  counters: MemberCounters;
-  seq: number;
+/** A member as this agent knows it: its latest heartbeat, plus when we heard it. */
+export interface MemberInfo extends Heartbeat {
   /** Local clock (ms) when the latest heartbeat was accepted; for self, when it was sent. */
   lastHeard: number;
   self: boolean;
