@@ -21,7 +21,11 @@ RUN useradd --system --create-home --home-dir /home/ubicrawl ubicrawl \
  && mkdir -p /data && chown ubicrawl /data
 USER ubicrawl
 VOLUME ["/data"]
-# 4001: libp2p TCP; 8686: agent HTTP API
-EXPOSE 4001 8686
+# 4001: libp2p TCP; 7070: agent HTTP API (beyond loopback it requires the token in /data/api.token)
+EXPOSE 4001 7070
+# The API answers /status once the agent is up; the token file is the one passed to --api-token-file.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:7070/status',{headers:{authorization:'Bearer '+require('fs').readFileSync('/data/api.token','utf8').trim()}}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "/app/bin/ubicrawl.js"]
-CMD ["join", "--data-dir", "/data"]
+# Create /data/api.token (16+ characters, chmod 600) before the first start.
+CMD ["join", "--data-dir", "/data", "--listen", "/ip4/0.0.0.0/tcp/4001", "--api", "0.0.0.0:7070", "--api-token-file", "/data/api.token"]

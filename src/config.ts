@@ -38,11 +38,35 @@ export interface AgentConfig {
   warc: WarcConfig;
   frontier: FrontierConfig;
   seen: SeenConfig;
+  /** Sitemaps 0.90: follow robots.txt `Sitemap:` lines and each host's /sitemap.xml. */
+  sitemaps: { enabled: boolean; maxIndexDepth: number };
   /** Scope and trap defences; defaults in src/scope/traps.ts (DEFAULT_SCOPE_OPTIONS). */
   scope: Partial<ScopeOptions>;
+  /** The mesh (libp2p). Off: a lone agent without networking (library use, benchmarks). */
+  mesh: MeshConfig;
+  /** Agent HTTP API (`--api HOST:PORT`): off when `listen` is unset. */
+  api: { listen?: string; tokenFile?: string };
   /** Progress display: 'auto' = live line on a TTY, JSON logs otherwise. */
   progress: 'auto' | 'tty' | 'log' | 'off';
   logLevel: string;
+}
+
+export interface MeshConfig {
+  enabled: boolean;
+  /** Peers to join through (multiaddr or host:port). None: start a new mesh. */
+  peers: string[];
+  listen: string[];
+  announce: string[];
+  swarmKeyFile?: string;
+  /** One gossip topic per crawl: agents of different crawls ignore each other. */
+  crawlId: string;
+  /** Share of hosts relative to other agents (UbiCrawler capacity). */
+  capacity: number;
+  heartbeatMs: number;
+  /** Silence (and no connection) after which a member is declared dead. */
+  deadAfterMs: number;
+  /** A URL forwarded this many times is kept where it lands (views disagree for a moment). */
+  maxHops: number;
 }
 
 export interface FetchConfig {
@@ -128,7 +152,20 @@ export function defaultConfig(): AgentConfig {
       batchSize: 4096,
       maxWaitMs: 20,
     },
+    sitemaps: { enabled: true, maxIndexDepth: 3 },
     scope: {},
+    mesh: {
+      enabled: false,
+      peers: [],
+      listen: ['/ip4/0.0.0.0/tcp/4001'],
+      announce: [],
+      crawlId: 'default',
+      capacity: 1,
+      heartbeatMs: 1000,
+      deadAfterMs: 5000,
+      maxHops: 3,
+    },
+    api: {},
     progress: 'auto',
     logLevel: 'info',
   };

@@ -1,3 +1,37 @@
-// Public library API of ubicrawl. Keep this file a list of re-exports.
+// Public library API of ubicrawl (DESIGN.md "Programmatic API"). Keep this file a list of re-exports.
 import './polyfill.js';
+
+// The agent
+export { startAgent, type AgentHandle, type AgentSnapshot } from './crawl/agent.js';
+export { resolveConfig, defaultConfig, parseResolveRule, type AgentConfig, type AgentOptions } from './config.js';
+
+// Standards cores (pure)
+export { RobotsTxt, productToken, formatExplain } from './robots/index.js';
+export type { RobotsExplanation, RobotsTxtJSON } from './robots/index.js';
+export { normalizeUrl, normalizeUrlOrReason, hostOf, DEFAULT_NORMALIZE_OPTIONS, type NormalizeOptions } from './url/normalize.js';
+export { TRACKING_PARAMS } from './url/tracking.js';
+export { parseSitemap, type SitemapParseResult } from './sitemap/parse.js';
+export { DEFAULT_SITEMAP_LIMITS } from './sitemap/limits.js';
+export { extractPage, type PageExtract, type ExtractOptions } from './parse/html.js';
+export { parseMetaRobots, parseXRobotsTag } from './parse/directives.js';
+export { ScopePolicy, DEFAULT_SCOPE_OPTIONS, SCOPE_REASONS, type ScopeOptions, type ScopeReason } from './scope/traps.js';
+
+// Hashing, dedup, assignment
 export { xxh64, xxh64Hex } from './hash/xxhash.js';
+export { simhash64, hamming64, simhashHex, SimhashIndex } from './dedup/simhash.js';
+export { HostRing, DEFAULT_REPLICAS, type HostRingOptions } from './assign/ring.js';
+
+// WARC
+export { WarcWriter } from './warc/writer.js';
+export { readWarc, verifyWarc } from './warc/reader.js';
+export { indexWarcFile, parseCdxjLine } from './warc/cdxj.js';
+export { lookupUrl, getStoredResponse } from './warc/lookup.js';
+export { surt } from './warc/surt.js';
+
+// Politeness
+export { nextAllowedAt, parseRetryAfter } from './politeness/delay.js';
+export { HostResolver } from './fetch/dns.js';
+
+// Operations
+export { startApiServer, DEFAULT_API_LISTEN } from './api/server.js';
+export { createMetrics } from './api/metrics.js';

@@ -48,6 +48,20 @@ export function buildProgram(): Command {
     .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
     .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
     .option('--no-warc', 'do not write WARC files')
+    .option('--no-sitemaps', "do not follow robots.txt Sitemap: lines and /sitemap.xml")
+    .option('--listen <multiaddr>', 'libp2p listen address; repeatable (default /ip4/0.0.0.0/tcp/4001)', collect, [])
+    .option('--announce <multiaddr>', 'address to announce to peers instead of the listen addresses; repeatable', collect, [])
+    .option('--swarm-key <file>', 'libp2p private network key: only holders can connect')
+    .option('--capacity <n>', 'share of hosts relative to other agents', (v) => {
+      const n = Number(v);
+      if (!Number.isFinite(n) || n <= 0 || n > 64) throw new InvalidArgumentError('--capacity must be a number in (0, 64]');
+      return n;
+    }, 1)
+    .option('--crawl-id <id>', 'agents of one crawl share this id (one gossip topic per crawl)', 'default')
+    .option('--heartbeat <ms>', 'membership heartbeat interval', intArg('--heartbeat', 50), 1000)
+    .option('--dead-after <ms>', 'a silent member without a connection is dead after this long', intArg('--dead-after', 100), 5000)
+    .option('--api <host:port>', 'serve the status and control API (and dashboard) here, e.g. 127.0.0.1:7070')
+    .option('--api-token-file <file>', 'bearer token required by the API (mandatory when it listens beyond loopback)')
     .addOption(new Option('--progress <mode>', 'live display').choices(['auto', 'tty', 'log', 'off']).default('auto'))
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .action(async (opts) => { process.exitCode = await runJoin(opts); });
@@ -95,6 +109,41 @@ export function buildProgram(): Command {
       }
     });
 
+  // Commands that talk to a running agent's API (src/api/client.ts).
+  const apiOptions = (c: Command) => c
+    .option('--api <host:port>', 'the agent API', '127.0.0.1:7070')
+    .option('--token-file <file>', 'bearer token file')
+    .option('--json', 'print raw JSON', false);
+  apiOptions(program.command('status').description('show an agent and the mesh as it sees it'))
+    .action(async (opts) => { const { runStatus } = await import('../api/client.js'); process.exitCode = await runStatus(opts); });
+  apiOptions(program.command('seed').description('add crawl seeds through a running agent (routed to their owners)').argument('<url...>'))
+    .action(async (urls: string[], opts) => { const { runSeed } = await import('../api/client.js'); process.exitCode = await runSeed(urls, opts); });
+  apiOptions(program.command('leave').description('ask an agent to leave the mesh gracefully').option('--wait', 'wait until it has left', false))
+    .action(async (opts) => { const { runLeave } = await import('../api/client.js'); process.exitCode = await runLeave(opts); });
+  apiOptions(program.command('inspect').description('what an agent knows about a URL or a host').argument('<url-or-host>'))
+    .action(async (target: string, opts) => { const { runInspect } = await import('../api/client.js'); process.exitCode = await runInspect(target, opts); });
+
+  program.command('index')
+    .description('(re)build the CDXJ index next to each WARC file')
+    .argument('<warc...>', 'WARC files')
+    .action(async (paths: string[]) => {
+      const { runIndexCommand } = await import('../warc/cdxj.js');
+      process.exitCode = await runIndexCommand(paths);
+    });
+
+  const warc = program.command('warc').description('WARC tools');
+  warc.command('get')
+    .description('print the stored response body of a URL, found through the CDXJ indexes')
+    .argument('<url>')
+    .option('--dir <dir>', 'WARC directory', './ubicrawl-data/warc')
+    .option('--headers', 'print the status line and headers first (like curl -i)', false)
+    .option('--out <file>', 'write the body to this file instead of stdout')
+    .option('--timestamp <ts>', 'the capture closest to this 14-digit timestamp')
+    .action(async (u: string, opts: { dir: string; headers: boolean; out?: string; timestamp?: string }) => {
+      const { runWarcGetCommand } = await import('../warc/lookup.js');
+      process.exitCode = await runWarcGetCommand(u, opts);
+    });
+
   return program;
 }
 
@@ -124,13 +173,13 @@ async function readStdin(): Promise<string> {
 interface JoinOpts {
   seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
   maxPages: number; untilIdle: boolean; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
-  warc: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string;
+  warc: boolean; sitemaps: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
+  listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
 }
 
 async function runJoin(opts: JoinOpts): Promise<number> {
   const seeds: SeedSet = { urls: [], peers: [] };
   for (const s of opts.seed) classifySeed(s, seeds);
-  if (seeds.peers.length) throw new Error('joining a mesh of peers is not available in this build yet; give http(s) seed URLs');
   const mode = opts.progress === 'auto' ? (process.stderr.isTTY ? 'tty' : 'log') : opts.progress;
   const { startAgent } = await import('../crawl/agent.js');
   const { createLogger } = await import('../util/log.js');
@@ -141,14 +190,22 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     dataDir: opts.dataDir, userAgent: opts.userAgent, seeds: seeds.urls, concurrency: opts.concurrency,
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
     resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody }, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
+    api: { listen: opts.api, tokenFile: opts.apiTokenFile },
+    sitemaps: { enabled: opts.sitemaps },
+    mesh: {
+      enabled: true, peers: seeds.peers, announce: opts.announce, swarmKeyFile: opts.swarmKey, capacity: opts.capacity, crawlId: opts.crawlId,
+      heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter,
+      ...(opts.listen.length ? { listen: opts.listen } : {}),
+    },
     logger,
   });
   const progress = startProgress(mode, () => agent.snapshot(), logger);
   let signals = 0;
   const onSignal = (sig: string) => {
     if (++signals > 1) process.exit(130);
-    logger.warn({ signal: sig }, 'stopping: finishing in-flight fetches (again to force)');
-    void agent.stop();
+    // A signal means "leave": hand the hosts over to the rest of the mesh, then exit.
+    logger.warn({ signal: sig }, 'leaving: finishing in-flight fetches and handing hosts over (again to force)');
+    void agent.leave();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);

@@ -24,7 +24,23 @@ import { productToken } from '../robots/index.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { extractPage } from '../parse/html.js';
 import { ScopePolicy } from '../scope/traps.js';
-import { WarcWriter } from '../warc/writer.js';
+import { WarcWriter, type WriteResult } from '../warc/writer.js';
+import { encodeFetchRecord, type FetchRecord } from './records.js';
+import { createMetrics } from '../api/metrics.js';
+import { ThroughputHistory, RecentErrors } from '../api/history.js';
+import { startApiServer, type ApiServer } from '../api/server.js';
+import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
+import { AgentBackend, VERSION, type AgentView } from './backend.js';
+import { AgentMesh } from './mesh.js';
+import { SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { parseSitemap } from '../sitemap/parse.js';
+import { robotsGrantPrefix } from '../sitemap/scope.js';
+import type { UrlKind } from '../frontier/frontier.js';
+import { decodeEntry } from '../frontier/frontier.js';
+import { priorityClass } from '../frontier/priority.js';
+import { prefixEnd } from '../store/keys.js';
+import { decodeFetchRecord } from './records.js';
+import { indexWarcFile } from '../warc/cdxj.js';
 import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
 import { CrawlStats, bump } from './stats.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
@@ -34,7 +50,28 @@ export interface HostData {
   lastResponseMs: number;
   crawlDelayMs: number;
   errorRun: number;
+  /** Responses received from this host. */
   pages: number;
+  errors: Record<string, number>;
+  /** The last few fetches, newest last (for the API's host view). */
+  recent: RecentFetch[];
+  /** Operator overrides (PUT /hosts/:host/policy); null = the crawl's default. */
+  policy: { minDelayMs: number | null; pageBudget: number | null };
+  /** URLs taken from the frontier and not yet acknowledged (a handoff waits for them). */
+  pendingAcks: number;
+  /** Another agent told us it settled some of this host's URLs: check the seen-set before fetching. */
+  checkSeen: boolean;
+}
+
+export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
+
+const RECENT_PER_HOST = 10;
+
+function newHostData(): HostData {
+  return {
+    robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0, errors: {}, recent: [],
+    policy: { minDelayMs: null, pageBudget: null }, pendingAcks: 0, checkSeen: false,
+  };
 }
 
 /** A URL on its way into the frontier. */
@@ -43,15 +80,22 @@ interface Candidate extends NewUrl {
 }
 
 const SEEN_REJECTED = Buffer.from([4]);
+/** Seen state 5: fetched or settled by another agent that handed the host over. */
+const SEEN_ELSEWHERE = 5;
 
 const SEEN_QUEUED = Buffer.from([1]);
 
 export interface AgentHandle {
   readonly config: AgentConfig;
+  /** Where the HTTP API listens, when it was asked for. */
+  readonly apiUrl: string | undefined;
   readonly stats: CrawlStats;
   readonly done: Promise<Record<string, unknown>>;
   seed(urls: string[]): Promise<number>;
   snapshot(): AgentSnapshot;
+  /** Graceful leave: hand hosts over to the mesh, then stop. */
+  leave(): Promise<void>;
+  /** Stop now (queued work stays on disk for the next start). */
   stop(): Promise<Record<string, unknown>>;
 }
 
@@ -79,18 +123,39 @@ export async function startAgent(options: AgentOptions & { logger?: Logger } = {
   return agent;
 }
 
-class Agent implements AgentHandle {
+class Agent implements AgentHandle, AgentView {
   readonly stats = new CrawlStats();
+  readonly metrics = createMetrics();
+  readonly history = new ThroughputHistory();
+  readonly recentErrors = new RecentErrors();
   readonly done: Promise<Record<string, unknown>>;
   private resolveDone!: (s: Record<string, unknown>) => void;
   private readonly token: string;
+  private api: ApiServer | undefined;
+  private sampler: NodeJS.Timeout | undefined;
+  private lifecycle: AgentState = 'starting';
+  private mesh: AgentMesh | undefined;
+  /** Ownership changes are applied one at a time, in order. */
+  private rebalancing: Promise<void> = Promise.resolve();
+  private rebalancePending = false;
+  private forwarded = 0;
+  private received = 0;
+  private ringChangedAt = 0;
+  /**
+   * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it).
+   * In memory and bounded: a grant is lost across a restart, or when another agent fetches the sitemap.
+   */
+  private readonly sitemapGrants = new Map<string, string[]>();
+  private readonly handoffGraceMs: number;
   private readonly fetcher: Fetcher;
   private readonly robots: RobotsCache;
   private readonly drum: Drum<Candidate>;
-  private readonly frontier: Frontier<HostData>;
+  readonly frontier: Frontier<HostData>;
   private readonly scope: ScopePolicy;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
   private readonly admitted = new Set<Candidate>();
+  /** CDXJ indexing of closed WARC files still running. */
+  private readonly pendingIndexes = new Set<Promise<void>>();
   private warc: WarcWriter | undefined;
   /** Host turns in progress (each holds one fetch slot). */
   private inFlight = 0;
@@ -106,17 +171,25 @@ class Agent implements AgentHandle {
   private pumpScheduled = false;
   private fatal: Error | undefined;
 
-  constructor(readonly config: AgentConfig, private readonly store: Store, private readonly log: Logger) {
+  constructor(readonly config: AgentConfig, readonly store: Store, private readonly log: Logger) {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
+    this.handoffGraceMs = Math.max(5000, 8 * config.mesh.heartbeatMs);
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
     this.scope = new ScopePolicy(config.scope);
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,
-      createData: () => ({ robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0 }),
+      createData: newHostData,
+      // In a mesh a host new to us may have just been contacted by its previous
+      // owner, whose handoff (with the URLs it already fetched) may still be on
+      // its way after a ring change: wait for the politeness floor, and for the
+      // handoff grace period after a change.
+      initialNextAllowed: () => (this.mesh
+        ? Math.max(Date.now() + this.config.minDelayMs, this.ringChangedAt + this.handoffGraceMs)
+        : 0),
     });
     this.frontier.onReady = () => this.schedulePump();
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
@@ -139,14 +212,25 @@ class Agent implements AgentHandle {
   }
 
   async start(): Promise<void> {
-    this.shortId = await this.agentShortId();
     await this.frontier.recover();
+    if (this.config.mesh.enabled) {
+      this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
+        accept: (items, from) => this.acceptFromPeer(items, from),
+        onChange: (c) => this.onMembershipChange(c),
+        counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
+        localIdle: () => this.localIdle(),
+      }, this.log);
+      this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
+    }
+    this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
     if (this.config.warc.enabled) {
       this.warc = await WarcWriter.open({
         dir: join(this.config.dataDir, 'warc'),
         prefix: this.config.warc.prefix,
         agentShortId: this.shortId,
         maxFileBytes: this.config.warc.maxFileBytes,
+        // Each finished (or recovered) WARC gets its CDXJ index next to it.
+        onFileClosed: (path: string) => this.indexLater(path),
         warcinfo: {
           software: 'ubicrawl/0.1',
           format: 'WARC File Format 1.1',
@@ -156,6 +240,29 @@ class Agent implements AgentHandle {
       });
     }
     this.running = true;
+    this.lifecycle = 'active';
+    this.metrics.setAgentInfo(this.shortId, VERSION);
+    this.metrics.beforeScrape(() => {
+      this.metrics.setFrontier(this.frontier.queued, this.frontier.knownHosts, this.frontier.activeHosts);
+      this.metrics.setInFlight(this.inFlight);
+      // Oldest robots.txt copy in use: its age is the TTL minus what is left of it.
+      let oldestExpiry = Infinity;
+      for (const h of this.frontier.allHosts()) for (const e of h.data.robots.values()) if (e.verdict === 'parsed' || e.verdict === 'unavailable') oldestExpiry = Math.min(oldestExpiry, e.expires);
+      if (oldestExpiry !== Infinity) this.metrics.setRobotsCacheAge(Math.max(0, (this.config.robots.cacheTtlMs - (oldestExpiry - Date.now())) / 1000));
+      if (this.mesh) {
+        const members = this.mesh.members();
+        this.metrics.setMembers({ active: members.filter((m) => m.state === 'active').length, leaving: members.filter((m) => m.state === 'leaving').length });
+        for (const m of members) if (!m.self) this.metrics.setOutboxDepth(m.id.slice(-12), this.mesh.outbox.queued(m.id));
+      } else {
+        this.metrics.setMembers({ active: 1 });
+      }
+    });
+    this.sampler = setInterval(() => this.history.sample(Date.now(), this.stats.fetched), 1000);
+    this.sampler.unref();
+    if (this.config.api.listen) {
+      this.api = await startApiServer({ listen: this.config.api.listen, tokenFile: this.config.api.tokenFile, backend: new AgentBackend(this), logger: this.log });
+      this.log.info({ api: this.api.url }, 'API listening');
+    }
     this.log.info({ dataDir: this.config.dataDir, queued: this.frontier.queued, hosts: this.frontier.knownHosts, agent: this.shortId }, 'agent started');
     await this.seed(this.config.seeds);
     this.schedulePump();
@@ -169,8 +276,228 @@ class Agent implements AgentHandle {
       const c = this.candidate(u, undefined, 0);
       if (c) cands.push(c);
     }
-    await this.drum.submit(cands);
+    await this.route(cands);
     return cands.length;
+  }
+
+  // ---- AgentView (what the API sees) ------------------------------------
+
+  get id(): string { return this.shortId; }
+  get robotsToken(): string { return this.token; }
+  get minDelayMs(): number { return this.config.minDelayMs; }
+  get capacity(): number { return 1; }
+  get apiUrl(): string | undefined { return this.api?.url; }
+  state(): AgentState { return this.lifecycle; }
+  inFlightCount(): number { return this.inFlight; }
+  crawlId(): string | null { return this.mesh ? this.config.mesh.crawlId : null; }
+  ownerOf(host: string): string { return this.mesh ? this.mesh.ownerOf(host).slice(-12) : this.shortId; }
+  urlsSent(): number { return this.forwarded; }
+  urlsReceived(): number { return this.received; }
+
+  members(): MemberReport[] {
+    if (this.mesh) {
+      const shares = this.mesh.membership.ring.shares();
+      return this.mesh.members().map((m) => ({
+        id: m.id.slice(-12), self: m.self, addrs: m.addrs, state: m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
+        counters: { ...m.counters }, lastSeen: m.lastHeard,
+      }));
+    }
+    return [{
+      id: this.shortId, self: true, addrs: [], state: this.lifecycle === 'leaving' ? 'leaving' : 'active', capacity: 1, share: 1,
+      counters: { fetched: this.stats.fetched, queued: this.frontier.queued, sent: 0, received: 0 }, lastSeen: Date.now(),
+    }];
+  }
+
+  async seedUrls(urls: string[]): Promise<SeedResult> {
+    const rejected: SeedResult['rejected'] = [];
+    const cands: Candidate[] = [];
+    for (const u of urls) {
+      const c = this.candidate(u, undefined, 0);
+      if (c) cands.push(c);
+      else rejected.push({ url: u, reason: normalizeUrl(u) ? 'out of scope' : 'not a crawlable http(s) URL' });
+    }
+    const routed: Record<string, number> = {};
+    for (const c of cands) { const o = this.ownerOf(c.host); routed[o] = (routed[o] ?? 0) + 1; }
+    await this.route(cands);
+    return { accepted: cands.length, rejected, routed };
+  }
+
+  /**
+   * Graceful leave: announce it, hand every host (queued URLs and seen
+   * entries) to its new owner, wait until the peers acknowledged all of it,
+   * then stop. Without a mesh, just stop.
+   */
+  async leave(): Promise<void> {
+    if (!this.mesh || this.lifecycle !== 'active') { void this.stop(); return; }
+    this.lifecycle = 'leaving';
+    this.log.info('leaving the mesh: handing hosts over');
+    await this.mesh.leave();
+    // Our queue drains only through handoffs now. URLs still in the DRUM buffer, or
+    // arriving from peers that have not yet seen us leave, land in our frontier
+    // after a handoff: repeat until nothing is left here.
+    const deadline = Date.now() + 120_000;
+    do {
+      await this.drum.flush();
+      this.scheduleRebalance();
+      await this.rebalancing;
+      while (this.inFlight > 0 || this.processing > 0 || this.rebalancePending) await this.rebalancing.then(() => sleep(20));
+    } while ((this.frontier.queued > 0 || this.drum.busy) && Date.now() < deadline);
+    if (this.frontier.queued > 0) this.log.warn({ queued: this.frontier.queued }, 'left with URLs still queued here; they are crawled when this agent returns');
+    const acked = await this.mesh.outbox.waitEmpty({ timeoutMs: 60_000 });
+    if (!acked) this.log.warn({ queued: this.mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
+    void this.stop();
+  }
+
+  // ---- the mesh: routing, receiving, handing over ------------------------
+
+  /** Sends each URL to the agent that owns its host (ourselves included). Resolves once all are durable. */
+  private async route(cands: Candidate[]): Promise<void> {
+    if (cands.length === 0) return;
+    const mesh = this.mesh;
+    if (!mesh) { await this.drum.submit(cands); return; }
+    const local: Candidate[] = [];
+    const byOwner = new Map<string, UrlItem[]>();
+    const self = mesh.id;
+    for (const c of cands) {
+      const owner = mesh.ownerOf(c.host);
+      // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
+      if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
+      const items = byOwner.get(owner);
+      const item = { url: c.url, depth: c.depth, hops: (c.hops + 1) | (c.kind === 'sitemap' ? SITEMAP_FLAG : 0) };
+      if (items) items.push(item); else byOwner.set(owner, [item]);
+    }
+    const jobs: Promise<unknown>[] = [this.drum.submit(local)];
+    for (const [owner, items] of byOwner) {
+      jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.metrics.urlsForwarded(owner.slice(-12), n); }));
+    }
+    await Promise.all(jobs);
+  }
+
+  /** URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or to pass on). */
+  private async acceptFromPeer(items: UrlItem[], from: string): Promise<void> {
+    const cands: Candidate[] = [];
+    const settled: Buffer[] = [];
+    let bad = 0;
+    for (const it of items) {
+      if (it.hops & SEEN_ONLY_FLAG) {
+        const host = hostOf(it.url);
+        if (!host) { bad++; continue; }
+        settled.push(seenKey(hostKey(host), it.url));
+        const h = this.frontier.host(host);
+        if (h) h.data.checkSeen = true;
+        continue;
+      }
+      const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
+      if (!c) { bad++; continue; }
+      c.hops = it.hops & HOPS_MASK;
+      cands.push(c);
+    }
+    if (settled.length) {
+      const value = Buffer.from([SEEN_ELSEWHERE]);
+      await this.drum.exclusive(async () => {
+        await this.store.seen.batch(settled.map((key) => ({ type: 'put' as const, key, value })));
+        this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
+      });
+    }
+    await this.route(cands);
+    this.received += items.length;
+    this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
+  }
+
+  private onMembershipChange(c: MembershipChange): void {
+    const mesh = this.mesh;
+    if (!mesh) return;
+    this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
+    this.metrics.setMembers({ active: c.members.length });
+    if (c.added.length || c.removed.length) this.ringChangedAt = Date.now();
+    for (const id of c.removed) {
+      if (id === mesh.id || mesh.outbox.queued(id) === 0) continue;
+      // A dead or departed peer's queue goes to the hosts' new owners (ourselves included).
+      void mesh.outbox.reassign(id, (it) => { const o = mesh.ownerOf(hostOf(it.url)); return o === mesh.id ? null : o; },
+        (its) => this.acceptFromPeer(its, id)).catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+    }
+    // Seen entries go out at once, not behind earlier handoffs still waiting for
+    // in-flight fetches: the new owners must know what we fetched before they start.
+    const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
+    for (const h of moving) this.frontier.setPaused(h, true);
+    this.sendSettled(moving).catch((err: Error) => this.log.error({ err: err.message }, 'sending seen entries failed'));
+    this.scheduleRebalance();
+  }
+
+  /** Hands over every host we hold that another agent now owns (after any ring change). */
+  private scheduleRebalance(): void {
+    if (this.rebalancePending) return;
+    this.rebalancePending = true;
+    this.rebalancing = this.rebalancing.then(async () => {
+      this.rebalancePending = false;
+      const mesh = this.mesh;
+      if (!mesh) return;
+      const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
+      for (const h of moving) {
+        try { await this.handOff(h); } catch (err) { this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
+      }
+      if (moving.length) this.log.info({ hosts: moving.length }, 'hosts handed over');
+    });
+  }
+
+  /**
+   * Moves one host to its new owner: its queued URLs, then the URLs we already
+   * fetched or settled (as seen entries), all made durable in our outbox before
+   * they leave our frontier. In-flight work on the host finishes first, so the
+   * new owner never fetches what we are fetching.
+   */
+  private async handOff(h: HostState<HostData>): Promise<void> {
+    const mesh = this.mesh!;
+    this.frontier.setPaused(h, true);
+    const deadline = Date.now() + 120_000;
+    while ((h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
+    const owner = mesh.ownerOf(h.name);
+    if (owner === mesh.id) { this.frontier.setPaused(h, false); return; }
+    // Read, send and delete with DRUM rounds held off, so no URL of this host is
+    // committed to our frontier between the read and the delete.
+    const moved = await this.drum.exclusive(async () => {
+      const entries = await this.store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
+      const queued: UrlItem[] = [];
+      for (const [, v] of entries) {
+        const e = decodeEntry(v);
+        if (e) queued.push({ url: e.url, depth: e.depth, hops: e.kind === 'sitemap' ? SITEMAP_FLAG : 0 });
+      }
+      // Seen entries again: those of pages that finished while we waited above.
+      const settled = await this.settledItems(h);
+      await mesh.forward(owner, [...settled, ...queued], true);
+      await this.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
+      this.frontier.dropHost(h, entries.length);
+      return queued.length;
+    });
+    this.forwarded += moved;
+  }
+
+  /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
+  private async settledItems(h: HostState<HostData>): Promise<UrlItem[]> {
+    const out: UrlItem[] = [];
+    for (const [, v] of await this.store.fetches.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all()) {
+      const r = decodeFetchRecord(v);
+      if (r) out.push({ url: r.url, depth: 0, hops: SEEN_ONLY_FLAG });
+    }
+    return out;
+  }
+
+  private async sendSettled(hosts: HostState<HostData>[]): Promise<void> {
+    const mesh = this.mesh!;
+    const byOwner = new Map<string, UrlItem[]>();
+    for (const h of hosts) {
+      const owner = mesh.ownerOf(h.name);
+      if (owner === mesh.id) continue;
+      const items = await this.settledItems(h);
+      if (!items.length) continue;
+      const l = byOwner.get(owner);
+      if (l) l.push(...items); else byOwner.set(owner, items);
+    }
+    await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
+  }
+
+  private localIdle(): boolean {
+    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.rebalancePending;
   }
 
   snapshot(): AgentSnapshot {
@@ -227,11 +554,27 @@ class Agent implements AgentHandle {
 
   /** One turn of a host: at most one request to it (robots.txt or a page). */
   private async turn(h: HostState<HostData>): Promise<void> {
+    if (this.mesh && this.mesh.ownerOf(h.name) !== this.mesh.id) {
+      // URLs committed after a handoff (or during a view change): hand them on, do not fetch.
+      this.frontier.release(h, Date.now());
+      this.frontier.setPaused(h, true);
+      this.scheduleRebalance();
+      return;
+    }
     for (;;) {
       const q = this.frontier.take(h);
       if (!q) { this.frontier.release(h, Date.now()); return; }
+      h.data.pendingAcks++;
+      // In a mesh a previous owner's handoff may have settled this URL after we queued it.
+      if (this.mesh || h.data.checkSeen) {
+        const v = await this.store.seen.get(seenKey(h.key, q.url));
+        if (v && (v[0]! & 0x0f) === SEEN_ELSEWHERE) {
+          await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'settled-elsewhere' });
+          continue;
+        }
+      }
       let origin: string;
-      try { origin = new URL(q.url).origin; } catch { await this.finish(q, h, [], undefined); continue; }
+      try { origin = new URL(q.url).origin; } catch { await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
       let robots = h.data.robots.get(origin);
       if (!robots || robots.expires <= Date.now()) {
         robots = await this.robots.lookup(origin);
@@ -240,14 +583,17 @@ class Agent implements AgentHandle {
       if (!robots) {
         // Fetching robots.txt is this turn's request; the page waits for the next turn.
         this.frontier.unshift(h, q);
+        h.data.pendingAcks--;
         const t0 = Date.now();
         const log = { outcomes: [] as FetchOutcome[] };
         const entry = await this.robots.fetch(origin, log);
         this.stats.robotsFetches++;
+        this.metrics.robotsFetched(entry.verdict);
         h.data.robots.set(origin, entry);
         h.data.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
         for (const out of log.outcomes) if (out.ok) await this.writeWarc(out);
         if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
+        else await this.discoverSitemaps(origin, entry);
         const last = log.outcomes.at(-1);
         this.frontier.release(h, this.politeAfter(h, Date.now(), last?.durationMs ?? Date.now() - t0, undefined));
         return;
@@ -255,13 +601,23 @@ class Agent implements AgentHandle {
       if (robots.rules.crawlDelay(this.token) !== undefined) h.data.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
       if (!robots.rules.isAllowed(q.url, this.token)) {
         this.stats.robotsBlocked++;
-        bump(this.stats.rejected, robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots');
-        await this.finish(q, h, [], 'robots');
+        const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
+        bump(this.stats.rejected, reason);
+        this.metrics.urlRejected(reason);
+        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: reason });
         continue; // no request was made: the host's turn goes on
+      }
+      const budget = h.data.policy.pageBudget;
+      if (budget !== null && h.data.pages >= budget) {
+        bump(this.stats.rejected, 'host-page-budget');
+        this.metrics.urlRejected('host-page-budget');
+        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
+        continue;
       }
       const out = await this.fetcher.fetch(q.url);
       if (!this.running && !out.ok) {
         // Shutdown aborted it: leave it queued for the next run.
+        h.data.pendingAcks--;
         this.frontier.release(h, Date.now());
         return;
       }
@@ -282,7 +638,7 @@ class Agent implements AgentHandle {
     h.data.lastResponseMs = responseMs;
     return nextAllowedAt({
       endedAt,
-      minDelayMs: this.config.minDelayMs,
+      minDelayMs: h.data.policy.minDelayMs ?? this.config.minDelayMs,
       crawlDelayMs: h.data.crawlDelayMs,
       lastResponseMs: responseMs,
       factor: this.config.delayFactor,
@@ -294,18 +650,27 @@ class Agent implements AgentHandle {
   // ---- one fetched page -------------------------------------------------
 
   private async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome): Promise<void> {
+    const at = out.startedAt.getTime();
     if (!out.ok) {
       bump(this.stats.errors, out.kind);
+      bump(h.data.errors, out.kind);
       h.data.errorRun++;
+      this.noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
+      this.metrics.fetchFailed(out.kind, out.durationMs);
+      this.recentErrors.record(out.kind, out.message, q.url, h.name);
       this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
-      await this.finish(q, h, [], `error:${out.kind}`);
+      await this.finish(q, h, [], { url: q.url, at, status: 0, failure: out.kind });
       return;
     }
     h.data.errorRun = 0;
     h.data.pages++;
+    this.noteRecent(h, { url: q.url, status: out.status, at, durationMs: out.durationMs, error: null });
+    this.metrics.pageFetched(out.status, out.rawBytes, out.durationMs);
     if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
-    await this.writeWarc(out);
+    const record: FetchRecord = { url: q.url, at, status: out.status };
+    const stored = await this.writeWarc(out);
+    if (stored) { record.digest = stored.payloadDigest; record.warc = { filename: stored.filename, offset: stored.offset, length: stored.length }; }
     const links: Candidate[] = [];
     if (out.status >= 300 && out.status < 400) {
       const loc = out.header('location');
@@ -315,12 +680,68 @@ class Agent implements AgentHandle {
         if (c) links.push(c);
       }
     } else if (out.status >= 200 && out.status < 300) {
-      this.extractLinks(q, out, links);
+      if (q.kind === 'sitemap') this.readSitemap(q, out, links);
+      else this.extractLinks(q, out, links, record);
     }
-    await this.finish(q, h, links, undefined);
+    await this.finish(q, h, links, record);
   }
 
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[]): void {
+  /**
+   * Sitemaps 0.90 discovery: the `Sitemap:` lines of a freshly fetched
+   * robots.txt (RFC 9309 §2.2.4), or the host's /sitemap.xml when it names none.
+   */
+  private async discoverSitemaps(origin: string, entry: RobotsEntry): Promise<void> {
+    if (!this.config.sitemaps.enabled) return;
+    const listed = entry.verdict === 'parsed' ? entry.rules.sitemaps : [];
+    const urls = listed.length ? listed.slice(0, 50) : [`${origin}/sitemap.xml`];
+    const cands: Candidate[] = [];
+    const grant = robotsGrantPrefix(`${origin}/robots.txt`);
+    for (const u of urls) {
+      const c = this.candidate(u, origin + '/', 0, 'sitemap');
+      if (!c) continue;
+      cands.push(c);
+      // Sitemaps 0.90 "cross submits": a sitemap named by host X's robots.txt may list X's URLs.
+      if (grant && listed.length) this.rememberGrant(c.url, grant);
+    }
+    this.stats.sitemaps.discovered += cands.length;
+    await this.route(cands);
+  }
+
+  /** A fetched sitemap: its URLs become page candidates, nested sitemaps (bounded depth) sitemap candidates. */
+  private readSitemap(q: QueuedUrl, out: FetchResponse, into: Candidate[]): void {
+    const grant = this.sitemapGrants.get(q.url);
+    const sm = parseSitemap(out.body, q.url, grant ? { allowedPrefixes: grant } : {});
+    const st = this.stats.sitemaps;
+    st.fetched++;
+    st.urls += sm.urls.length;
+    st.rejected += sm.rejected.outOfScope + sm.rejected.invalid + sm.rejected.overLimit;
+    if (sm.truncated || out.truncated) st.truncated++;
+    if (sm.kind === 'invalid') { st.invalid++; this.log.warn({ url: q.url, note: sm.note }, 'invalid sitemap'); return; }
+    for (const u of sm.urls) {
+      // Sitemaps 0.90 <priority> is kept for scheduling: it nudges the URL's frontier class.
+      const c = this.candidate(u.loc, undefined, 1, 'page', u.priority);
+      if (c) into.push(c);
+    }
+    if (q.depth + 1 > this.config.sitemaps.maxIndexDepth) { st.tooDeep += sm.sitemaps.length; return; }
+    for (const child of sm.sitemaps) {
+      const c = this.candidate(child.loc, undefined, q.depth + 1, 'sitemap');
+      if (c) into.push(c);
+    }
+  }
+
+  private rememberGrant(sitemapUrl: string, prefix: string): void {
+    const l = this.sitemapGrants.get(sitemapUrl);
+    if (l) { if (!l.includes(prefix)) l.push(prefix); return; }
+    if (this.sitemapGrants.size >= 10_000) this.sitemapGrants.delete(this.sitemapGrants.keys().next().value!);
+    this.sitemapGrants.set(sitemapUrl, [prefix]);
+  }
+
+  private noteRecent(h: HostState<HostData>, f: RecentFetch): void {
+    h.data.recent.push(f);
+    if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
+  }
+
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): void {
     const ct = out.header('content-type');
     let page;
     try {
@@ -332,11 +753,17 @@ class Agent implements AgentHandle {
       });
     } catch (err) {
       bump(this.stats.errors, 'parse');
+      this.recentErrors.record('parse', (err as Error).message, q.url, hostOf(q.url));
       this.log.warn({ url: q.url, err: (err as Error).message }, 'page could not be parsed');
       return;
     }
+    // noindex (meta robots, meta <token>, X-Robots-Tag): fetched and stored, but flagged.
+    if (page.directives.noindex) { this.stats.noindex++; record.noindex = true; }
     if (!page.isHtml) return;
-    if (page.directives.nofollow) { bump(this.stats.rejected, 'page-nofollow', page.links.length); return; }
+    if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
+    if (page.directives.nofollow) { this.stats.nofollowPages++; return; }
+    if (page.canonical) this.stats.canonicals++;
+    if (page.metaRefresh) this.stats.metaRefreshes++;
     this.stats.linksExtracted += page.links.length;
     let links = page.links;
     if (links.length > this.scope.maxLinksPerPage) {
@@ -350,7 +777,7 @@ class Agent implements AgentHandle {
   }
 
   /** Normalises and filters a discovered URL; null if it is turned away (counted). */
-  private candidate(raw: string, base: string | undefined, depth: number): Candidate | null {
+  private candidate(raw: string, base: string | undefined, depth: number, kind: UrlKind = 'page', sitemapPriority?: number): Candidate | null {
     const normal = normalizeUrl(raw, base);
     if (!normal) { bump(this.stats.rejected, 'invalid-url'); return null; }
     const url = this.scope.rewrite(normal);
@@ -358,30 +785,47 @@ class Agent implements AgentHandle {
     // Scope rejections are counted by the policy itself (summary: rejectedByScope).
     if (this.scope.checkStatic(url, host)) return null;
     const hk = hostKey(host);
-    return { host, hostKey: hk, url, depth, hops: 0, key: seenKey(hk, url) };
+    return { host, hostKey: hk, url, depth, hops: 0, kind, key: seenKey(hk, url), priority: priorityClass({ depth, sitemapPriority }) };
   }
 
   /**
    * Completes a URL: its links are made durable first, then its frontier entry
-   * is removed and the seen entry marked with the outcome — in that order.
+   * is removed, its seen entry marked with the outcome and its fetch record
+   * written — in one batch, after the links.
    */
-  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], failure: string | undefined): Promise<void> {
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord): Promise<void> {
     try {
-      await this.drum.submit(links);
-      const ops: BatchOp[] = [this.frontier.doneOp(q)];
-      const state = Buffer.from([failure ? 3 : 2]);
-      ops.push({ type: 'put', sublevel: this.store.seen, key: seenKey(h.key, q.url), value: state });
+      await this.route(links);
+      const key = seenKey(h.key, q.url);
+      // Seen states: 2 fetched, 3 failed or not fetched (robots, budget); bit 0x10 flags noindex.
+      const base = record.failure === 'settled-elsewhere' ? SEEN_ELSEWHERE : record.failure ? 3 : 2;
+      const state = Buffer.from([base | (record.noindex ? 0x10 : 0)]);
+      const ops: BatchOp[] = [
+        this.frontier.doneOp(q),
+        { type: 'put', sublevel: this.store.seen, key, value: state },
+        { type: 'put', sublevel: this.store.fetches, key, value: encodeFetchRecord(record) },
+      ];
       await this.store.db.batch(ops as never);
-      this.frontier.acknowledged();
+      this.frontier.acknowledged(1, h);
     } catch (err) {
       this.onFatal(err as Error);
+    } finally {
+      h.data.pendingAcks--;
     }
   }
 
-  private async writeWarc(out: FetchResponse): Promise<void> {
-    if (!this.warc) return;
+  private indexLater(path: string): void {
+    const job: Promise<void> = indexWarcFile(path).then(() => undefined, (err: Error) => {
+      bump(this.stats.errors, 'cdxj');
+      this.log.error({ path, err: err.message }, 'CDXJ indexing failed');
+    }).finally(() => this.pendingIndexes.delete(job));
+    this.pendingIndexes.add(job);
+  }
+
+  private async writeWarc(out: FetchResponse): Promise<WriteResult | undefined> {
+    if (!this.warc) return undefined;
     try {
-      await this.warc.writeExchange({
+      const result = await this.warc.writeExchange({
         url: out.url,
         date: out.startedAt,
         ip: out.ip,
@@ -394,9 +838,11 @@ class Agent implements AgentHandle {
         truncated: out.truncated,
       });
       this.stats.warcRecords += 2;
+      return result;
     } catch (err) {
       bump(this.stats.errors, 'warc');
       this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
+      return undefined;
     }
   }
 
@@ -405,9 +851,10 @@ class Agent implements AgentHandle {
   private armIdleCheck(): void {
     this.idleTimer = setInterval(() => {
       if (!this.running) return;
-      if (this.config.untilIdle && this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle) void this.stop();
+      if (this.config.untilIdle && !this.mesh && this.localIdle()) void this.stop();
     }, 50);
-    this.idleTimer.unref();
+    // Deliberately not unref'd: a running agent keeps its process alive until `done`
+    // (some of its awaits, e.g. on the WARC worker thread, hold no handle of their own).
   }
 
   private onFatal(err: Error): void {
@@ -419,13 +866,15 @@ class Agent implements AgentHandle {
 
   private async shutdown(): Promise<Record<string, unknown>> {
     this.running = false;
+    this.lifecycle = 'leaving';
+    if (this.sampler) clearInterval(this.sampler);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
-    if (this.idleTimer) clearInterval(this.idleTimer);
     // Let in-flight turns finish (each is bounded by the fetch timeouts).
     const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
     while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await this.drum.flush().catch((err: Error) => this.log.error({ err: err.message }, 'seen flush failed'));
     await this.warc?.close().catch((err: Error) => this.log.error({ err: err.message }, 'WARC close failed'));
+    await Promise.all([...this.pendingIndexes]);
     await this.fetcher.close();
     const summary = this.stats.summary({
       queued: this.frontier.queued,
@@ -435,9 +884,14 @@ class Agent implements AgentHandle {
       dataDir: this.config.dataDir,
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,
+      ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.forwarded, received: this.received } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
+    await this.api?.close().catch(() => {});
+    await this.mesh?.stop();
+    this.lifecycle = 'stopped';
     await this.store.close().catch(() => {});
+    if (this.idleTimer) clearInterval(this.idleTimer);
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
     this.resolveDone(summary);
     return summary;
@@ -454,3 +908,5 @@ class Agent implements AgentHandle {
     return id.toString('utf8');
   }
 }
+
+function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }

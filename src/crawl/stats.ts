@@ -23,6 +23,14 @@ export class CrawlStats {
   linksExtracted = 0;
   urlsDiscovered = 0;
   warcRecords = 0;
+  /** Pages that asked not to be indexed (stored and flagged). */
+  noindex = 0;
+  /** Pages whose links were not followed (meta robots / X-Robots-Tag nofollow). */
+  nofollowPages = 0;
+  canonicals = 0;
+  metaRefreshes = 0;
+  /** Sitemaps 0.90: discovered, fetched and parsed, URLs found, turned away, cut at limits, invalid, index too deep. */
+  readonly sitemaps = { discovered: 0, fetched: 0, urls: 0, rejected: 0, truncated: 0, invalid: 0, tooDeep: 0 };
 
   recordResponse(status: number, bytes: number): void {
     this.fetched++;
@@ -47,6 +55,8 @@ export class CrawlStats {
       truncated: this.truncated,
       redirects: this.redirects,
       linksExtracted: this.linksExtracted,
+      sitemaps: { ...this.sitemaps },
+      directives: { noindex: this.noindex, nofollowPages: this.nofollowPages, canonicals: this.canonicals, metaRefreshes: this.metaRefreshes },
       urlsDiscovered: this.urlsDiscovered,
       ...extra,
     };

@@ -144,6 +144,7 @@ export class Fetcher {
 
   async close(): Promise<void> {
     await this.agent.close().catch(() => this.agent.destroy());
+    this.resolver.close();
   }
 }
 

@@ -47,6 +47,9 @@ import { MinHeap, type HeapSlot } from '../util/heap.js';
 import { HOST_KEY_BYTES } from '../store/keys.js';
 import { MAX_PRIORITY, PRIORITY_CLASSES, clampClass, priorityClass } from './priority.js';
 
+/** What a queued URL is: a page, or a sitemap to parse for URLs (Sitemaps 0.90). */
+export type UrlKind = 'page' | 'sitemap';
+
 /**
  * A URL handed out by the frontier. Its frontier key is rebuilt on demand from
  * the host's key, class and seq rather than kept: a loaded head would otherwise
@@ -57,6 +60,7 @@ export class QueuedUrl {
     /** The host's 8-byte key (shared by all URLs of the host). */
     readonly hostKey: Buffer,
     public url: string,
+    public kind: UrlKind,
     public depth: number,
     /** How many times the mesh forwarded it (kept for re-forwarding). */
     public hops: number,
@@ -73,12 +77,14 @@ export class QueuedUrl {
 export interface NewUrl {
   host: string;
   hostKey: Buffer;
+  kind?: UrlKind;
   url: string;
   depth: number;
   hops: number;
   /**
-   * Priority class 0–7 (7 first), e.g. from `priorityClass()`. Absent: the
-   * class for `depth` alone. `enqueueOps` stores the class it used here.
+   * Priority class 0–7 (7 first), e.g. from `priorityClass()` (the agent passes
+   * depth and sitemap priority; recrawl may pass `dueAt`). Absent: the class for
+   * `depth` alone. `enqueueOps` stores the class it used here.
    */
   priority?: number;
   /** Filled in by `enqueueOps`. */
@@ -93,6 +99,11 @@ export interface HostState<D> extends HeapSlot {
   heads: (QueuedUrl[] | undefined)[] | undefined;
   /** URLs held in `heads` (≤ headSize). */
   headCount: number;
+  /**
+   * This host's URLs on disk not yet acknowledged (exact once the recovery pass
+   * is over; acknowledgements count only when `acknowledged` is given the host).
+   */
+  queued: number;
   /** Bit r: heads[r] is not empty. */
   headMask: number;
   /** Bit r: disk may hold URLs of rank r at or after cursor[r]. */
@@ -137,6 +148,8 @@ export interface FrontierOptions<D> {
    */
   rotationSlack?: number;
   createData(host: string): D;
+  /** Earliest first contact for a host this frontier has not seen before (mesh: the previous owner may just have fetched it). */
+  initialNextAllowed?(host: string): number;
 }
 
 /** Counters for tests, benchmarks and the summary. */
@@ -184,19 +197,24 @@ export function frontierKey(hostKey: Buffer, rank: number, seq: number): Buffer 
   return key;
 }
 
-export function encodeEntry(url: string, depth: number, hops: number): Buffer {
+// Entry value: byte 0 = version/kind (1 page, 2 sitemap), depth, hops, URL.
+// The class is not in the value: it is the key's rank byte.
+const ENTRY_PAGE = 1;
+const ENTRY_SITEMAP = 2;
+
+export function encodeEntry(url: string, depth: number, hops: number, kind: UrlKind = 'page'): Buffer {
   const len = Buffer.byteLength(url, 'utf8');
   const out = Buffer.allocUnsafe(3 + len);
-  out[0] = 1; // format version
+  out[0] = kind === 'sitemap' ? ENTRY_SITEMAP : ENTRY_PAGE;
   out[1] = Math.min(depth, 255);
   out[2] = Math.min(hops, 255);
   out.write(url, 3, len, 'utf8');
   return out;
 }
 
-export function decodeEntry(value: Buffer): { url: string; depth: number; hops: number } | undefined {
-  if (value.length < 4 || value[0] !== 1) return undefined;
-  return { depth: value[1]!, hops: value[2]!, url: value.toString('utf8', 3) };
+export function decodeEntry(value: Buffer): { url: string; depth: number; hops: number; kind: UrlKind } | undefined {
+  if (value.length < 4 || (value[0] !== ENTRY_PAGE && value[0] !== ENTRY_SITEMAP)) return undefined;
+  return { depth: value[1]!, hops: value[2]!, url: value.toString('utf8', 3), kind: value[0] === ENTRY_SITEMAP ? 'sitemap' : 'page' };
 }
 
 /** Errors from reads that raced a closing store: not failures of the frontier. */
@@ -255,6 +273,8 @@ export class Frontier<D> {
   /** True while the startup pass of `recover` still runs (hosts it has not reached yet are not known). */
   recovering = false;
   private recovered: Promise<void> = Promise.resolve();
+  /** Keys (latin1) of hosts `dropHost` removed while the recovery pass ran. */
+  private droppedDuringRecovery: Set<string> | undefined;
   readonly stats: FrontierStats = { loads: 0, rotations: 0, evicted: 0, migrated: 0 };
   /** Hosts that became ready: the scheduler is told through this callback. */
   onReady: () => void = () => {};
@@ -317,9 +337,10 @@ export class Frontier<D> {
     let firstChunk!: () => void;
     const started = new Promise<void>((resolve) => { firstChunk = resolve; });
     this.recovered = this.scan(false, firstChunk).then(
-      () => { this.recovering = false; },
+      () => { this.recovering = false; this.droppedDuringRecovery = undefined; },
       (err: Error) => {
         this.recovering = false;
+        this.droppedDuringRecovery = undefined;
         if (!storeClosed(err)) this.onLoadError('(recovery)', err);
       },
     ).finally(firstChunk);
@@ -377,7 +398,13 @@ export class Frontier<D> {
             continue;
           }
           this.queued += counts[j]!;
+          if (this.droppedDuringRecovery?.has(hostKeys[j]!.toString('latin1'))) {
+            // Handed over (and deleted) after this pass's snapshot: `dropHost`
+            // subtracted these entries already; they are not queued here any more.
+            continue;
+          }
           const h = this.ensureHost(name, hostKeys[j]!);
+          h.queued += counts[j]!;
           h.diskMask |= masks[j]!;
           if (h.active) this.maybeLoad(h); else this.makePending(h);
         }
@@ -430,7 +457,7 @@ export class Frontier<D> {
       it.priority = p;
       const key = frontierKey(it.hostKey, MAX_PRIORITY - p, this.seq++);
       it.frontierKey = key;
-      ops.push({ type: 'put', sublevel: this.frontier, key, value: encodeEntry(it.url, it.depth, it.hops) });
+      ops.push({ type: 'put', sublevel: this.frontier, key, value: encodeEntry(it.url, it.depth, it.hops, it.kind) });
       if (!this.hosts.has(it.host)) ops.push({ type: 'put', sublevel: this.hostNames, key: it.hostKey, value: Buffer.from(it.host) });
     }
     const seq = Buffer.allocUnsafe(8);
@@ -445,6 +472,7 @@ export class Frontier<D> {
     for (const it of items) {
       this.queued++;
       const h = this.ensureHost(it.host, it.hostKey);
+      h.queued++;
       h.commitEpoch = epoch;
       const key = it.frontierKey!;
       const rank = key[HOST_KEY_BYTES]!;
@@ -470,7 +498,7 @@ export class Frontier<D> {
           if (h.headCount >= this.headSize && highest(h.headMask) > rank) this.evictTail(h, highest(h.headMask), 1);
           if (h.headCount < this.headSize) {
             const arr = h.heads![rank] ??= [];
-            arr.push(new QueuedUrl(h.key, it.url, it.depth, it.hops, MAX_PRIORITY - rank, seq));
+            arr.push(new QueuedUrl(h.key, it.url, it.kind ?? 'page', it.depth, it.hops, MAX_PRIORITY - rank, seq));
             h.headMask |= bit;
             h.headCount++;
             cursor[rank] = seq + 1;
@@ -592,8 +620,37 @@ export class Frontier<D> {
     return { type: 'del', sublevel: this.frontier, key: q.key };
   }
 
-  /** Memory bookkeeping after `doneOp` was written. */
-  acknowledged(count = 1): void { this.queued -= count; }
+  /** Memory bookkeeping after `doneOp` was written (with the host, its own count too). */
+  acknowledged(count = 1, h?: HostState<D>): void {
+    this.queued -= count;
+    if (h) h.queued -= count;
+  }
+
+  /**
+   * Forgets a host whose queue was handed to another agent: the caller deleted
+   * its `removed` entries from disk (all of them, read after every commit that
+   * touched the host). The host must be paused, not in flight and not loading.
+   * A URL of it committed later makes a fresh record.
+   */
+  dropHost(h: HostState<D>, removed: number): void {
+    if (this.hosts.get(h.name) !== h) return;
+    this.unready(h);
+    if (h.active) { h.active = false; this.activeCount--; }
+    if (h.pending) { h.pending = false; this.pendingCount--; } // its queue entry is now stale and skipped
+    h.loadWaiting = false; // a load-wait entry is skipped: maybeLoad needs an active host
+    h.heads = undefined;
+    h.headCount = 0;
+    h.headMask = 0;
+    h.diskMask = 0;
+    h.dirtyMask = 0;
+    h.cursor = undefined;
+    h.queued = 0;
+    this.queued -= removed;
+    this.hosts.delete(h.name);
+    // The recovery pass may not have reached this host yet: it must not bring it back.
+    if (this.recovering) (this.droppedDuringRecovery ??= new Set()).add(h.key.toString('latin1'));
+    this.fillActive();
+  }
 
   // ---- host records --------------------------------------------------------
 
@@ -601,9 +658,9 @@ export class Frontier<D> {
     let h = this.hosts.get(name);
     if (!h) {
       h = {
-        name, key: Buffer.from(key.subarray(0, HOST_KEY_BYTES)), heads: undefined, headCount: 0, headMask: 0, diskMask: 0, dirtyMask: 0,
+        name, key: Buffer.from(key.subarray(0, HOST_KEY_BYTES)), heads: undefined, headCount: 0, queued: 0, headMask: 0, diskMask: 0, dirtyMask: 0,
         cursor: undefined, loading: false, loadWaiting: false, commitEpoch: 0, active: false, pending: false, pendingRank: 0, readyIn: NOT_READY, inFlight: false,
-        nextAllowed: 0, paused: false, heapIndex: -1, data: this.opts.createData(name),
+        nextAllowed: this.opts.initialNextAllowed?.(name) ?? 0, paused: false, heapIndex: -1, data: this.opts.createData(name),
       };
       this.hosts.set(name, h);
     }
@@ -648,7 +705,8 @@ export class Frontier<D> {
   }
 
   private isPendingAt(h: HostState<D>, r: number): boolean {
-    return h.pending && h.pendingRank === r && !h.active;
+    // A dropped host's entry is stale (dropHost clears `pending`; the map check guards a reused name).
+    return h.pending && h.pendingRank === r && !h.active && this.hosts.get(h.name) === h;
   }
 
   private popPending(): HostState<D> | undefined {
@@ -870,9 +928,10 @@ export class Frontier<D> {
           if (seq < cursor[r]!) continue;
           if (h.headCount >= this.headSize) break fill; // left unread: the class keeps its disk bit
           cursor[r] = seq + 1;
-          if (value.length < 4 || value[0] !== 1) { (corrupt ??= []).push(key); continue; }
+          const v0 = value[0];
+          if (value.length < 4 || (v0 !== ENTRY_PAGE && v0 !== ENTRY_SITEMAP)) { (corrupt ??= []).push(key); continue; }
           const arr = h.heads![r] ??= [];
-          arr.push(new QueuedUrl(h.key, value.toString('utf8', 3), value[1]!, value[2]!, MAX_PRIORITY - r, seq));
+          arr.push(new QueuedUrl(h.key, value.toString('utf8', 3), v0 === ENTRY_SITEMAP ? 'sitemap' : 'page', value[1]!, value[2]!, MAX_PRIORITY - r, seq));
           h.headMask |= 1 << r;
           h.headCount++;
         }
@@ -891,6 +950,7 @@ export class Frontier<D> {
       // An unreadable entry cannot be fetched; drop it from disk so it is not re-read forever.
       this.corruptEntries += corrupt.length;
       this.queued -= corrupt.length;
+      h.queued -= corrupt.length;
       await this.frontier.batch(corrupt.map((key) => ({ type: 'del' as const, key })));
     }
   }

@@ -11,7 +11,7 @@
 //
 // Standards: HTML Living Standard §4.2.3 (base), §4.2.5.3 (refresh pragma), §4.6.2/§4.6.7 (links,
 // rel keywords), §13.2.3.2 (encoding sniffing, in charset.ts); RFC 8288 (Link header, rel
-// comparison); Google's robots meta tag specification (directives.ts). See docs/standards-html.md.
+// comparison); Google's robots meta tag specification (directives.ts). See docs/standards.md (HTML part).
 import { Tokenizer, type TokenizerCallbacks, QuoteType } from 'htmlparser2';
 import { determineCharset, decodeBody } from './charset.js';
 import { emptyDirectives, mergeDirectives, parseMetaRobots, parseXRobotsTag, productToken, type RobotsDirectives } from './directives.js';

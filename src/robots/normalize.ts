@@ -8,7 +8,7 @@
 // function, so the matcher only ever compares canonical ASCII strings whose
 // length in UTF-16 units equals their length in octets.
 //
-// Beyond the letter of §2.2.2 (documented in docs/standards-robots.md):
+// Beyond the letter of §2.2.2 (documented in docs/standards.md (robots part)):
 // - hex digits are upper-cased (RFC 3986 §6.2.2.1), so %2f and %2F compare equal;
 // - ASCII octets that may not appear raw in a URI at all (controls, space,
 //   `"<>\^`{|}` and DEL) are encoded, so `/a b` and `/a%20b` compare equal;

@@ -2,7 +2,7 @@
 // status handling (§2.3.1) and caching (§2.4) live at the edges.
 //
 // How the text maps to behaviour, with the section each rule comes from, is
-// written up in docs/standards-robots.md; comments here say why briefly.
+// written up in docs/standards.md (robots part); comments here say why briefly.
 
 import { compilePattern, RuleSet, type RankedPattern } from './match.js';
 import { normalizeOctets, pathAndQuery } from './normalize.js';
@@ -122,7 +122,7 @@ function bytesToText(s: string): string {
 
 // Keys are compared whole and case-insensitively. Misspellings that Google's
 // parser accepts are accepted too (§2.2.4 allows leniency), but as exact
-// words, not as prefixes; see docs/standards-robots.md.
+// words, not as prefixes; see docs/standards.md (robots part).
 const KEY_USER_AGENT = new Set(['user-agent', 'useragent', 'user agent']);
 const KEY_ALLOW = new Set(['allow']);
 const KEY_DISALLOW = new Set(['disallow', 'dissallow', 'dissalow', 'disalow', 'diasllow', 'disallaw']);

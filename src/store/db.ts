@@ -17,10 +17,16 @@ export interface RangeOptions {
 export interface Sublevel {
   get(key: Bytes): Promise<Bytes | undefined>;
   getMany(keys: Bytes[]): Promise<(Bytes | undefined)[]>;
+  /** Existence only: no value is copied out (classic-level answers with a bitset). */
+  hasMany(keys: Bytes[]): Promise<boolean[]>;
   put(key: Bytes, value: Bytes): Promise<void>;
   del(key: Bytes): Promise<void>;
   batch(ops: Array<{ type: 'put'; key: Bytes; value: Bytes } | { type: 'del'; key: Bytes }>): Promise<void>;
-  keys(opts?: RangeOptions): AsyncIterable<Bytes> & { all(): Promise<Bytes[]>; close(): Promise<void> };
+  keys(opts?: RangeOptions): AsyncIterable<Bytes> & {
+    all(): Promise<Bytes[]>;
+    nextv(size: number): Promise<Bytes[]>;
+    close(): Promise<void>;
+  };
   iterator(opts?: RangeOptions): AsyncIterable<[Bytes, Bytes]> & {
     all(): Promise<[Bytes, Bytes][]>;
     next(): Promise<[Bytes, Bytes] | undefined>;
@@ -37,15 +43,50 @@ export interface Store {
   frontier: Sublevel;
   hosts: Sublevel;
   robots: Sublevel;
+  /** Per-URL fetch records (seen key → JSON): status, digest, simhash, WARC location. */
+  fetches: Sublevel;
   meta: Sublevel;
+  /** The mesh's per-peer outgoing queues (src/mesh/outbox.ts). */
+  outbox: Sublevel;
+  /** The mesh's per-sender high-water marks (src/mesh/exchange.ts). */
+  inbox: Sublevel;
+  /** SimHash permuted tables (src/dedup/index.ts). */
+  simhash: Sublevel;
+  /** Payload digest → first capture (src/dedup/digests.ts). */
+  digests: Sublevel;
   close(): Promise<void>;
 }
 
 const enc = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
 
-export async function openStore(dataDir: string): Promise<Store> {
+/** LevelDB tuning (classic-level open options); see docs/performance.md "Seen-set" for the measurements behind the defaults. */
+export interface StoreOptions {
+  /** LRU block cache, bytes. */
+  cacheSize?: number;
+  /** Memtable size before it is written out as a level-0 table, bytes. */
+  writeBufferSize?: number;
+  /** Uncompressed size of a table block, bytes. */
+  blockSize?: number;
+  /** Table files kept open (each keeps its index and Bloom filter block in memory). */
+  maxOpenFiles?: number;
+  /** Largest table file, bytes. */
+  maxFileSize?: number;
+  /** Snappy block compression. */
+  compression?: boolean;
+}
+
+export const DEFAULT_STORE_OPTIONS: Readonly<Required<StoreOptions>> = Object.freeze({
+  cacheSize: 8 << 20,
+  writeBufferSize: 4 << 20,
+  blockSize: 4096,
+  maxOpenFiles: 1000,
+  maxFileSize: 2 << 20,
+  compression: false,
+});
+
+export async function openStore(dataDir: string, options: StoreOptions = {}): Promise<Store> {
   mkdirSync(dataDir, { recursive: true });
-  const db = new ClassicLevel<Bytes, Bytes>(join(dataDir, 'db'), enc);
+  const db = new ClassicLevel<Bytes, Bytes>(join(dataDir, 'db'), { ...DEFAULT_STORE_OPTIONS, ...options, ...enc });
   try {
     await db.open();
   } catch (err) {
@@ -59,7 +100,12 @@ export async function openStore(dataDir: string): Promise<Store> {
     frontier: sub('frontier'),
     hosts: sub('hosts'),
     robots: sub('robots'),
+    fetches: sub('fetches'),
     meta: sub('meta'),
+    outbox: sub('outbox'),
+    inbox: sub('inbox'),
+    simhash: sub('simhash'),
+    digests: sub('digests'),
     close: () => db.close(),
   };
 }

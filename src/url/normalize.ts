@@ -11,7 +11,7 @@
 // only where it is the authority (IDNA/punycode, IPv4/IPv6 host syntax).
 // The input pre-processing follows WHATWG (what a browser does with an href):
 // surrounding C0/space trimmed, tab/CR/LF removed, `\` read as `/` in http(s).
-// docs/standards-url.md lists every departure from WHATWG and other crawlers.
+// docs/standards.md (URL part) lists every departure from WHATWG and other crawlers.
 
 import { TRACKING_PARAMS, compileParamList, isListedParam, type CompiledParamList } from './tracking.js';
 

@@ -1,0 +1,214 @@
+// The agent seen through its HTTP API (src/api/backend.ts): this adapter reads
+// the agent's state and turns API calls into agent actions. It holds no state
+// of its own.
+import type { ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary } from '../api/backend.js';
+import { ApiError } from '../api/backend.js';
+import type { AgentMetrics } from '../api/metrics.js';
+import type { ThroughputHistory, RecentErrors } from '../api/history.js';
+import type { Frontier, HostState } from '../frontier/frontier.js';
+import type { Store } from '../store/db.js';
+import type { CrawlStats } from './stats.js';
+import type { HostData } from './agent.js';
+import { hostKey, seenKey, prefixEnd } from '../store/keys.js';
+import { normalizeUrl, hostOf } from '../url/normalize.js';
+import { decodeFetchRecord } from './records.js';
+
+export const VERSION = '0.1.0';
+
+/** What the adapter needs from an agent. */
+export interface AgentView {
+  readonly id: string;
+  readonly stats: CrawlStats;
+  readonly metrics: AgentMetrics;
+  readonly history: ThroughputHistory;
+  readonly recentErrors: RecentErrors;
+  readonly frontier: Frontier<HostData>;
+  readonly store: Store;
+  readonly robotsToken: string;
+  readonly minDelayMs: number;
+  readonly capacity: number;
+  state(): AgentState;
+  inFlightCount(): number;
+  /** Members of the mesh as this agent sees them (itself only when alone). */
+  members(): MemberReport[];
+  crawlId(): string | null;
+  /** Owner of a host by this agent's view (its own id when alone). */
+  ownerOf(host: string): string;
+  urlsSent(): number;
+  urlsReceived(): number;
+  /** Seeds URLs; returns the per-URL verdicts and where they were routed. */
+  seedUrls(urls: string[]): Promise<SeedResult>;
+  leave(): Promise<void>;
+}
+
+const SEEN_STATES: Record<number, UrlReport['state']> = { 1: 'queued', 2: 'fetched', 3: 'failed', 4: 'rejected' };
+
+export class AgentBackend implements ApiBackend {
+  constructor(private readonly a: AgentView) {}
+
+  get metrics(): AgentMetrics { return this.a.metrics; }
+
+  status(): StatusReport {
+    const s = this.a.stats;
+    const now = Date.now();
+    return {
+      agent: {
+        id: this.a.id,
+        state: this.a.state(),
+        version: VERSION,
+        startedAt: s.startedAt,
+        uptimeMs: now - s.startedAt,
+        capacity: this.a.capacity,
+        counters: {
+          fetched: s.fetched,
+          queued: this.a.frontier.queued,
+          inFlight: this.a.inFlightCount(),
+          bytes: s.bytes,
+          pagesPerSecond: this.a.history.rate(10_000, now, s.fetched),
+          errors: { ...s.errors },
+          urlsSent: this.a.urlsSent(),
+          urlsReceived: this.a.urlsReceived(),
+        },
+      },
+      mesh: { crawlId: this.a.crawlId(), members: this.a.members() },
+    };
+  }
+
+  async host(name: string): Promise<HostReport | null> {
+    const owner = this.a.ownerOf(name);
+    const local = owner === this.a.id;
+    const h = this.a.frontier.host(name);
+    const depth = await this.queueDepth(name);
+    if (!h && depth === 0 && !local) {
+      return { host: name, owner, local, robots: null, politeness: null, queue: { depth: 0, inFlight: false }, lastFetches: [], errors: {} };
+    }
+    if (!h && depth === 0) return null;
+    return {
+      host: name,
+      owner,
+      local,
+      robots: h ? this.robotsSummary(h) : null,
+      politeness: h ? {
+        nextAllowedAt: h.nextAllowed || null,
+        delayMs: Math.max(h.data.policy.minDelayMs ?? this.a.minDelayMs, h.data.crawlDelayMs),
+        minDelayMs: h.data.policy.minDelayMs ?? this.a.minDelayMs,
+        crawlDelayMs: h.data.crawlDelayMs,
+        lastResponseMs: Math.round(h.data.lastResponseMs * 10) / 10,
+        errorRun: h.data.errorRun,
+        paused: h.paused,
+        pageBudget: h.data.policy.pageBudget,
+        pages: h.data.pages,
+      } : null,
+      queue: { depth, inFlight: h?.inFlight ?? false },
+      lastFetches: h ? [...h.data.recent].reverse() : [],
+      errors: h ? { ...h.data.errors } : {},
+    };
+  }
+
+  async url(raw: string): Promise<UrlReport | null> {
+    const normalized = normalizeUrl(raw);
+    if (!normalized) return null;
+    const host = hostOf(normalized);
+    const owner = this.a.ownerOf(host);
+    const key = seenKey(hostKey(host), normalized);
+    const seenValue = await this.a.store.seen.get(key);
+    const record = decodeFetchRecord(await this.a.store.fetches.get(key));
+    const state = seenValue ? (SEEN_STATES[seenValue[0]! & 0x0f] ?? 'unknown') : 'unseen';
+    return {
+      url: raw,
+      normalized,
+      host,
+      owner,
+      local: owner === this.a.id,
+      seen: seenValue !== undefined,
+      queued: state === 'queued',
+      state,
+      fetched: record && !record.failure ? {
+        at: record.at,
+        status: record.status,
+        digest: record.digest ?? null,
+        simhash: record.simhash ?? null,
+        warc: record.warc ?? null,
+      } : null,
+    };
+  }
+
+  seed(urls: string[]): Promise<SeedResult> { return this.a.seedUrls(urls); }
+
+  async pauseHost(name: string): Promise<HostControlResult> {
+    const h = this.knownHost(name);
+    this.a.frontier.setPaused(h, true);
+    return this.control(h);
+  }
+
+  async resumeHost(name: string): Promise<HostControlResult> {
+    const h = this.knownHost(name);
+    this.a.frontier.setPaused(h, false);
+    return this.control(h);
+  }
+
+  async setHostPolicy(name: string, policy: HostPolicy): Promise<HostControlResult> {
+    const h = this.knownHost(name);
+    if (policy.minDelayMs !== undefined) h.data.policy.minDelayMs = policy.minDelayMs;
+    if (policy.pageBudget !== undefined) h.data.policy.pageBudget = policy.pageBudget;
+    return this.control(h);
+  }
+
+  leave(): Promise<void> { return this.a.leave(); }
+
+  throughputHistory(): ThroughputPoint[] { return this.a.history.points(); }
+
+  topHosts(n: number): TopHost[] {
+    const out: TopHost[] = [];
+    for (const h of this.a.frontier.allHosts()) {
+      let errors = 0;
+      for (const v of Object.values(h.data.errors)) errors += v;
+      out.push({ host: h.name, fetched: h.data.pages, queued: Math.max(0, h.queued), errors, paused: h.paused });
+    }
+    return out.sort((x, y) => y.fetched - x.fetched).slice(0, n);
+  }
+
+  recentErrors(n: number): RecentError[] { return this.a.recentErrors.latest(n); }
+
+  private knownHost(name: string): HostState<HostData> {
+    const owner = this.a.ownerOf(name);
+    if (owner !== this.a.id) throw new ApiError(409, `host ${name} is owned by agent ${owner}; ask that agent`);
+    const h = this.a.frontier.host(name);
+    if (!h) throw new ApiError(404, `no URL of host ${name} is known to this agent`);
+    return h;
+  }
+
+  private control(h: HostState<HostData>): HostControlResult {
+    return { host: h.name, owner: this.a.id, paused: h.paused, policy: { ...h.data.policy } };
+  }
+
+  private async queueDepth(name: string): Promise<number> {
+    const hk = hostKey(name);
+    let n = 0;
+    // Bounded count: an operator wants a figure, not a full scan of a huge queue.
+    for await (const _ of this.a.store.frontier.keys({ gte: hk, lt: prefixEnd(hk), limit: 100_000 })) n++;
+    return n;
+  }
+
+  private robotsSummary(h: HostState<HostData>): RobotsSummary | null {
+    const entry = [...h.data.robots.values()][0];
+    if (!entry) return { state: 'unknown', status: null, fetchedAt: null, expiresAt: null, group: null, crawlDelaySeconds: null, rules: [], ruleCount: 0, sitemaps: [] };
+    const groups = entry.rules.toJSON().groups;
+    const token = this.a.robotsToken.toLowerCase();
+    // RFC 9309 §2.2.1: the groups naming our token, merged; else the `*` groups.
+    const mine = groups.filter((g) => g.agents.includes(token));
+    const chosen = mine.length ? mine : groups.filter((g) => g.agents.includes('*'));
+    const rules = chosen.flatMap((g) => g.rules).map(([allow, norm, , written]) => ({ allow: allow === 1, pattern: written ?? norm }));
+    return {
+      state: entry.verdict,
+      status: entry.status ?? null,
+      fetchedAt: null,
+      expiresAt: entry.expires,
+      group: mine.length ? token : chosen.length ? '*' : null,
+      crawlDelaySeconds: entry.rules.crawlDelay(token) ?? null,
+      rules: rules.slice(0, 200),
+      ruleCount: rules.length,
+      sitemaps: [...entry.rules.sitemaps],
+    };
+  }
+}

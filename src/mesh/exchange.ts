@@ -1,0 +1,490 @@
+// URL exchange on /ubicrawl/urls/1.0.0 (DESIGN.md "URL exchange"): the
+// sender streams length-prefixed batches from its durable outbox, up to
+// `window` unacknowledged at a time; the receiver validates each batch, hands
+// its items to the agent's accept() (which resolves only once they are
+// durable), records the sender's high-water sequence number, then acks. The
+// sender deletes a batch from its outbox only on that ack. Anything
+// malformed is rejected and counted, and the stream is reset; the receiver
+// keeps serving everyone else.
+//
+// Delivery: at least once on the wire, de-duplicated by the receiver per
+// (sender, epoch, seq) high-water mark, so accept() sees each URL once, except
+// when the receiving process dies between accept() resolving and the
+// high-water mark being written (then the batch comes again; the agent's
+// seen-set absorbs it). Pass `inbox` to keep the marks across restarts.
+import { EventEmitter } from 'node:events';
+import { peerIdFromString } from '@libp2p/peer-id';
+import type { Connection, PeerId, Stream } from '@libp2p/interface';
+import { pushable, type Pushable } from 'it-pushable';
+import * as lp from 'it-length-prefixed';
+import {
+  MAX_ACK_BYTES, MAX_BATCH_BYTES, PROTOCOL_URLS, FLAG_REPLICA, decodeAck, decodeBatch, encodeAckFrame, encodeRunsFrame,
+  outboxPrefix, readU53At, type UrlItem,
+} from './wire.js';
+import type { Outbox, OutboxBatch, OutboxDb } from './outbox.js';
+import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
+
+export interface AcceptMeta {
+  batchId: number;
+  epoch: number;
+  /** Held as the hosts' replica rather than their owner (reserved for replicated handoff; always false today). */
+  replica: boolean;
+}
+
+/** Must resolve only after `items` are durable on this agent; rejecting makes the sender retry later. */
+export type AcceptFn = (items: UrlItem[], from: string, meta: AcceptMeta) => Promise<void>;
+
+export interface UrlExchangeOptions {
+  node: MeshNode;
+  /** Receiver side: where accepted URLs go. */
+  accept: AcceptFn;
+  /** Sender side: the durable outbox to drain. Omit for a receive-only exchange. */
+  outbox?: Outbox;
+  /** Durable store for the receiver's per-sender high-water marks (a sublevel). In memory if omitted. */
+  inbox?: OutboxDb;
+  /** URLs per batch. Default 500 (≤ MAX_BATCH_URLS). */
+  batchMaxUrls?: number;
+  /** Bytes per batch frame. Default 256 KiB (≤ MAX_BATCH_BYTES). */
+  batchMaxBytes?: number;
+  /** A partial batch waits this long for more URLs. Default 50 ms. */
+  lingerMs?: number;
+  /** Unacknowledged batches per peer. Default 4. */
+  window?: number;
+  /** An unacknowledged batch older than this fails the stream. Default 30 s. */
+  ackTimeoutMs?: number;
+  /** Dial + protocol negotiation timeout. Default 10 s. */
+  dialTimeoutMs?: number;
+  /** The sender closes a stream idle this long. Default 5 s. */
+  idleCloseMs?: number;
+  /** The receiver resets a stream silent this long. Default 120 s. */
+  readIdleMs?: number;
+  /** Retry backoff after a failed stream: min, max (ms), doubled per consecutive failure, ±25 % jitter. */
+  backoffMinMs?: number;
+  backoffMaxMs?: number;
+  /** Inbound streams of this protocol per connection. Default 2. */
+  maxInboundStreams?: number;
+  logger?: MeshLogger;
+}
+
+export interface PeerExchangeStats {
+  /** URLs written to the wire (a re-send counts again). */
+  sent: number;
+  /** URLs acknowledged by the peer (removed from the outbox). */
+  acked: number;
+  batchesAcked: number;
+  /** URLs from the peer handed to accept(). */
+  received: number;
+  /** URLs from the peer dropped as already received (re-sends). */
+  duplicates: number;
+  /** Frames and items from the peer rejected (see ExchangeStats.rejected for reasons). */
+  rejected: number;
+  /** Failed sending sessions (dial, stream, timeout, bad ack). */
+  failures: number;
+}
+
+export interface ExchangeStats {
+  sent: number;
+  acked: number;
+  received: number;
+  duplicates: number;
+  /** Rejections by reason: frame reasons of decodeBatch (oversize, type, version, flags, from, count, truncated, seq, depth, hops, url-length, trailing), 'framing' (bad length prefix), 'from-mismatch', 'url' (item with a bad URL, dropped alone), 'idle'. */
+  rejected: Record<string, number>;
+  acceptErrors: number;
+  failures: number;
+  peers: Map<string, PeerExchangeStats>;
+}
+
+interface SenderState {
+  running: boolean;
+  failures: number;
+  retryAt: number;
+  wake: (() => void) | null;
+}
+
+const newPeerStats = (): PeerExchangeStats => ({ sent: 0, acked: 0, batchesAcked: 0, received: 0, duplicates: 0, rejected: 0, failures: 0 });
+
+class Timeout extends Error {
+  constructor(what: string) {
+    super(`${what} timed out`);
+    this.name = 'TimeoutError';
+  }
+}
+
+export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer: string] }> {
+  private readonly node: MeshNode;
+  private readonly accept: AcceptFn;
+  private readonly outbox: Outbox | undefined;
+  private readonly inbox: OutboxDb | undefined;
+  private readonly log: MeshLogger;
+  private readonly o: Required<Omit<UrlExchangeOptions, 'node' | 'accept' | 'outbox' | 'inbox' | 'logger'>>;
+  private readonly senders = new Map<string, SenderState>();
+  private readonly marks = new Map<string, { epoch: number; seq: number }>();
+  private readonly locks = new Map<string, Promise<void>>();
+  private readonly serving = new Set<{ stream: Stream; done: Promise<void>; busy: boolean }>();
+  private readonly sending = new Set<Promise<void>>();
+  private readonly outStreams = new Set<Stream>();
+  private readonly totals = { sent: 0, acked: 0, received: 0, duplicates: 0, acceptErrors: 0, failures: 0 };
+  private readonly rejected: Record<string, number> = {};
+  private readonly perPeer = new Map<string, PeerExchangeStats>();
+  private readonly stopCtl = new AbortController();
+  private started = false;
+  private stopping = false;
+  private readonly onReady = (peer: string) => this.kick(peer);
+  // A peer that (re)connects gets its queue retried at once, not after the backoff.
+  private readonly onConnect = (evt: CustomEvent<PeerId>) => {
+    const p = evt.detail.toString();
+    if (this.outbox && this.outbox.queued(p) > 0) this.kick(p, true);
+  };
+
+  constructor(opts: UrlExchangeOptions) {
+    super();
+    this.node = opts.node;
+    this.accept = opts.accept;
+    this.outbox = opts.outbox;
+    this.inbox = opts.inbox;
+    this.log = opts.logger ?? silentLogger;
+    this.o = {
+      batchMaxUrls: opts.batchMaxUrls ?? 500,
+      batchMaxBytes: opts.batchMaxBytes ?? 256 * 1024,
+      lingerMs: opts.lingerMs ?? 50,
+      window: Math.max(1, opts.window ?? 4),
+      ackTimeoutMs: opts.ackTimeoutMs ?? 30_000,
+      dialTimeoutMs: opts.dialTimeoutMs ?? 10_000,
+      idleCloseMs: opts.idleCloseMs ?? 5_000,
+      readIdleMs: opts.readIdleMs ?? 120_000,
+      backoffMinMs: opts.backoffMinMs ?? 100,
+      backoffMaxMs: opts.backoffMaxMs ?? 10_000,
+      maxInboundStreams: opts.maxInboundStreams ?? 2,
+    };
+  }
+
+  /** Registers the protocol handler and starts sending whatever the outbox holds. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    await this.node.libp2p.handle(PROTOCOL_URLS, ({ stream, connection }) => this.serve(stream, connection), {
+      maxInboundStreams: this.o.maxInboundStreams,
+      maxOutboundStreams: 2,
+    });
+    if (this.outbox) {
+      this.node.libp2p.addEventListener('peer:connect', this.onConnect);
+      this.outbox.on('ready', this.onReady);
+      for (const p of this.outbox.peers()) this.kick(p);
+    }
+  }
+
+  /**
+   * Stops sending (unacked batches stay in the outbox) and receiving: batches
+   * being accepted are finished and acked (up to `graceMs`), then streams are
+   * closed. Call before stopping the node.
+   */
+  async stop(graceMs = 2000): Promise<void> {
+    if (!this.started || this.stopping) return;
+    this.stopping = true;
+    this.outbox?.off('ready', this.onReady);
+    this.node.libp2p.removeEventListener('peer:connect', this.onConnect);
+    this.stopCtl.abort();
+    for (const s of this.senders.values()) s.wake?.();
+    try {
+      await this.node.libp2p.unhandle(PROTOCOL_URLS);
+    } catch { /* node stopped */ }
+    // Inbound streams waiting for their next batch close now; those in the
+    // middle of one finish it (accept, mark, ack) first, within graceMs.
+    for (const s of this.serving) if (!s.busy) s.stream.abort(new Error('exchange stopping'));
+    const all = [...this.serving].map((s) => s.done);
+    await Promise.race([Promise.allSettled([...all, ...this.sending]), sleep(graceMs)]);
+    for (const s of this.serving) s.stream.abort(new Error('exchange stopping'));
+    for (const st of this.outStreams) st.abort(new Error('exchange stopping'));
+    await Promise.race([Promise.allSettled([...this.sending]), sleep(graceMs)]);
+  }
+
+  /** Wakes the sender of `peer` (called on the outbox's 'ready' event; call it after a peer (re)connects to retry at once). */
+  kick(peer: string, resetBackoff = false): void {
+    if (!this.outbox || this.stopping || peer === this.node.id) return;
+    const s = this.sender(peer);
+    if (resetBackoff) s.retryAt = 0;
+    if (s.wake) { s.wake(); return; }
+    if (s.running) return;
+    s.running = true;
+    const p = this.runSender(peer, s).finally(() => {
+      s.running = false;
+      this.sending.delete(p);
+      // An enqueue that raced with the loop's exit must not be stranded.
+      if (!this.stopping && this.outbox!.queued(peer) > 0 && !this.outbox!.isPaused(peer)) this.kick(peer);
+    });
+    this.sending.add(p);
+  }
+
+  /**
+   * The two counters mesh-wide idle detection compares (issue 5 §6): `sent` =
+   * URLs this agent's peers acknowledged, `received` = URLs this agent
+   * consumed from peers (accepted, or dropped for a bad URL; re-sends are not
+   * counted twice). Summed over all members, sent = received exactly when no
+   * URL is in flight or queued for a live peer.
+   */
+  idleCounters(): { sent: number; received: number } {
+    return { sent: this.totals.acked, received: this.totals.received + (this.rejected.url ?? 0) };
+  }
+
+  stats(): ExchangeStats {
+    return { ...this.totals, rejected: { ...this.rejected }, peers: new Map([...this.perPeer].map(([k, v]) => [k, { ...v }])) };
+  }
+
+  // ------------------------------------------------------------ sender
+
+  private sender(peer: string): SenderState {
+    let s = this.senders.get(peer);
+    if (!s) {
+      s = { running: false, failures: 0, retryAt: 0, wake: null };
+      this.senders.set(peer, s);
+    }
+    return s;
+  }
+
+  private async runSender(peer: string, s: SenderState): Promise<void> {
+    const ob = this.outbox!;
+    while (!this.stopping && ob.queued(peer) > 0 && !ob.isPaused(peer)) {
+      const wait = s.retryAt - Date.now();
+      if (wait > 0) await this.sleepWake(s, wait);
+      if (this.stopping) return;
+      try {
+        await this.session(peer, s);
+        s.failures = 0;
+      } catch (err) {
+        if (this.stopping) return;
+        s.failures++;
+        this.totals.failures++;
+        this.peerStats(peer).failures++;
+        const base = Math.min(this.o.backoffMaxMs, this.o.backoffMinMs * 2 ** Math.min(s.failures - 1, 20));
+        s.retryAt = Date.now() + base * (0.75 + Math.random() * 0.5);
+        this.log.debug({ peer, failures: s.failures, err: (err as Error).message }, 'url exchange: send failed, backing off');
+      }
+    }
+  }
+
+  // One stream: fill the window, wait for acks in order, repeat; close after idleCloseMs with nothing to send.
+  private async session(peer: string, s: SenderState): Promise<void> {
+    const ob = this.outbox!;
+    const pid: PeerId = peerIdFromString(peer);
+    const stream = await this.node.libp2p.dialProtocol(pid, PROTOCOL_URLS, {
+      signal: AbortSignal.any([this.stopCtl.signal, AbortSignal.timeout(this.o.dialTimeoutMs)]),
+    });
+    const out: Pushable<Uint8Array> = pushable();
+    const sinkDone = stream.sink(out).catch(() => {});
+    const acks = lp.decode(stream.source, { maxDataLength: MAX_ACK_BYTES })[Symbol.asyncIterator]();
+    const inflight: OutboxBatch[] = [];
+    const ps = this.peerStats(peer);
+    let cursor = 0;
+    let ok = false;
+    let idleSince: number | undefined;
+    this.outStreams.add(stream);
+    try {
+      for (;;) {
+        if (this.stopping) break;
+        let lingerWait = 0;
+        while (inflight.length < this.o.window && !ob.isPaused(peer)) {
+          const r = await ob.read(peer, cursor, { maxUrls: this.o.batchMaxUrls, maxBytes: this.o.batchMaxBytes, lingerMs: this.o.lingerMs });
+          if (!r.batch) { lingerWait = r.waitMs; break; }
+          const b = r.batch;
+          inflight.push(b);
+          cursor = b.lastSeq;
+          out.push(encodeRunsFrame({ batchId: b.lastSeq, from: this.node.id, epoch: ob.epoch, flags: 0 }, b.runs));
+          ps.sent += b.count;
+          this.totals.sent += b.count;
+        }
+        if (inflight.length === 0) {
+          if (this.stopping || ob.isPaused(peer)) break;
+          if (lingerWait > 0) { await this.sleepWake(s, lingerWait); continue; }
+          // Nothing to send: wait for new items, re-reading at least every
+          // second (guards a missed wake-up); close after idleCloseMs.
+          idleSince ??= Date.now();
+          const left = this.o.idleCloseMs - (Date.now() - idleSince);
+          if (left <= 0) break;
+          await this.sleepWake(s, Math.min(left, 1000));
+          continue;
+        }
+        idleSince = undefined;
+        const r = await withTimeout(acks.next(), this.o.ackTimeoutMs, 'ack');
+        if (r.done) throw new Error('stream closed by the receiver');
+        const a = decodeAck(r.value.subarray());
+        if (!a.ok) throw new Error(`bad ack: ${a.reason}`);
+        const head = inflight[0]!;
+        if (a.value.batchId !== head.lastSeq) throw new Error('ack out of order');
+        inflight.shift();
+        await ob.ack(head);
+        ps.acked += head.count;
+        ps.batchesAcked++;
+        this.totals.acked += head.count;
+        s.failures = 0;
+      }
+      ok = true;
+    } finally {
+      this.outStreams.delete(stream);
+      for (const b of inflight) ob.release(b);
+      out.end();
+      if (ok) {
+        await withTimeout(Promise.all([sinkDone, stream.close()]), 2000, 'close').catch(() => stream.abort(new Error('close timed out')));
+      } else {
+        stream.abort(new Error('url exchange session failed'));
+      }
+    }
+  }
+
+  // Waits until woken or `ms` pass; returns true if woken (by new items or stop).
+  private sleepWake(s: SenderState, ms: number): Promise<boolean> {
+    if (this.stopping) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const t = setTimeout(() => { s.wake = null; resolve(false); }, Math.max(0, ms));
+      s.wake = () => { clearTimeout(t); s.wake = null; resolve(true); };
+    });
+  }
+
+  // ------------------------------------------------------------ receiver
+
+  private serve(stream: Stream, connection: Connection): void {
+    if (this.stopping) { stream.abort(new Error('exchange stopping')); return; }
+    const entry = { stream, done: Promise.resolve(), busy: false };
+    entry.done = this.serveStream(stream, connection, entry).finally(() => this.serving.delete(entry));
+    this.serving.add(entry);
+  }
+
+  private async serveStream(stream: Stream, connection: Connection, entry: { busy: boolean }): Promise<void> {
+    const from = connection.remotePeer.toString();
+    const ps = this.peerStats(from);
+    const out: Pushable<Uint8Array> = pushable();
+    const sinkDone = stream.sink(out).catch(() => {});
+    let idle: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => { this.reject('idle', from, ps); stream.abort(new Error('idle')); }, this.o.readIdleMs);
+    };
+    let failed: string | null = null;
+    try {
+      arm();
+      for await (const frame of lp.decode(stream.source, { maxDataLength: MAX_BATCH_BYTES })) {
+        clearTimeout(idle);
+        entry.busy = true;
+        const d = decodeBatch(frame.subarray());
+        if (!d.ok) { failed = d.reason; break; }
+        const b = d.value;
+        if (b.from !== from) { failed = 'from-mismatch'; break; }
+        if (b.invalidUrls) {
+          this.rejected.url = (this.rejected.url ?? 0) + b.invalidUrls;
+          ps.rejected += b.invalidUrls;
+        }
+        let accepted = 0;
+        let dropped = b.invalidUrls;
+        try {
+          await this.locked(from, async () => {
+            const mark = await this.mark(from, b.epoch);
+            let items = b.items;
+            let first = 0;
+            while (first < b.seqs.length && b.seqs[first]! <= mark.seq) first++;
+            if (first > 0) {
+              items = items.slice(first);
+              dropped += first;
+              ps.duplicates += first;
+              this.totals.duplicates += first;
+            }
+            if (items.length) await this.accept(items, from, { batchId: b.batchId, epoch: b.epoch, replica: (b.flags & FLAG_REPLICA) !== 0 });
+            accepted = items.length;
+            if (b.seqs.length) await this.setMark(from, b.epoch, Math.max(mark.seq, b.seqs[b.seqs.length - 1]!));
+          });
+        } catch (err) {
+          this.totals.acceptErrors++;
+          this.log.warn({ peer: from, err: (err as Error).message }, 'url exchange: accept failed; the sender will retry');
+          stream.abort(err as Error);
+          return;
+        }
+        ps.received += accepted;
+        this.totals.received += accepted;
+        out.push(encodeAckFrame({ batchId: b.batchId, accepted, dropped }));
+        entry.busy = false;
+        if (this.stopping) break;
+        arm();
+      }
+    } catch (err) {
+      const name = (err as Error).name;
+      if (name === 'InvalidDataLengthError') failed = 'oversize';
+      else if (name === 'InvalidDataLengthLengthError' || name === 'InvalidMessageLengthError') failed = 'framing';
+      else if (name === 'UnexpectedEOFError') failed = 'truncated';
+      else if (!this.stopping) this.log.debug({ peer: from, err: (err as Error).message }, 'url exchange: inbound stream ended');
+    } finally {
+      clearTimeout(idle);
+    }
+    if (failed) {
+      this.reject(failed, from, ps);
+      out.end();
+      stream.abort(new Error(`rejected: ${failed}`));
+      return;
+    }
+    out.end();
+    await withTimeout(sinkDone, 2000, 'close').catch(() => stream.abort(new Error('close timed out')));
+  }
+
+  private reject(reason: string, peer: string, ps: PeerExchangeStats): void {
+    this.rejected[reason] = (this.rejected[reason] ?? 0) + 1;
+    ps.rejected++;
+    this.log.warn({ peer, reason }, 'url exchange: rejected');
+    this.emit('rejected', reason, peer);
+  }
+
+  // Serialises batches per sender, so a re-sent batch on a second stream sees the first one's mark.
+  private async locked(peer: string, fn: () => Promise<void>): Promise<void> {
+    const prev = this.locks.get(peer) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => { release = r; });
+    const chained = prev.then(() => mine);
+    this.locks.set(peer, chained);
+    await prev;
+    try {
+      await fn();
+    } finally {
+      release();
+      if (this.locks.get(peer) === chained) this.locks.delete(peer);
+    }
+  }
+
+  private async mark(peer: string, epoch: number): Promise<{ epoch: number; seq: number }> {
+    let m = this.marks.get(peer);
+    if (!m && this.inbox) {
+      const v = await this.inbox.get(outboxPrefix(peer));
+      if (v && v.length === 16) m = { epoch: readU53At(v, 0), seq: readU53At(v, 8) };
+    }
+    // A new epoch means a new sender store: its seqs start over.
+    if (!m || m.epoch !== epoch) m = { epoch, seq: 0 };
+    this.marks.set(peer, m);
+    return m;
+  }
+
+  private async setMark(peer: string, epoch: number, seq: number): Promise<void> {
+    this.marks.set(peer, { epoch, seq });
+    if (this.inbox) {
+      const v = Buffer.allocUnsafe(16);
+      v.writeUIntBE(Math.floor(epoch / 2 ** 32), 0, 4); v.writeUInt32BE(epoch >>> 0, 4);
+      v.writeUIntBE(Math.floor(seq / 2 ** 32), 8, 4); v.writeUInt32BE(seq >>> 0, 12);
+      await this.inbox.batch([{ type: 'put', key: outboxPrefix(peer), value: v }]);
+    }
+  }
+
+  private peerStats(peer: string): PeerExchangeStats {
+    let p = this.perPeer.get(peer);
+    if (!p) {
+      p = newPeerStats();
+      this.perPeer.set(peer, p);
+    }
+    return p;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref?.());
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let t: NodeJS.Timeout;
+  return Promise.race([
+    p,
+    new Promise<never>((_, rej) => { t = setTimeout(() => rej(new Timeout(what)), ms); }),
+  ]).finally(() => clearTimeout(t));
+}

@@ -1,0 +1,16 @@
+// The mesh layer (issue 5): libp2p node, gossip membership, durable outbox,
+// URL exchange. See docs/mesh.md for the formats and the integration steps.
+export {
+  createMeshNode, parsePeerSpec, loadOrCreatePeerKey, bumpIncarnation, generateSwarmKey, writeSwarmKeyFile, checkSwarmKey, silentLogger,
+  type MeshNode, type MeshNodeOptions, type MeshLogger, type MeshLibp2p,
+} from './node.js';
+export {
+  Membership, MemberTable, syncRing,
+  type MembershipOptions, type MembershipChange, type MembershipStats, type MemberInfo,
+} from './membership.js';
+export { Outbox, batchItems, type OutboxDb, type OutboxOptions, type OutboxBatch, type OutboxStats } from './outbox.js';
+export { UrlExchange, type UrlExchangeOptions, type AcceptFn, type AcceptMeta, type ExchangeStats, type PeerExchangeStats } from './exchange.js';
+export {
+  PROTOCOL_URLS, membersTopic, isWireUrl, isWireItem, MAX_BATCH_BYTES, MAX_BATCH_URLS, MAX_URL_BYTES, MAX_HOPS, MAX_DEPTH, SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK,
+  type UrlItem, type Heartbeat, type MemberCounters, type MemberState,
+} from './wire.js';

@@ -1,0 +1,274 @@
+// The libp2p node of one agent (DESIGN.md "Stack", "Host ownership": agent
+// identifier = PeerId persisted in the data dir). TCP + Noise + Yamux +
+// identify + gossipsub (StrictSign), and a libp2p private network (pnet) when
+// a swarm key is given.
+import { mkdirSync, openSync, closeSync, fsyncSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p';
+import { tcp } from '@libp2p/tcp';
+import { noise } from '@chainsafe/libp2p-noise';
+import { yamux } from '@chainsafe/libp2p-yamux';
+import { identify, type Identify } from '@libp2p/identify';
+import { preSharedKey, generateKey } from '@libp2p/pnet';
+import { gossipsub, type GossipsubEvents, type GossipsubOpts } from '@chainsafe/libp2p-gossipsub';
+import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
+import type { PubSub } from '@libp2p/interface';
+
+// @libp2p/crypto 5.1.23 types its keys against @libp2p/interface 3 while libp2p
+// 2.10 uses interface 2: same runtime objects, structurally different types.
+type PrivateKey = NonNullable<Libp2pOptions['privateKey']>;
+
+/** pino-compatible subset; every mesh component takes one. */
+export interface MeshLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export const silentLogger: MeshLogger = { debug() {}, info() {}, warn() {}, error() {} };
+
+export type MeshServices = { identify: Identify; pubsub: PubSub<GossipsubEvents> };
+export type MeshLibp2p = Libp2p<MeshServices>;
+
+export interface MeshNodeOptions {
+  /** Directory holding `peer-key` and `incarnation` (created if missing). */
+  dataDir: string;
+  /** Listen multiaddrs. Default ['/ip4/127.0.0.1/tcp/0']. */
+  listen?: string[];
+  /** Multiaddrs to advertise instead of the listen addresses (NAT, containers). */
+  announce?: string[];
+  /** Path of a pnet swarm key (`/key/swarm/psk/1.0.0/` format): only holders can connect. */
+  swarmKeyFile?: string;
+  /** The swarm key's bytes, instead of a file. */
+  swarmKey?: Uint8Array;
+  /** Gossipsub tuning (e.g. heartbeatInterval for tests); StrictSign is always on. */
+  gossip?: Partial<GossipsubOpts>;
+  /** Dial timeout for dialPeer, ms. Default 10 000. */
+  dialTimeoutMs?: number;
+  logger?: MeshLogger;
+}
+
+export interface MeshNode {
+  readonly libp2p: MeshLibp2p;
+  /** This agent's identifier: its PeerId as a string. */
+  readonly id: string;
+  /** Start count of this data dir (1 on first start), persisted; membership heartbeats carry it. */
+  readonly incarnation: number;
+  /** Dialable addresses, each ending in /p2p/<id>. */
+  addrs(): string[];
+  /**
+   * Connects to a peer given as a multiaddr (with or without /p2p/<id>) or
+   * `host:port`. Resolves to the remote PeerId (learned in the Noise handshake
+   * when the address carries none), rejects on failure or timeout.
+   */
+  dialPeer(spec: string, opts?: { signal?: AbortSignal }): Promise<string>;
+  /** Whether there is an open connection to `peerId`. */
+  isConnected(peerId: string): boolean;
+  stop(): Promise<void>;
+}
+
+// ---------------------------------------------------------------- files
+
+/** Writes a file atomically (temp file, fsync, rename), mode 0600. */
+function writeFileAtomic(path: string, data: Uint8Array | string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+}
+
+function readIfExists(path: string): Buffer | null {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+/**
+ * The agent's identity: an Ed25519 private key in libp2p's protobuf encoding
+ * at `<dataDir>/peer-key`, created on first use and reused afterwards, so a
+ * restarted agent keeps its PeerId and therefore its hosts.
+ */
+export async function loadOrCreatePeerKey(dataDir: string): Promise<PrivateKey> {
+  const path = join(dataDir, 'peer-key');
+  const bytes = readIfExists(path);
+  if (bytes) {
+    try {
+      return privateKeyFromProtobuf(bytes) as unknown as PrivateKey;
+    } catch (err) {
+      throw new Error(`cannot read the peer key ${path}: ${(err as Error).message}`);
+    }
+  }
+  const key = await generateKeyPair('Ed25519');
+  writeFileAtomic(path, privateKeyToProtobuf(key));
+  return key as unknown as PrivateKey;
+}
+
+/**
+ * Bumps and returns the persisted start counter `<dataDir>/incarnation`. A
+ * restarted agent's heartbeats carry a higher incarnation than anything it
+ * sent before, so peers drop the old incarnation's state at once.
+ */
+export function bumpIncarnation(dataDir: string): number {
+  const path = join(dataDir, 'incarnation');
+  const old = readIfExists(path);
+  const prev = old ? Number.parseInt(old.toString('ascii').trim(), 10) : 0;
+  const next = (Number.isSafeInteger(prev) && prev >= 0 ? prev : 0) + 1;
+  writeFileAtomic(path, `${next}\n`);
+  return next;
+}
+
+// ---------------------------------------------------------------- swarm keys
+
+/** A new pnet swarm key in the go-ipfs / js-libp2p `swarm.key` format (v1 PSK, base16). */
+export function generateSwarmKey(): Uint8Array {
+  // '/key/swarm/psk/1.0.0/\n/base16/\n' + 64 hex digits
+  const out = new Uint8Array(95);
+  generateKey(out);
+  return out;
+}
+
+/** Writes a new swarm key to `path` (mode 0600) and returns it. */
+export function writeSwarmKeyFile(path: string): Uint8Array {
+  const key = generateSwarmKey();
+  writeFileAtomic(path, key);
+  return key;
+}
+
+const PSK_HEADER = '/key/swarm/psk/1.0.0/';
+
+/** Checks a swarm key's format up front so a bad file is one clear error, not a failure deep in libp2p. */
+export function checkSwarmKey(key: Uint8Array): void {
+  const lines = Buffer.from(key).toString('utf8').split(/\r?\n/);
+  if (lines[0] !== PSK_HEADER || lines[1] !== '/base16/' || !/^[0-9a-fA-F]{64}$/.test(lines[2] ?? '')) {
+    throw new Error('invalid swarm key: expected "/key/swarm/psk/1.0.0/", "/base16/" and 64 hex digits on three lines');
+  }
+}
+
+// ---------------------------------------------------------------- peer specs
+
+/**
+ * Parses a `--seed` peer: a multiaddr string, or `host:port` / `[v6]:port`.
+ * host:port becomes /ip4, /ip6 or /dns/<name>/tcp/<port>. Returns null for
+ * anything else (the CLI treats http(s) URLs and files itself).
+ */
+export function parsePeerSpec(spec: string): Multiaddr | null {
+  const s = spec.trim();
+  if (s.startsWith('/')) {
+    try {
+      return multiaddr(s);
+    } catch {
+      return null;
+    }
+  }
+  let host: string;
+  let portStr: string;
+  const v6 = /^\[([0-9A-Fa-f:.]+)\]:(\d{1,5})$/.exec(s);
+  if (v6) {
+    host = v6[1]!;
+    portStr = v6[2]!;
+  } else {
+    const m = /^([A-Za-z0-9.-]+):(\d{1,5})$/.exec(s);
+    if (!m) return null;
+    host = m[1]!;
+    portStr = m[2]!;
+  }
+  const port = Number(portStr);
+  if (!(port >= 1 && port <= 65535)) return null;
+  let proto: string;
+  if (v6) proto = 'ip6';
+  else if (/^\d{1,3}(\.\d{1,3}){3}$/.test(host)) {
+    if (host.split('.').some((o) => Number(o) > 255)) return null;
+    proto = 'ip4';
+  } else proto = 'dns';
+  try {
+    return multiaddr(`/${proto}/${host}/tcp/${port}`);
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------- the node
+
+export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
+  const log = opts.logger ?? silentLogger;
+  mkdirSync(opts.dataDir, { recursive: true });
+  const privateKey = await loadOrCreatePeerKey(opts.dataDir);
+  const incarnation = bumpIncarnation(opts.dataDir);
+  let psk: Uint8Array | undefined = opts.swarmKey;
+  if (!psk && opts.swarmKeyFile) {
+    try {
+      psk = readFileSync(opts.swarmKeyFile);
+    } catch (err) {
+      throw new Error(`cannot read the swarm key ${opts.swarmKeyFile}: ${(err as Error).message}`);
+    }
+  }
+  if (psk) checkSwarmKey(psk);
+  const dialTimeoutMs = opts.dialTimeoutMs ?? 10_000;
+
+  const libp2p = await createLibp2p<MeshServices>({
+    privateKey,
+    addresses: {
+      listen: opts.listen && opts.listen.length ? opts.listen : ['/ip4/127.0.0.1/tcp/0'],
+      announce: opts.announce ?? [],
+    },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    ...(psk ? { connectionProtector: preSharedKey({ psk }) } : {}),
+    services: {
+      identify: identify(),
+      pubsub: gossipsub({
+        // Tunables first; the security-relevant settings below always win.
+        allowPublishToZeroTopicPeers: true,
+        emitSelf: false,
+        fallbackToFloodsub: false,
+        // Bounded RPCs: heartbeats are ≤ 4 KiB; 1 MiB leaves room for batching and control messages.
+        maxInboundDataLength: 1 << 20,
+        ...opts.gossip,
+        globalSignaturePolicy: 'StrictSign',
+      }),
+    },
+  });
+  const id = libp2p.peerId.toString();
+  log.info({ id, incarnation, addrs: libp2p.getMultiaddrs().map(String), pnet: !!psk }, 'mesh node started');
+
+  return {
+    libp2p,
+    id,
+    incarnation,
+    addrs: () => libp2p.getMultiaddrs().map(String),
+    async dialPeer(spec, o = {}) {
+      const ma = parsePeerSpec(spec);
+      if (!ma) throw new Error(`not a peer address: ${spec} (expected a multiaddr or host:port)`);
+      const signal = o.signal ? AbortSignal.any([o.signal, AbortSignal.timeout(dialTimeoutMs)]) : AbortSignal.timeout(dialTimeoutMs);
+      // libp2p 2.x dials a multiaddr without /p2p/<id>: the Noise handshake
+      // authenticates whichever key the remote holds and the connection
+      // reports it as remotePeer (test/mesh-node.test.ts checks this).
+      const conn = await libp2p.dial(ma, { signal });
+      const remote = conn.remotePeer.toString();
+      if (remote === id) {
+        await conn.close().catch(() => {});
+        throw new Error(`${spec} is this agent itself`);
+      }
+      return remote;
+    },
+    isConnected(peerId) {
+      for (const c of libp2p.getConnections()) if (c.status === 'open' && c.remotePeer.toString() === peerId) return true;
+      return false;
+    },
+    async stop() {
+      await libp2p.stop();
+    },
+  };
+}

@@ -1,0 +1,632 @@
+// Per-peer durable outboxes (DESIGN.md "URL exchange": the sender keeps
+// per-peer outboxes on disk until acked; a crash on either side loses
+// nothing). One LevelDB key range per peer, keys peer ‖ seq, so a peer's
+// queue is read in order by a range scan and a slow or unreachable peer makes
+// the queue grow on disk, not in memory. Entries are segments of up to
+// segmentMaxUrls items with consecutive seqs (one put, one read, one delete
+// per segment rather than per URL), and a segment's bytes go to the wire as
+// they are (src/mesh/wire.ts "runs"). Memory per peer is a few counters;
+// the only buffers are the group-commit batch (bounded by what callers have
+// not yet awaited) and the sender's in-flight window.
+//
+// Sequence numbers come from one agent-wide counter, persisted with every
+// write, so seqs are unique and increasing within an epoch (a random number
+// created with the store). Receivers use (sender, epoch, seq) to drop
+// re-sent items (src/mesh/exchange.ts).
+import { EventEmitter } from 'node:events';
+import { randomInt } from 'node:crypto';
+import { xxh64 } from '../hash/xxhash.js';
+import { RecentHashes } from './recent.js';
+import {
+  MAX_BATCH_BYTES, MAX_BATCH_URLS, decodeBatch, decodeSegment, encodeRunsFrame, encodeSegment, isPeerIdString, isWireItem,
+  outboxKey, parseOutboxKey, readU53At, segmentCount, u53Bytes, wireItemSize, type EncodedRun, type UrlItem,
+} from './wire.js';
+import { silentLogger, type MeshLogger } from './node.js';
+
+type Bytes = Buffer;
+export type BatchOp = { type: 'put'; key: Bytes; value: Bytes } | { type: 'del'; key: Bytes };
+
+/** The part of an abstract-level (sub)level the outbox needs, with Buffer keys and values (src/store's Sublevel fits). */
+export interface OutboxDb {
+  get(key: Bytes): Promise<Bytes | undefined>;
+  batch(ops: BatchOp[]): Promise<void>;
+  iterator(opts?: { gt?: Bytes; gte?: Bytes; lt?: Bytes; lte?: Bytes; limit?: number }): {
+    all(): Promise<[Bytes, Bytes][]>;
+    next(): Promise<[Bytes, Bytes] | undefined>;
+    seek(target: Bytes): void;
+    close(): Promise<void>;
+  };
+}
+
+export interface OutboxOptions {
+  db: OutboxDb;
+  /** Entries of the sender-side "recently forwarded" cache (8 bytes each, ×2). Default 262 144. 0 disables it. */
+  recentSize?: number;
+  /** Items per segment (one LevelDB entry). Default 500; at most MAX_BATCH_URLS. */
+  segmentMaxUrls?: number;
+  /** Encoded bytes per segment. Default 64 KiB. */
+  segmentMaxBytes?: number;
+  /** Items buffered before a group commit is written without waiting for the next tick. Default 4096. */
+  commitMaxItems?: number;
+  logger?: MeshLogger;
+}
+
+/** A batch read for sending: whole segments, as wire runs. Keep it until ack() or release(). */
+export interface OutboxBatch {
+  peer: string;
+  runs: EncodedRun[];
+  /** The segments' keys (deleted on ack). */
+  keys: Buffer[];
+  /** Items in the batch. */
+  count: number;
+  /** Seq of the last item (the exchange's batchId and read cursor). */
+  lastSeq: number;
+  /** Sum of the runs' wire bytes. */
+  bytes: number;
+  /** True when the read reached the end of the peer's queue (a partial batch). */
+  exhausted: boolean;
+}
+
+/** Decodes a batch's items and seqs (tests, debugging; the exchange sends the runs as they are). */
+export function batchItems(b: OutboxBatch): { items: UrlItem[]; seqs: number[] } {
+  const frame = encodeRunsFrame({ batchId: b.lastSeq, from: '1'.repeat(32), epoch: 0, flags: 0 }, b.runs);
+  let i = 0;
+  while (frame[i]! & 0x80) i++;
+  const d = decodeBatch(frame.subarray(i + 1));
+  if (!d.ok) throw new Error(`unreadable batch: ${d.reason}`);
+  return { items: d.value.items, seqs: d.value.seqs };
+}
+
+export interface ReadOptions {
+  maxUrls?: number;
+  maxBytes?: number;
+  /** Hold back a partial batch until its oldest item waited this long (batching by time). */
+  lingerMs?: number;
+}
+
+export interface OutboxStats {
+  /** Items written to the outbox. */
+  enqueued: number;
+  /** Items skipped because they were forwarded to the same peer recently. */
+  deduped: number;
+  /** Items refused by enqueue (URL syntax, depth or hops out of range). */
+  invalid: number;
+  /** Items removed after an ack. */
+  acked: number;
+  /** Items moved or handed out by reassign() / drainPeer(). */
+  rerouted: number;
+}
+
+interface PeerState {
+  /** Entries on disk (exact once open() has counted them). */
+  count: number;
+  /** When the oldest not-yet-sent item was written (batching by time); undefined when all were read. */
+  unsentSince: number | undefined;
+  /** Durable-write generation, bumped on each write touching this peer. */
+  gen: number;
+  /** Batches out for sending. */
+  inflight: number;
+  paused: number;
+  idle: Array<() => void>;
+}
+
+interface Pending {
+  peer: string;
+  items: UrlItem[];
+  done: { resolve: () => void; reject: (e: unknown) => void };
+}
+
+// xxhash64 of a string as two 32-bit halves in H (no bigint kept around).
+const H64 = new BigUint64Array(1);
+const H = new Uint32Array(H64.buffer);
+function hash64(s: string): void {
+  H64[0] = xxh64(s);
+}
+
+const META_SEQ = Buffer.from([0, 0x73]); // \0 's': next sequence number
+const META_EPOCH = Buffer.from([0, 0x65]); // \0 'e': epoch
+
+export interface OutboxEvents {
+  /** New items for `peer` are durable (the exchange wakes that peer's sender). */
+  ready: [peer: string];
+}
+
+export class Outbox extends EventEmitter<OutboxEvents> {
+  readonly stats: OutboxStats = { enqueued: 0, deduped: 0, invalid: 0, acked: 0, rerouted: 0 };
+  private readonly db: OutboxDb;
+  private readonly log: MeshLogger;
+  private readonly recent: RecentHashes | null;
+  private readonly recentSeeds = new Map<string, [number, number]>();
+  private readonly segMaxUrls: number;
+  private readonly segMaxBytes: number;
+  private readonly peersState = new Map<string, PeerState>();
+  private readonly commitMaxItems: number;
+  private nextSeq = 1;
+  private pending: Pending[] = [];
+  private pendingItems = 0;
+  private flushScheduled = false;
+  /** Serialises every write so seqs hit the disk in increasing order. */
+  private writeChain: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  private constructor(opts: OutboxOptions, readonly epoch: number) {
+    super();
+    this.db = opts.db;
+    this.log = opts.logger ?? silentLogger;
+    const rs = opts.recentSize ?? 1 << 18;
+    this.recent = rs > 0 ? new RecentHashes(rs) : null;
+    this.segMaxUrls = Math.min(Math.max(1, opts.segmentMaxUrls ?? 500), MAX_BATCH_URLS);
+    this.segMaxBytes = Math.min(Math.max(1024, opts.segmentMaxBytes ?? 64 * 1024), MAX_BATCH_BYTES / 2);
+    this.commitMaxItems = opts.commitMaxItems ?? 4096;
+  }
+
+  /** Opens the outbox: loads epoch and seq counter, counts the queued entries per peer (one key scan). */
+  static async open(opts: OutboxOptions): Promise<Outbox> {
+    const db = opts.db;
+    let epochBytes = await db.get(META_EPOCH);
+    let epoch = epochBytes ? readU53At(epochBytes, 0) : -1;
+    if (epoch < 0) {
+      // 48 random bits: a fresh store never reuses an old store's (sender, epoch, seq) space.
+      epoch = randomInt(0, 2 ** 47) * 2 + randomInt(0, 2);
+      epochBytes = u53Bytes(epoch);
+      await db.batch([{ type: 'put', key: META_EPOCH, value: epochBytes }]);
+    }
+    const ob = new Outbox(opts, epoch);
+    const seqBytes = await db.get(META_SEQ);
+    let next = seqBytes ? readU53At(seqBytes, 0) : 1;
+    if (next < 1) next = 1;
+    const it = db.iterator({ gte: Buffer.from([1]) });
+    try {
+      for (;;) {
+        const e = await it.next();
+        if (!e) break;
+        const k = parseOutboxKey(e[0]);
+        if (!k) continue;
+        // A damaged segment counts for nothing (read() deletes it when it meets it).
+        const n = segmentCount(e[1]);
+        const st = ob.state(k.peer);
+        if (n > 0) st.count += n;
+        st.unsentSince = 0;
+        if (k.seq + Math.max(1, n) > next) next = k.seq + Math.max(1, n);
+      }
+    } finally {
+      await it.close();
+    }
+    ob.nextSeq = next;
+    return ob;
+  }
+
+  // ------------------------------------------------------------ producer side
+
+  /**
+   * Queues `items` for `peer`. Resolves once they are durable (the caller may
+   * then consider them handed over), to the number actually queued: invalid
+   * items are refused and counted, items forwarded to the same peer recently
+   * are skipped (unless `bypassRecent`: handoffs must arrive whatever was sent
+   * before). Calls within the same tick share one LevelDB batch.
+   */
+  enqueue(peer: string, items: readonly UrlItem[], o: { bypassRecent?: boolean } = {}): Promise<number> {
+    if (this.closed) return Promise.reject(new Error('outbox closed'));
+    if (!isPeerIdString(peer)) return Promise.reject(new RangeError(`not a peer id: ${peer}`));
+    const keep: UrlItem[] = [];
+    const seed = this.recent && !o.bypassRecent ? this.recentSeed(peer) : null;
+    for (const it of items) {
+      if (!isWireItem(it)) { this.stats.invalid++; continue; }
+      if (seed) {
+        hash64(it.url);
+        const lo = (H[0]! ^ seed[0]) >>> 0;
+        const hi = (H[1]! ^ seed[1]) >>> 0;
+        if (this.recent!.has(lo, hi)) { this.stats.deduped++; continue; }
+        this.recent!.add(lo, hi);
+      }
+      keep.push({ url: it.url, depth: it.depth, hops: it.hops });
+    }
+    if (!keep.length) return Promise.resolve(0);
+    return new Promise<number>((resolve, reject) => {
+      this.pending.push({ peer, items: keep, done: { resolve: () => resolve(keep.length), reject } });
+      this.pendingItems += keep.length;
+      if (this.pendingItems >= this.commitMaxItems) void this.flush();
+      else if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  /** Writes everything enqueued so far; resolves when durable. */
+  flush(): Promise<void> {
+    this.flushScheduled = false;
+    if (!this.pending.length) return this.writeChain;
+    const group = this.pending;
+    this.pending = [];
+    this.pendingItems = 0;
+    return this.serial(async () => {
+      const ops: BatchOp[] = [];
+      const byPeer = new Map<string, UrlItem[]>();
+      for (const p of group) {
+        const l = byPeer.get(p.peer);
+        if (l) for (const it of p.items) l.push(it);
+        else byPeer.set(p.peer, p.items.slice());
+      }
+      const touched = new Map<string, number>();
+      for (const [peer, its] of byPeer) {
+        this.segmentOps(peer, its, ops);
+        touched.set(peer, its.length);
+      }
+      ops.push({ type: 'put', key: META_SEQ, value: u53Bytes(this.nextSeq) });
+      try {
+        await this.db.batch(ops);
+      } catch (err) {
+        // Not durable: forget the cache marks so a retry is not skipped.
+        if (this.recent) {
+          for (const p of group) {
+            const seed = this.recentSeed(p.peer);
+            for (const it of p.items) { hash64(it.url); this.recent.delete((H[0]! ^ seed[0]) >>> 0, (H[1]! ^ seed[1]) >>> 0); }
+          }
+        }
+        for (const p of group) p.done.reject(err);
+        return;
+      }
+      const now = Date.now();
+      for (const [peer, n] of touched) {
+        const st = this.state(peer);
+        st.count += n;
+        st.gen++;
+        if (st.unsentSince === undefined) st.unsentSince = now;
+        this.stats.enqueued += n;
+      }
+      for (const p of group) p.done.resolve();
+      for (const peer of touched.keys()) this.emit('ready', peer);
+    });
+  }
+
+  // ------------------------------------------------------------ sender side (src/mesh/exchange.ts)
+
+  /** Peers with queued entries. */
+  peers(): string[] {
+    const out: string[] = [];
+    for (const [p, st] of this.peersState) if (st.count > 0) out.push(p);
+    return out;
+  }
+
+  /** Entries queued for `peer` (on disk, including those in flight). */
+  queued(peer: string): number {
+    return this.peersState.get(peer)?.count ?? 0;
+  }
+
+  /** Entries queued over all peers. */
+  totalQueued(): number {
+    let n = 0;
+    for (const st of this.peersState.values()) n += st.count;
+    return n;
+  }
+
+  isPaused(peer: string): boolean {
+    return (this.peersState.get(peer)?.paused ?? 0) > 0;
+  }
+
+  /** Durable-write generation of `peer` (changes whenever new items for it become durable). */
+  generation(peer: string): number {
+    return this.peersState.get(peer)?.gen ?? 0;
+  }
+
+  /**
+   * Reads the next batch of `peer` after sequence number `afterSeq`: whole
+   * segments, as many as fit in maxUrls and maxBytes (at least one). Returns
+   * { batch: null, waitMs } when the queue holds only a partial batch younger
+   * than lingerMs, and { batch: null, waitMs: 0 } when there is nothing after
+   * afterSeq (or the peer is paused). A returned batch counts as in flight
+   * until ack() or release().
+   */
+  async read(peer: string, afterSeq: number, o: ReadOptions = {}): Promise<{ batch: OutboxBatch | null; waitMs: number }> {
+    const st = this.peersState.get(peer);
+    if (!st || st.count === 0 || st.paused > 0) return { batch: null, waitMs: 0 };
+    const maxUrls = Math.min(o.maxUrls ?? 500, MAX_BATCH_URLS);
+    // Frame header: 4 + 128 (from) + 16 + 3 bytes at most.
+    const maxBytes = Math.min(o.maxBytes ?? 256 * 1024, MAX_BATCH_BYTES) - 160;
+    const gen = st.gen;
+    const runs: EncodedRun[] = [];
+    const keys: Buffer[] = [];
+    let count = 0;
+    let bytes = 0;
+    let lastSeq = afterSeq;
+    let exhausted = false;
+    const it = this.db.iterator({ gt: outboxKey(peer, Math.max(afterSeq, 0)), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER) });
+    try {
+      for (;;) {
+        const e = await it.next();
+        if (!e) { exhausted = true; break; }
+        const k = parseOutboxKey(e[0]);
+        const n = segmentCount(e[1]);
+        if (!k || n < 0) {
+          // Unreadable entry: nothing can be sent from it; delete it with this batch.
+          keys.push(e[0]);
+          continue;
+        }
+        const size = 8 + e[1].length - 1;
+        if (runs.length && (count + n > maxUrls || bytes + size > maxBytes)) break;
+        runs.push({ seq: k.seq, count: n, body: e[1].subarray(1) });
+        keys.push(e[0]);
+        count += n;
+        bytes += size;
+        lastSeq = k.seq + n - 1;
+        if (count >= maxUrls) break;
+      }
+    } finally {
+      await it.close();
+    }
+    if (!runs.length) {
+      if (keys.length) await this.serial(() => this.db.batch(keys.map((key) => ({ type: 'del' as const, key }))));
+      // Nothing at all on disk for this peer: the count must say so (self-healing after a forced reassign).
+      if (afterSeq <= 0 && st.gen === gen) st.count = 0;
+      return { batch: null, waitMs: 0 };
+    }
+    if (exhausted && o.lingerMs && st.unsentSince !== undefined) {
+      const age = Date.now() - st.unsentSince;
+      if (age < o.lingerMs) return { batch: null, waitMs: o.lingerMs - age };
+    }
+    // Everything durable for this peer is now being sent, unless a write landed meanwhile.
+    if (exhausted && st.gen === gen) st.unsentSince = undefined;
+    st.inflight++;
+    return { batch: { peer, runs, keys, count, lastSeq, bytes, exhausted }, waitMs: 0 };
+  }
+
+  /** The batch was acknowledged: deletes its segments. */
+  async ack(b: OutboxBatch): Promise<void> {
+    const st = this.state(b.peer);
+    await this.serial(async () => {
+      await this.db.batch(b.keys.map((key) => ({ type: 'del' as const, key })));
+      // A reassign may have taken these entries already (it waits for in-flight batches, up to a limit).
+      if (st.inflight > 0) {
+        st.count = Math.max(0, st.count - b.count);
+        this.stats.acked += b.count;
+      }
+    });
+    this.doneInflight(st);
+  }
+
+  /** The batch was not acknowledged (stream failed): its entries stay queued and will be read again. */
+  release(b: OutboxBatch): void {
+    const st = this.state(b.peer);
+    if (st.unsentSince === undefined) st.unsentSince = 0;
+    this.doneInflight(st);
+  }
+
+  // ------------------------------------------------------------ re-routing (ownership changes)
+
+  /**
+   * Yields the queued items of `peer` in order, a few segments (about `chunk`
+   * items) at a time, and deletes each chunk when the consumer asks for the
+   * next one (or ends the loop normally): make a chunk durable elsewhere
+   * before continuing. Breaking out of the loop (or throwing) keeps the
+   * current chunk queued. Sending to `peer` is paused meanwhile; batches
+   * already in flight are waited for up to `waitInflightMs` (default 30 s),
+   * after which they may be delivered twice, never lost.
+   */
+  async *drainPeer(peer: string, o: { chunk?: number; waitInflightMs?: number } = {}): AsyncGenerator<UrlItem[], void, void> {
+    const st = this.state(peer);
+    st.paused++;
+    try {
+      await this.waitInflight(st, o.waitInflightMs ?? 30_000);
+      const chunk = Math.max(1, o.chunk ?? 500);
+      let after = 0;
+      for (;;) {
+        const { rows, items, last } = await this.readSegments(peer, after, chunk);
+        if (!rows.length) break;
+        after = last;
+        if (items.length) yield items;
+        await this.serial(async () => {
+          await this.db.batch(rows.map(([k]) => ({ type: 'del' as const, key: k })));
+          st.count = Math.max(0, st.count - items.length);
+          this.stats.rerouted += items.length;
+        });
+      }
+    } finally {
+      st.paused--;
+      // Items queued for the peer meanwhile (or left by a broken loop) are sendable again.
+      if (st.count > 0 && st.paused === 0) this.emit('ready', peer);
+    }
+  }
+
+  /**
+   * Re-routes the queue of `peer` after an ownership change: each item goes to
+   * `route(item)`: another peer id (moved atomically, chunk by chunk: one
+   * LevelDB batch deletes it here and queues it there), `peer` itself (left in
+   * place) or null (handed to `local`, awaited before deletion: for items
+   * this agent now owns). Returns the counts.
+   */
+  async reassign(
+    peer: string,
+    route: (item: UrlItem) => string | null,
+    local?: (items: UrlItem[]) => Promise<void>,
+    o: { chunk?: number; waitInflightMs?: number } = {},
+  ): Promise<{ moved: number; local: number; kept: number }> {
+    const st = this.state(peer);
+    st.paused++;
+    const res = { moved: 0, local: 0, kept: 0 };
+    try {
+      await this.waitInflight(st, o.waitInflightMs ?? 30_000);
+      const chunk = Math.max(1, o.chunk ?? 1000);
+      let after = 0;
+      for (;;) {
+        const { rows, segments, last } = await this.readSegments(peer, after, chunk);
+        if (!rows.length) break;
+        after = last;
+        const mine: UrlItem[] = [];
+        const moves = new Map<string, UrlItem[]>();
+        // Segments whose items all stay are left alone; the others are deleted
+        // and their staying items rewritten under the same key (same seqs
+        // range: their seqs were never acknowledged, see docs/mesh.md).
+        const rewrite: Array<{ key: Buffer; stay: UrlItem[] }> = [];
+        let removedItems = 0;
+        for (const seg of segments) {
+          if (!seg.items) { rewrite.push({ key: seg.key, stay: [] }); continue; }
+          const stay: UrlItem[] = [];
+          for (const it of seg.items) {
+            const to = route(it);
+            if (to === peer) { stay.push(it); continue; }
+            if (to === null) { mine.push(it); continue; }
+            if (!isPeerIdString(to)) throw new RangeError(`route returned a bad peer id: ${to}`);
+            const l = moves.get(to);
+            if (l) l.push(it); else moves.set(to, [it]);
+          }
+          res.kept += stay.length;
+          if (stay.length !== seg.items.length) {
+            rewrite.push({ key: seg.key, stay });
+            removedItems += seg.items.length - stay.length;
+          }
+        }
+        if (mine.length) {
+          if (!local) throw new Error('reassign: route returned null but no local handler was given');
+          await local(mine);
+          res.local += mine.length;
+        }
+        const targets: string[] = [];
+        await this.serial(async () => {
+          const ops: BatchOp[] = [];
+          for (const r of rewrite) {
+            if (r.stay.length) ops.push({ type: 'put', key: r.key, value: encodeSegment(r.stay) });
+            else ops.push({ type: 'del', key: r.key });
+          }
+          for (const [to, its] of moves) this.segmentOps(to, its, ops);
+          if (!ops.length) return;
+          ops.push({ type: 'put', key: META_SEQ, value: u53Bytes(this.nextSeq) });
+          await this.db.batch(ops);
+          st.count = Math.max(0, st.count - removedItems);
+          this.stats.rerouted += removedItems;
+          const now = Date.now();
+          for (const [to, its] of moves) {
+            const ts = this.state(to);
+            ts.count += its.length;
+            ts.gen++;
+            if (ts.unsentSince === undefined) ts.unsentSince = now;
+            targets.push(to);
+            res.moved += its.length;
+          }
+        });
+        for (const t of targets) this.emit('ready', t);
+      }
+    } finally {
+      st.paused--;
+    }
+    if (st.count > 0 && st.paused === 0) this.emit('ready', peer);
+    return res;
+  }
+
+  /**
+   * Resolves true once the given peers' queues (default: all) are empty, i.e.
+   * every URL queued for them was acknowledged or re-routed; false after
+   * timeoutMs. For a graceful leave: hand off, then wait for this.
+   */
+  async waitEmpty(o: { peers?: string[]; timeoutMs?: number } = {}): Promise<boolean> {
+    const end = Date.now() + (o.timeoutMs ?? 60_000);
+    const empty = () => (o.peers ?? [...this.peersState.keys()]).every((p) => this.queued(p) === 0) && this.pending.length === 0;
+    while (!empty()) {
+      if (Date.now() >= end) return false;
+      await new Promise<void>((r) => {
+        const t = setTimeout(done, 50);
+        function done() { clearTimeout(t); r(); }
+      });
+    }
+    return true;
+  }
+
+  /** Flushes pending writes and refuses new ones. Does not close the database (its owner does). */
+  async close(): Promise<void> {
+    await this.flush();
+    this.closed = true;
+    await this.writeChain;
+  }
+
+  // ------------------------------------------------------------ internals
+
+  /** Appends puts for `items` as new segments of `peer` (consuming seqs). */
+  private segmentOps(peer: string, items: UrlItem[], ops: BatchOp[]): void {
+    let i = 0;
+    while (i < items.length) {
+      let j = i;
+      let bytes = 0;
+      while (j < items.length && j - i < this.segMaxUrls) {
+        const sz = wireItemSize(items[j]!);
+        if (j > i && bytes + sz > this.segMaxBytes) break;
+        bytes += sz;
+        j++;
+      }
+      const seg = i === 0 && j === items.length ? items : items.slice(i, j);
+      ops.push({ type: 'put', key: outboxKey(peer, this.nextSeq), value: encodeSegment(seg) });
+      this.nextSeq += seg.length;
+      i = j;
+    }
+  }
+
+  /** Reads segments of `peer` after seq `after` until about `chunk` items. */
+  private async readSegments(peer: string, after: number, chunk: number): Promise<{
+    rows: [Buffer, Buffer][]; items: UrlItem[]; segments: Array<{ key: Buffer; items: UrlItem[] | null }>; last: number;
+  }> {
+    const rows: [Buffer, Buffer][] = [];
+    const items: UrlItem[] = [];
+    const segments: Array<{ key: Buffer; items: UrlItem[] | null }> = [];
+    let last = after;
+    const it = this.db.iterator({ gt: outboxKey(peer, after), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER) });
+    try {
+      while (items.length < chunk) {
+        const e = await it.next();
+        if (!e) break;
+        rows.push(e);
+        const k = parseOutboxKey(e[0]);
+        const seg = decodeSegment(e[1]);
+        segments.push({ key: e[0], items: seg });
+        if (seg) for (const x of seg) items.push(x);
+        last = k ? k.seq + Math.max(1, seg?.length ?? 1) - 1 : Number.MAX_SAFE_INTEGER;
+      }
+    } finally {
+      await it.close();
+    }
+    return { rows, items, segments, last };
+  }
+
+  private state(peer: string): PeerState {
+    let st = this.peersState.get(peer);
+    if (!st) {
+      st = { count: 0, unsentSince: undefined, gen: 0, inflight: 0, paused: 0, idle: [] };
+      this.peersState.set(peer, st);
+    }
+    return st;
+  }
+
+  private recentSeed(peer: string): [number, number] {
+    let s = this.recentSeeds.get(peer);
+    if (s === undefined) {
+      hash64(peer);
+      s = [H[0]!, H[1]!];
+      if (this.recentSeeds.size > 65536) this.recentSeeds.clear();
+      this.recentSeeds.set(peer, s);
+    }
+    return s;
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.writeChain.then(fn);
+    this.writeChain = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  private doneInflight(st: PeerState): void {
+    if (st.inflight > 0) st.inflight--;
+    if (st.inflight === 0 && st.idle.length) {
+      const w = st.idle;
+      st.idle = [];
+      for (const f of w) f();
+    }
+  }
+
+  private async waitInflight(st: PeerState, ms: number): Promise<void> {
+    if (st.inflight === 0) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => { this.log.warn({}, 'outbox: in-flight batches did not settle; re-routing anyway'); resolve(); }, ms);
+      st.idle.push(() => { clearTimeout(t); resolve(); });
+    });
+    // Forced: late acks of those batches must not decrement counts twice.
+    st.inflight = 0;
+  }
+}

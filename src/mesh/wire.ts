@@ -1,0 +1,567 @@
+// The one place for ubicrawl's wire formats (docs/mesh.md "Wire formats"):
+//   - membership heartbeats (gossipsub payload, JSON, ≤ MAX_HEARTBEAT_BYTES);
+//   - URL exchange frames on /ubicrawl/urls/1.0.0 (compact binary inside an
+//     unsigned-varint length prefix, the multiformats framing libp2p uses);
+//   - the outbox's on-disk key and value layout (same item encoding as the wire).
+// Decoders never throw on bad input: they return a reason that callers count
+// (DESIGN.md "Hostile peers: bounded everything").
+
+// ---------------------------------------------------------------- limits
+
+/** Largest heartbeat payload accepted (bytes of JSON). */
+export const MAX_HEARTBEAT_BYTES = 4096;
+/** Most addresses a heartbeat may carry. */
+export const MAX_ADDRS = 16;
+/** Longest multiaddr string in a heartbeat. */
+export const MAX_ADDR_CHARS = 256;
+/** Longest peer id string (base58btc; Ed25519 ids are 52 characters). */
+export const MAX_ID_CHARS = 128;
+/** Largest URL batch frame (payload after the length prefix), both sides. */
+export const MAX_BATCH_BYTES = 1 << 20;
+/** Most URLs in one batch, both sides. */
+export const MAX_BATCH_URLS = 5000;
+/** Longest URL on the wire (bytes; URLs are ASCII after normalisation). */
+export const MAX_URL_BYTES = 8192;
+/** Largest depth carried. */
+export const MAX_DEPTH = 65535;
+/** Largest hop count carried (a u8 on the wire). */
+export const MAX_HOPS = 255;
+/**
+ * Bit 7 of an item's hops byte marks a *seen entry* rather than a URL to crawl:
+ * the sender (an agent handing a host over) has already fetched or settled it,
+ * so the receiver records it in its seen-set and does not queue it. Real hop
+ * counts stay far below 128 (the forwarding limit is a handful).
+ */
+export const SEEN_ONLY_FLAG = 0x80;
+/** Bit 6 of the hops byte: the URL is a sitemap to parse, not a page (Sitemaps 0.90 discovery across agents). */
+export const SITEMAP_FLAG = 0x40;
+/** The hop count proper: the hops byte without its flag bits. */
+export const HOPS_MASK = 0x3f;
+/** Counters and sequence numbers are integers below 2^53 (exact in a JS number). */
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+export const PROTOCOL_URLS = '/ubicrawl/urls/1.0.0';
+export function membersTopic(crawlId: string): string {
+  return `ubicrawl/${crawlId}/members`;
+}
+
+// ---------------------------------------------------------------- heartbeats
+
+export type MemberState = 'active' | 'leaving';
+
+export interface MemberCounters {
+  /** Pages fetched by the member since it started (this incarnation). */
+  fetched: number;
+  /** URLs currently queued in the member's frontier. */
+  queued: number;
+  /** URLs the member has sent (acked) to other members. */
+  sent: number;
+  /** URLs the member has received (accepted) from other members. */
+  received: number;
+}
+
+export interface Heartbeat {
+  /** The member's PeerId (must equal the gossipsub signer). */
+  id: string;
+  /** Multiaddrs others can dial, ideally with /p2p/<id>. */
+  addrs: string[];
+  /** Relative share of hosts (HostRing capacity). */
+  capacity: number;
+  /** Bumped on every start of the member; a higher one supersedes. */
+  incarnation: number;
+  state: MemberState;
+  counters: MemberCounters;
+  /** Bumped on every heartbeat within an incarnation. */
+  seq: number;
+}
+
+export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+const encoder = new TextEncoder();
+const fatalDecoder = new TextDecoder('utf-8', { fatal: true });
+
+const HEARTBEAT_KEYS = new Set(['v', 'id', 'addrs', 'capacity', 'incarnation', 'state', 'counters', 'seq']);
+const COUNTER_KEYS = ['fetched', 'queued', 'sent', 'received'] as const;
+
+export function encodeHeartbeat(hb: Heartbeat): Uint8Array {
+  return encoder.encode(JSON.stringify({
+    v: 1, id: hb.id, addrs: hb.addrs, capacity: hb.capacity, incarnation: hb.incarnation, state: hb.state,
+    counters: { fetched: hb.counters.fetched, queued: hb.counters.queued, sent: hb.counters.sent, received: hb.counters.received },
+    seq: hb.seq,
+  }));
+}
+
+const isCount = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 0 && x <= MAX_SAFE;
+const BASE58 = /^[1-9A-HJ-NP-Za-km-z]+$/;
+
+/** True for a plausible base58btc PeerId string (the form libp2p prints). */
+export function isPeerIdString(s: unknown): s is string {
+  return typeof s === 'string' && s.length >= 32 && s.length <= MAX_ID_CHARS && BASE58.test(s);
+}
+
+function isAddr(s: unknown): s is string {
+  if (typeof s !== 'string' || s.length < 2 || s.length > MAX_ADDR_CHARS || s.charCodeAt(0) !== 47 /* / */) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
+/** Strict heartbeat decoder: exact schema (unknown keys rejected), bounded sizes. */
+export function decodeHeartbeat(bytes: Uint8Array): Decoded<Heartbeat> {
+  if (bytes.length > MAX_HEARTBEAT_BYTES) return { ok: false, reason: 'oversize' };
+  let o: unknown;
+  try {
+    o = JSON.parse(fatalDecoder.decode(bytes));
+  } catch {
+    return { ok: false, reason: 'json' };
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return { ok: false, reason: 'schema' };
+  const r = o as Record<string, unknown>;
+  for (const k of Object.keys(r)) if (!HEARTBEAT_KEYS.has(k)) return { ok: false, reason: 'schema' };
+  if (r.v !== 1) return { ok: false, reason: 'version' };
+  if (!isPeerIdString(r.id)) return { ok: false, reason: 'schema' };
+  if (!Array.isArray(r.addrs) || r.addrs.length > MAX_ADDRS || !r.addrs.every(isAddr)) return { ok: false, reason: 'schema' };
+  if (typeof r.capacity !== 'number' || !Number.isFinite(r.capacity) || r.capacity < 0 || r.capacity > 1e6) return { ok: false, reason: 'schema' };
+  if (!isCount(r.incarnation) || !isCount(r.seq)) return { ok: false, reason: 'schema' };
+  if (r.state !== 'active' && r.state !== 'leaving') return { ok: false, reason: 'schema' };
+  const c = r.counters;
+  if (typeof c !== 'object' || c === null || Array.isArray(c)) return { ok: false, reason: 'schema' };
+  const cr = c as Record<string, unknown>;
+  if (Object.keys(cr).length !== COUNTER_KEYS.length) return { ok: false, reason: 'schema' };
+  for (const k of COUNTER_KEYS) if (!isCount(cr[k])) return { ok: false, reason: 'schema' };
+  return {
+    ok: true,
+    value: {
+      id: r.id, addrs: r.addrs as string[], capacity: r.capacity, incarnation: r.incarnation, state: r.state, seq: r.seq,
+      counters: { fetched: cr.fetched as number, queued: cr.queued as number, sent: cr.sent as number, received: cr.received as number },
+    },
+  };
+}
+
+// ---------------------------------------------------------------- URL items
+
+/** One forwarded URL. */
+export interface UrlItem {
+  /** Normalised absolute http(s) URL, printable ASCII. */
+  url: string;
+  /** Link depth from a seed. */
+  depth: number;
+  /** How many times this URL has been forwarded between agents (DESIGN.md "Host ownership": hop limit). */
+  hops: number;
+}
+
+/**
+ * Whether `url` may travel on the wire: 1..MAX_URL_BYTES printable ASCII
+ * characters (normalised URLs are ASCII: RFC 3986 §2.1 percent-encoding, IDNA
+ * punycode hosts), scheme `http://` or `https://` followed by a non-empty
+ * authority. Full parsing is left to the receiving agent's normaliser.
+ */
+export function isWireUrl(url: string): boolean {
+  const n = url.length;
+  if (n < 8 || n > MAX_URL_BYTES) return false;
+  for (let i = 0; i < n; i++) {
+    const c = url.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  let p: number;
+  if (url.startsWith('http://')) p = 7;
+  else if (url.startsWith('https://')) p = 8;
+  else return false;
+  const c = url.charCodeAt(p);
+  return p < n && c !== 47 /* / */ && c !== 63 /* ? */ && c !== 35 /* # */;
+}
+
+/** Whether a whole item is valid to send (URL syntax, depth and hops ranges). */
+export function isWireItem(it: UrlItem): boolean {
+  return it !== null && typeof it === 'object' && typeof it.url === 'string' && isWireUrl(it.url)
+    && Number.isInteger(it.depth) && it.depth >= 0 && it.depth <= MAX_DEPTH
+    && Number.isInteger(it.hops) && it.hops >= 0 && it.hops <= MAX_HOPS;
+}
+
+// Same check as isWireUrl, on bytes already in a buffer (receiver side, before
+// any string is made).
+function isWireUrlBytes(b: Uint8Array, start: number, end: number): boolean {
+  const n = end - start;
+  if (n < 8 || n > MAX_URL_BYTES) return false;
+  for (let i = start; i < end; i++) {
+    const c = b[i]!;
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  // "http://" = 68 74 74 70 3a 2f 2f; "https://" has 73 before the colon.
+  if (b[start] !== 0x68 || b[start + 1] !== 0x74 || b[start + 2] !== 0x74 || b[start + 3] !== 0x70) return false;
+  let p = start + 4;
+  if (b[p] === 0x73) p++;
+  if (b[p] !== 0x3a || b[p + 1] !== 0x2f || b[p + 2] !== 0x2f) return false;
+  p += 3;
+  if (p >= end) return false;
+  const c = b[p]!;
+  return c !== 0x2f && c !== 0x3f && c !== 0x23;
+}
+
+// ---------------------------------------------------------------- varints
+
+/** Bytes of an unsigned LEB128 varint for 0 ≤ v < 2^35 (we use values < 2^31). */
+function varintLength(v: number): number {
+  return v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5;
+}
+
+function writeVarint(buf: Uint8Array, off: number, v: number): number {
+  while (v >= 0x80) {
+    buf[off++] = (v & 0x7f) | 0x80;
+    v = Math.floor(v / 128);
+  }
+  buf[off++] = v;
+  return off;
+}
+
+// Reader state kept in module scope to avoid a per-call allocation: decoders
+// are synchronous and not re-entrant.
+let rdPos = 0;
+/** Reads a varint < 2^31 at rdPos; returns -1 if truncated or too long. */
+function readVarint(b: Uint8Array, end: number): number {
+  let v = 0;
+  let shift = 0;
+  for (let i = 0; i < 5; i++) {
+    if (rdPos >= end) return -1;
+    const c = b[rdPos++]!;
+    v += (c & 0x7f) * 2 ** shift;
+    if (c < 0x80) return v < 2 ** 31 ? v : -1;
+    shift += 7;
+  }
+  return -1;
+}
+
+function writeU53(buf: Uint8Array, off: number, v: number): void {
+  const hi = Math.floor(v / 0x100000000);
+  const lo = v >>> 0;
+  buf[off] = hi >>> 24; buf[off + 1] = hi >>> 16; buf[off + 2] = hi >>> 8; buf[off + 3] = hi;
+  buf[off + 4] = lo >>> 24; buf[off + 5] = lo >>> 16; buf[off + 6] = lo >>> 8; buf[off + 7] = lo;
+}
+
+/** Reads an 8-byte big-endian integer; -1 if it is ≥ 2^53. */
+function readU53(b: Uint8Array, off: number): number {
+  const hi = ((b[off]! << 24) | (b[off + 1]! << 16) | (b[off + 2]! << 8) | b[off + 3]!) >>> 0;
+  const lo = ((b[off + 4]! << 24) | (b[off + 5]! << 16) | (b[off + 6]! << 8) | b[off + 7]!) >>> 0;
+  if (hi >= 0x200000) return -1;
+  return hi * 0x100000000 + lo;
+}
+
+// ---------------------------------------------------------------- URL exchange frames
+
+export const FRAME_BATCH = 1;
+export const FRAME_ACK = 2;
+export const WIRE_VERSION = 1;
+/** Batch flag bit 0: the receiver holds these URLs as the hosts' replica, not as their owner (reserved for replicated handoff). */
+export const FLAG_REPLICA = 1;
+
+/** A batch as carried on /ubicrawl/urls/1.0.0. Item i has sequence number seqs[i]. */
+export interface Batch {
+  /** Sender-chosen id, echoed by the ack. The outbox uses the last item's seq. */
+  batchId: number;
+  /** Sender PeerId; the receiver checks it against the authenticated connection. */
+  from: string;
+  /** Random number identifying the sender's outbox store; seqs are unique within an epoch. */
+  epoch: number;
+  flags: number;
+  items: UrlItem[];
+  /** Strictly increasing outbox sequence numbers, one per item (receiver de-duplication). */
+  seqs: number[];
+}
+
+/**
+ * A run of items with consecutive sequence numbers seq, seq+1, …, already
+ * encoded: `body` is varint n ‖ n × item, the outbox's segment value minus its
+ * version byte, so the sender copies disk bytes to the wire without decoding.
+ */
+export interface EncodedRun {
+  seq: number;
+  count: number;
+  body: Uint8Array;
+}
+
+export interface Ack {
+  batchId: number;
+  /** Items handed to accept(). */
+  accepted: number;
+  /** Items dropped: already received (seq ≤ watermark) or invalid URL. */
+  dropped: number;
+}
+
+/** Frame header after the from field: batchId, epoch (u64 each), then varint run count. */
+const BATCH_FIXED = 4 + 8 + 8;
+
+/** Encoded size of one item. */
+function itemSize(it: UrlItem): number {
+  return varintLength(it.depth) + 1 + varintLength(it.url.length) + it.url.length;
+}
+
+function writeItem(buf: Buffer, o: number, it: UrlItem): number {
+  o = writeVarint(buf, o, it.depth);
+  buf[o++] = it.hops;
+  o = writeVarint(buf, o, it.url.length);
+  return o + buf.write(it.url, o, 'latin1');
+}
+
+/** Encodes items as one run body (varint n ‖ items). */
+export function encodeRunBody(items: readonly UrlItem[]): Buffer {
+  let size = varintLength(items.length);
+  for (const it of items) size += itemSize(it);
+  const buf = Buffer.allocUnsafe(size);
+  let o = writeVarint(buf, 0, items.length);
+  for (const it of items) o = writeItem(buf, o, it);
+  return buf;
+}
+
+/** Frame payload size for these runs (without the length prefix). */
+export function batchFrameSize(fromLength: number, runs: readonly EncodedRun[]): number {
+  let size = BATCH_FIXED + fromLength + varintLength(runs.length);
+  for (const r of runs) size += 8 + r.body.length;
+  return size;
+}
+
+/**
+ * Encodes a batch made of runs as one length-prefixed frame (prefix
+ * included), ready to write to the stream. Throws RangeError on a batch that
+ * breaks the limits (callers build batches within them; a throw is a bug).
+ */
+export function encodeRunsFrame(h: { batchId: number; from: string; epoch: number; flags: number }, runs: readonly EncodedRun[]): Uint8Array {
+  let n = 0;
+  let last = -1;
+  for (const r of runs) {
+    if (r.count < 1 || r.seq <= last) throw new RangeError('runs must be non-empty, in increasing seq order');
+    n += r.count;
+    last = r.seq + r.count - 1;
+  }
+  if (n < 1 || n > MAX_BATCH_URLS) throw new RangeError('batch item count out of range');
+  if (!isPeerIdString(h.from)) throw new RangeError('bad from');
+  const size = batchFrameSize(h.from.length, runs);
+  if (size > MAX_BATCH_BYTES) throw new RangeError('batch too large');
+  const buf = Buffer.allocUnsafe(varintLength(size) + size);
+  let o = writeVarint(buf, 0, size);
+  buf[o++] = FRAME_BATCH;
+  buf[o++] = WIRE_VERSION;
+  buf[o++] = h.flags & 0xff;
+  buf[o++] = h.from.length;
+  o += buf.write(h.from, o, 'latin1');
+  writeU53(buf, o, h.batchId); o += 8;
+  writeU53(buf, o, h.epoch); o += 8;
+  o = writeVarint(buf, o, runs.length);
+  for (const r of runs) {
+    writeU53(buf, o, r.seq); o += 8;
+    buf.set(r.body, o); o += r.body.length;
+  }
+  return buf.subarray(0, o);
+}
+
+/** Encodes a batch given as items and seqs (consecutive seqs become one run). */
+export function encodeBatchFrame(b: Batch): Uint8Array {
+  const n = b.items.length;
+  if (n < 1 || n > MAX_BATCH_URLS || b.seqs.length !== n) throw new RangeError('batch item count out of range');
+  const runs: EncodedRun[] = [];
+  let i = 0;
+  while (i < n) {
+    let j = i + 1;
+    while (j < n && b.seqs[j] === b.seqs[j - 1]! + 1) j++;
+    runs.push({ seq: b.seqs[i]!, count: j - i, body: encodeRunBody(b.items.slice(i, j)) });
+    i = j;
+  }
+  return encodeRunsFrame(b, runs);
+}
+
+/** Reasons a batch frame is rejected as a whole (the stream is then closed). */
+export type BatchRejectReason = 'oversize' | 'type' | 'version' | 'flags' | 'from' | 'count' | 'truncated' | 'seq' | 'depth' | 'url-length' | 'trailing';
+
+export interface DecodedBatch extends Batch {
+  /** Items whose URL failed isWireUrl (dropped, counted; the rest of the batch stands). */
+  invalidUrls: number;
+}
+
+export type BatchDecoded = { ok: true; value: DecodedBatch } | { ok: false; reason: BatchRejectReason };
+
+/**
+ * Decodes a batch frame payload (without its length prefix). Framing and
+ * schema errors reject the whole frame; an item whose URL fails the syntax
+ * check is dropped and counted, so one bad URL cannot wedge an honest
+ * sender's queue.
+ */
+export function decodeBatch(b: Uint8Array): BatchDecoded {
+  const end = b.length;
+  if (end > MAX_BATCH_BYTES) return { ok: false, reason: 'oversize' };
+  if (end < 2) return { ok: false, reason: 'truncated' };
+  if (b[0] !== FRAME_BATCH) return { ok: false, reason: 'type' };
+  if (b[1] !== WIRE_VERSION) return { ok: false, reason: 'version' };
+  if (end < 4) return { ok: false, reason: 'truncated' };
+  const flags = b[2]!;
+  if ((flags & ~FLAG_REPLICA) !== 0) return { ok: false, reason: 'flags' };
+  const fromLen = b[3]!;
+  if (end < BATCH_FIXED + fromLen + 1) return { ok: false, reason: 'truncated' };
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  const from = buf.toString('latin1', 4, 4 + fromLen);
+  if (!isPeerIdString(from)) return { ok: false, reason: 'from' };
+  let o = 4 + fromLen;
+  const batchId = readU53(b, o); o += 8;
+  const epoch = readU53(b, o); o += 8;
+  if (batchId < 0 || epoch < 0) return { ok: false, reason: 'seq' };
+  rdPos = o;
+  const nRuns = readVarint(b, end);
+  if (nRuns < 0) return { ok: false, reason: 'truncated' };
+  if (nRuns < 1 || nRuns > MAX_BATCH_URLS) return { ok: false, reason: 'count' };
+  const items: UrlItem[] = [];
+  const seqs: number[] = [];
+  let total = 0;
+  let last = -1;
+  let invalidUrls = 0;
+  for (let r = 0; r < nRuns; r++) {
+    if (rdPos + 8 > end) return { ok: false, reason: 'truncated' };
+    const base = readU53(b, rdPos);
+    rdPos += 8;
+    if (base < 0 || base <= last) return { ok: false, reason: 'seq' };
+    const n = readVarint(b, end);
+    if (n < 0) return { ok: false, reason: 'truncated' };
+    total += n;
+    if (n < 1 || total > MAX_BATCH_URLS) return { ok: false, reason: 'count' };
+    last = base + n - 1;
+    if (last > MAX_SAFE) return { ok: false, reason: 'seq' };
+    for (let i = 0; i < n; i++) {
+      const depth = readVarint(b, end);
+      if (depth < 0) return { ok: false, reason: 'truncated' };
+      if (depth > MAX_DEPTH) return { ok: false, reason: 'depth' };
+      if (rdPos >= end) return { ok: false, reason: 'truncated' };
+      const hops = b[rdPos++]!;
+      const len = readVarint(b, end);
+      if (len < 0) return { ok: false, reason: 'truncated' };
+      if (len < 1 || len > MAX_URL_BYTES) return { ok: false, reason: 'url-length' };
+      if (rdPos + len > end) return { ok: false, reason: 'truncated' };
+      const s = rdPos;
+      rdPos += len;
+      if (!isWireUrlBytes(b, s, rdPos)) { invalidUrls++; continue; }
+      items.push({ url: buf.toString('latin1', s, rdPos), depth, hops });
+      seqs.push(base + i);
+    }
+  }
+  if (rdPos !== end) return { ok: false, reason: 'trailing' };
+  return { ok: true, value: { batchId, from, epoch, flags, items, seqs, invalidUrls } };
+}
+
+/** Encodes an ack as one length-prefixed frame (prefix included). */
+export function encodeAckFrame(a: Ack): Uint8Array {
+  const size = 2 + 8 + varintLength(a.accepted) + varintLength(a.dropped);
+  const buf = new Uint8Array(1 + size);
+  buf[0] = size; // < 128: a one-byte varint
+  buf[1] = FRAME_ACK;
+  buf[2] = WIRE_VERSION;
+  writeU53(buf, 3, a.batchId);
+  let o = writeVarint(buf, 11, a.accepted);
+  o = writeVarint(buf, o, a.dropped);
+  return buf.subarray(0, o);
+}
+
+/** Largest ack payload (sender's maxDataLength when reading acks). */
+export const MAX_ACK_BYTES = 32;
+
+export function decodeAck(b: Uint8Array): Decoded<Ack> {
+  if (b.length < 12 || b.length > MAX_ACK_BYTES) return { ok: false, reason: 'size' };
+  if (b[0] !== FRAME_ACK) return { ok: false, reason: 'type' };
+  if (b[1] !== WIRE_VERSION) return { ok: false, reason: 'version' };
+  const batchId = readU53(b, 2);
+  if (batchId < 0) return { ok: false, reason: 'schema' };
+  rdPos = 10;
+  const accepted = readVarint(b, b.length);
+  const dropped = readVarint(b, b.length);
+  if (accepted < 0 || dropped < 0 || rdPos !== b.length) return { ok: false, reason: 'schema' };
+  return { ok: true, value: { batchId, accepted, dropped } };
+}
+
+// ---------------------------------------------------------------- outbox records (disk)
+
+/**
+ * Outbox key: u8 id length ‖ peer id (ASCII) ‖ u64 BE seq of the segment's
+ * first item. All of one peer's segments form one key range, in seq order.
+ */
+export function outboxKey(peer: string, seq: number): Buffer {
+  const k = Buffer.allocUnsafe(1 + peer.length + 8);
+  k[0] = peer.length;
+  k.write(peer, 1, 'latin1');
+  writeU53(k, 1 + peer.length, seq);
+  return k;
+}
+
+/** Key prefix of one peer's outbox range. */
+export function outboxPrefix(peer: string): Buffer {
+  const k = Buffer.allocUnsafe(1 + peer.length);
+  k[0] = peer.length;
+  k.write(peer, 1, 'latin1');
+  return k;
+}
+
+/** Parses an outbox key; null for keys that are not queue entries (e.g. the 0x00-prefixed meta keys). */
+export function parseOutboxKey(k: Uint8Array): { peer: string; seq: number } | null {
+  const len = k[0];
+  if (!len || k.length !== 1 + len + 8) return null;
+  const seq = readU53(k, 1 + len);
+  if (seq < 0) return null;
+  return { peer: Buffer.from(k.buffer, k.byteOffset + 1, len).toString('latin1'), seq };
+}
+
+export const SEGMENT_VERSION = 1;
+
+/**
+ * Outbox segment value: u8 version ‖ run body (varint n ‖ n × item). A
+ * segment holds items with consecutive seqs from its key's seq on; one
+ * LevelDB entry per segment keeps puts, reads and deletes per URL cheap.
+ */
+export function encodeSegment(items: readonly UrlItem[]): Buffer {
+  let size = 1 + varintLength(items.length);
+  for (const it of items) size += itemSize(it);
+  const buf = Buffer.allocUnsafe(size);
+  buf[0] = SEGMENT_VERSION;
+  let o = writeVarint(buf, 1, items.length);
+  for (const it of items) o = writeItem(buf, o, it);
+  return buf;
+}
+
+/** Item count of a segment value; -1 if unreadable. */
+export function segmentCount(v: Uint8Array): number {
+  if (v.length < 2 || v[0] !== SEGMENT_VERSION) return -1;
+  rdPos = 1;
+  const n = readVarint(v, v.length);
+  return n >= 1 ? n : -1;
+}
+
+/** Decodes a segment value; null if unreadable (a damaged entry, skipped and deleted by its reader). */
+export function decodeSegment(v: Uint8Array): UrlItem[] | null {
+  const n = segmentCount(v);
+  if (n < 0) return null;
+  const buf = Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  const out: UrlItem[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const depth = readVarint(v, v.length);
+    if (depth < 0 || rdPos >= v.length) return null;
+    const hops = v[rdPos++]!;
+    const len = readVarint(v, v.length);
+    if (len < 0 || rdPos + len > v.length) return null;
+    out[i] = { url: buf.toString('latin1', rdPos, rdPos + len), depth, hops };
+    rdPos += len;
+  }
+  return rdPos === v.length ? out : null;
+}
+
+/** Encoded size of one item in a segment or on the wire. */
+export function wireItemSize(it: UrlItem): number {
+  return itemSize(it);
+}
+
+/** Encodes a safe integer as 8 big-endian bytes (outbox/inbox meta values). */
+export function u53Bytes(v: number): Buffer {
+  const b = Buffer.allocUnsafe(8);
+  writeU53(b, 0, v);
+  return b;
+}
+
+/** Reads 8 big-endian bytes at `off`; -1 if out of range. */
+export function readU53At(b: Uint8Array, off: number): number {
+  if (b.length < off + 8) return -1;
+  return readU53(b, off);
+}

@@ -1,0 +1,145 @@
+// Issue 6 acceptance with real agents: three agent processes with their APIs,
+// every endpoint answering, `inspect` naming owner and WARC location, `warc get`
+// returning the served bytes; and pausing a host stopping its fetches.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFile } from 'node:child_process';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startSyntheticWeb } from '../bench/web/index.js';
+import { startAgent } from '../src/crawl/agent.js';
+import { parseResolveRule } from '../src/config.js';
+import { tempDir } from './helpers.js';
+
+const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'ubicrawl.js');
+
+function cli(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { encoding: 'utf8', maxBuffer: 16 << 20 }, (e, out, err) => {
+      resolve({ code: e ? (typeof e.code === 'number' ? e.code : 1) : 0, out, err });
+    });
+  });
+}
+
+async function json<T>(url: string, init?: RequestInit): Promise<T> {
+  const res = await fetch(url, init);
+  assert.ok(res.ok, `${url}: ${res.status} ${await res.clone().text()}`);
+  return (await res.json()) as T;
+}
+
+async function until(cond: () => Promise<boolean> | boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+interface Status { agent: { id: string; counters: { fetched: number; queued: number } }; mesh: { members: Array<{ id: string; share: number }> } }
+
+test('three agents: every endpoint answers; inspect names owner and WARC location; warc get returns the served bytes', async () => {
+  const web = await startSyntheticWeb({ seed: 4, hosts: 30, pagesPerHost: 3, pageBytes: { min: 1000, max: 2000 } });
+  const dir = tempDir();
+  const p2p = 47_000 + (process.pid % 500) * 4;
+  const apis = [p2p + 1, p2p + 2, p2p + 3].map((p) => `127.0.0.1:${p}`);
+  const start = (api: string, i: number) => spawn(process.execPath, [BIN, 'join', '--data-dir', join(dir, `a${i}`), '--api', api,
+    '--listen', `/ip4/127.0.0.1/tcp/${i === 0 ? p2p : 0}`, ...(i > 0 ? ['--seed', `127.0.0.1:${p2p}`] : []),
+    '--min-delay', '50', '--delay-factor', '0', '--heartbeat', '250', '--progress', 'off', '--log-level', 'warn', '--no-sitemaps',
+    ...web.resolveArgs.flatMap((r) => ['--resolve', r])], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // The first agent starts the mesh; the others join once its API (hence its node) is up.
+  const procs = [start(apis[0]!, 0)];
+  await until(async () => { try { await json<Status>(`http://${apis[0]}/status`); return true; } catch { return false; } }, 30_000, 'first agent up');
+  procs.push(start(apis[1]!, 1), start(apis[2]!, 2));
+  const exited = procs.map((p) => new Promise<number | null>((r) => p.once('close', r)));
+  try {
+    const base = apis.map((a) => `http://${a}`);
+    for (const b of base) {
+      await until(async () => {
+        try { return (await json<Status>(`${b}/status`)).mesh.members.length === 3; } catch { return false; }
+      }, 30_000, 'three members everywhere');
+    }
+    const seeded = await json<{ accepted: number; routed: Record<string, number> }>(`${base[0]}/seeds`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ urls: web.roots() }),
+    });
+    assert.equal(seeded.accepted, 30);
+    assert.ok(Object.keys(seeded.routed).length >= 2, 'seeds routed to several owners');
+    const expected = web.reachable().reachableAllowed;
+    await until(() => new Set(web.requests().filter((r) => !r.path.startsWith('/robots')).map((r) => r.url)).size >= expected.size, 60_000, 'crawl done');
+
+    const statuses = await Promise.all(base.map((b) => json<Status>(`${b}/status`)));
+    const ids = statuses.map((s) => s.agent.id);
+    for (const s of statuses) {
+      assert.deepEqual(s.mesh.members.map((m) => m.id).sort(), [...ids].sort(), 'every agent sees the same members');
+      const share = s.mesh.members.reduce((x, m) => x + m.share, 0);
+      assert.ok(Math.abs(share - 1) < 1e-6, 'shares add up to 1');
+    }
+    const url = [...expected][0]!;
+    const host = new URL(url).hostname;
+    // Any agent names the owner; the owner knows the fetch and its WARC location.
+    const reports = await Promise.all(base.map((b) => json<{ owner: string; local: boolean; state: string; fetched: { warc: { filename: string; offset: number } | null } | null }>(`${b}/urls?url=${encodeURIComponent(url)}`)));
+    const owners = new Set(reports.map((r) => r.owner));
+    assert.equal(owners.size, 1, 'all agents agree on the owner');
+    const ownerIndex = reports.findIndex((r) => r.local);
+    assert.ok(ownerIndex >= 0);
+    assert.equal(reports[ownerIndex]!.state, 'fetched');
+    assert.ok(reports[ownerIndex]!.fetched?.warc?.filename.endsWith('.warc.gz'));
+    const hostReport = await json<{ owner: string; queue: { depth: number }; lastFetches: unknown[] }>(`${base[ownerIndex]}/hosts/${host}`);
+    assert.ok(hostReport.lastFetches.length > 0);
+    const inspect = await cli(['inspect', url, '--api', apis[ownerIndex]!]);
+    assert.equal(inspect.code, 0, inspect.err);
+    assert.match(inspect.out, new RegExp(reports[ownerIndex]!.fetched!.warc!.filename.replace(/[.]/g, '\\.')));
+    assert.match(inspect.out, /offset \d+/);
+    assert.match(inspect.out, /this agent/);
+    const status = await cli(['status', '--api', apis[1]!]);
+    assert.equal(status.code, 0, status.err);
+    assert.match(status.out, /mesh: 3 members/);
+    const metrics = await fetch(`${base[2]}/metrics`);
+    assert.equal(metrics.status, 200);
+    assert.match(await metrics.text(), /^ubicrawl_pages_total\{/m);
+    // warc get from the owner's data dir: the very bytes the server sent.
+    const got = await cli(['warc', 'get', '--dir', join(dir, `a${ownerIndex}`, 'warc'), url]);
+    assert.equal(got.code, 0, got.err);
+    const u = new URL(url);
+    const { request } = await import('undici'); // fetch() may not set Host; undici.request may
+    const live = await request(`http://127.0.0.1:${web.port}${u.pathname}`, { headers: { host: u.host } });
+    assert.equal(got.out, await live.body.text());
+    for (const b of base) {
+      const res = await fetch(`${b}/leave`, { method: 'POST' });
+      assert.equal(res.status, 202);
+    }
+    const codes = await Promise.all(exited);
+    assert.deepEqual(codes, [0, 0, 0]);
+  } finally {
+    for (const p of procs) p.kill('SIGKILL');
+    await web.close();
+  }
+});
+
+test('pausing a host stops fetches to it within one politeness interval; resuming restarts them', async () => {
+  const web = await startSyntheticWeb({ seed: 6, hosts: 2, pagesPerHost: 60, outLinks: 4, crossHostShare: 0, pageBytes: { min: 500, max: 800 } });
+  const dir = tempDir();
+  const delay = 200;
+  const agent = await startAgent({
+    dataDir: dir, seeds: web.roots(), minDelayMs: delay, delayFactor: 0, resolve: web.resolveArgs.map(parseResolveRule),
+    logLevel: 'silent', api: { listen: '127.0.0.1:0' }, sitemaps: { enabled: false },
+  });
+  try {
+    const host = web.hostName(0);
+    const hits = () => web.requests().filter((r) => r.host === host);
+    await until(() => hits().length >= 5, 20_000, 'some fetches');
+    const paused = await json<{ paused: boolean }>(`${agent.apiUrl}/hosts/${host}/pause`, { method: 'POST' });
+    assert.equal(paused.paused, true);
+    const at = Date.now();
+    await new Promise((r) => setTimeout(r, 1500));
+    const late = hits().filter((r) => r.start > at + delay + 50);
+    assert.deepEqual(late.map((r) => r.path), [], 'no fetch after one politeness interval');
+    const other = web.requests().filter((r) => r.host === web.hostName(1) && r.start > at);
+    assert.ok(other.length > 0, 'other hosts keep being crawled');
+    const before = hits().length;
+    await json(`${agent.apiUrl}/hosts/${host}/resume`, { method: 'POST' });
+    await until(() => hits().length > before, 5_000, 'fetches resume');
+  } finally {
+    await agent.stop();
+    await web.close();
+  }
+});

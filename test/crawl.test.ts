@@ -1,0 +1,197 @@
+// End-to-end crawls of the synthetic web by one in-process agent (issue 2
+// acceptance): coverage, no duplicate fetches, politeness, robots, WARC output,
+// and hostile input that must not crash the agent.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startSyntheticWeb, checkPoliteness } from '../bench/web/index.js';
+import { startAgent } from '../src/crawl/agent.js';
+import { parseResolveRule } from '../src/config.js';
+import { verifyWarc, readWarc } from '../src/warc/reader.js';
+import { tempDir } from './helpers.js';
+
+const MIN_DELAY = 250;
+
+test('50 hosts × 40 pages: every allowed reachable page fetched exactly once, politely, WARC verified', async () => {
+  const web = await startSyntheticWeb({
+    seed: 7, hosts: 50, pagesPerHost: 40, outLinks: 8, crossHostShare: 0.2, pageBytes: { min: 2000, max: 6000 },
+    robots: 'mixed', variantShare: 0.15, errorMix: { notFound: 0.04, redirect: 0.05, serverError: 0.02 },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: MIN_DELAY, delayFactor: 0,
+      concurrency: 50, resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+      sitemaps: { enabled: false }, // this test checks link discovery and robots exactly; sitemaps have their own test
+    });
+    const summary = await agent.done;
+    const expected = web.reachable();
+    const log = web.requests();
+    // robots.txt and the targets of redirecting robots.txt files are not pages.
+    const pageRequests = log.filter((r) => !r.path.startsWith('/robots'));
+    const fetched = pageRequests.map((r) => r.url ?? `${r.host}${r.path}`);
+    const counts = new Map<string, number>();
+    for (const u of fetched) counts.set(u, (counts.get(u) ?? 0) + 1);
+    const twice = [...counts].filter(([, n]) => n > 1);
+    assert.deepEqual(twice, [], 'no URL is fetched twice');
+    const missing = [...expected.reachableAllowed].filter((u) => !counts.has(u));
+    const extra = fetched.filter((u) => !expected.reachableAllowed.has(u));
+    assert.deepEqual(missing, [], 'every allowed reachable page is fetched');
+    assert.deepEqual(extra, [], 'nothing outside the allowed reachable set is fetched');
+    for (const u of expected.disallowed) assert.ok(!counts.has(u), `disallowed ${u} must not be fetched`);
+    // Politeness, counted between request starts, over every request including robots.txt.
+    const violations = checkPoliteness(log, MIN_DELAY, { toleranceMs: 15 });
+    assert.deepEqual(violations.slice(0, 5), [], 'no host is hit twice within the delay, nor concurrently');
+    assert.ok((summary.robotsBlocked as number) > 0, 'the mixed robots.txt files do block something');
+
+    const warcDir = join(dir, 'warc');
+    const files = readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz'));
+    assert.ok(files.length >= 1);
+    let responses = 0;
+    const uris = new Set<string>();
+    for (const f of files) {
+      const v = await verifyWarc(join(warcDir, f));
+      assert.deepEqual(v.digestErrors, [], `${f}: digests verify`);
+      responses += v.responses;
+      for await (const rec of readWarc(join(warcDir, f))) {
+        if (rec.type === 'response') uris.add(rec.headers['WARC-Target-URI']!);
+        if (rec.type === 'warcinfo') continue;
+        assert.ok(rec.headers['WARC-Record-ID'] && rec.headers['WARC-Date']);
+      }
+    }
+    // One response per request the server answered (pages and robots.txt alike).
+    assert.equal(responses, log.length, 'one response record per fetch');
+    for (const u of expected.reachableAllowed) assert.ok(uris.has(u), `WARC holds ${u}`);
+  } finally {
+    await web.close();
+  }
+});
+
+test('hostile input (never-ending body, gzip bomb, malformed HTML, binary as HTML, redirect loops, endless calendar) is bounded and counted', async () => {
+  const web = await startSyntheticWeb({
+    seed: 3, hosts: 3, pagesPerHost: 5, traps: { gzipBombBytes: 256 * 1024 * 1024, trickleMs: 50 },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 0, delayFactor: 0, concurrency: 16,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+      fetch: { totalTimeoutMs: 1500, maxBodyBytes: 1024 * 1024 },
+      scope: { patternBudget: 25 },
+    });
+    const summary = await agent.done;
+    assert.equal(summary.failure, undefined, 'the agent did not fail');
+    assert.ok((summary.truncated as number) >= 2, 'the endless body and the bomb are kept truncated');
+    const errors = summary.errors as Record<string, number>;
+    assert.ok((errors['truncated-time'] ?? 0) >= 1, 'the never-ending body is cut by the total timeout');
+    assert.ok((errors['truncated-length'] ?? 0) >= 1, 'the gzip bomb is cut at the body cap');
+    const log = web.requests();
+    const calendar = log.filter((r) => (r.url ?? '').startsWith(web.trapUrls.calendar!.split('/cal/')[0]!) && r.path.startsWith('/cal/'));
+    assert.ok(calendar.length > 0 && calendar.length <= 30, `endless calendar cut off (${calendar.length} fetched)`);
+    const counts = new Map<string, number>();
+    for (const r of log) {
+      const u = r.url ?? `${r.host}${r.path}`;
+      counts.set(u, (counts.get(u) ?? 0) + 1);
+    }
+    assert.deepEqual([...counts].filter(([, n]) => n > 1), [], 'redirect loops do not cause refetches');
+    // Every ordinary page still got crawled.
+    for (const u of web.reachable().reachableAllowed) assert.ok(counts.has(u), `ordinary page ${u} fetched`);
+  } finally {
+    await web.close();
+  }
+});
+
+test('every closed WARC gets a CDXJ index, and warc get returns the very bytes that were served', async () => {
+  const web = await startSyntheticWeb({ seed: 5, hosts: 3, pagesPerHost: 6 });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 0, delayFactor: 0,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+    });
+    await agent.done;
+    const warcDir = join(dir, 'warc');
+    const names = readdirSync(warcDir);
+    for (const f of names.filter((n) => n.endsWith('.warc.gz'))) assert.ok(names.includes(`${f}.cdxj`), `${f} is indexed`);
+    const { getStoredResponse } = await import('../src/warc/lookup.js');
+    const { request } = await import('undici');
+    for (const url of [...web.reachable().reachableAllowed].slice(0, 5)) {
+      const stored = await getStoredResponse(warcDir, url);
+      assert.ok(stored, `${url} found through the index`);
+      const u = new URL(url);
+      const live = await request(`http://127.0.0.1:${web.port}${u.pathname}`, { headers: { host: u.host } });
+      const served = Buffer.from(await live.body.arrayBuffer());
+      assert.equal(stored.status, 200);
+      assert.ok(Buffer.from(stored.payload).equals(served), `${url}: stored bytes equal served bytes`);
+    }
+  } finally {
+    await web.close();
+  }
+});
+
+test('Sitemaps 0.90: found through robots.txt and /sitemap.xml; pages only listed there are crawled, politely and within robots', async () => {
+  const web = await startSyntheticWeb({ seed: 9, hosts: 8, pagesPerHost: 15, outLinks: 2, crossHostShare: 0, robots: 'mixed', pageBytes: { min: 1000, max: 2000 } });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 50, delayFactor: 0,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+    });
+    const summary = await agent.done;
+    const expected = web.reachable({ viaSitemaps: true });
+    const linksOnly = web.reachable();
+    assert.ok(expected.reachableAllowed.size > linksOnly.reachableAllowed.size, 'the sitemaps list pages no link reaches');
+    const pages = web.requests().filter((r) => !r.path.startsWith('/robots') && !r.path.startsWith('/sitemap'));
+    const counts = new Map<string, number>();
+    for (const r of pages) counts.set(r.url!, (counts.get(r.url!) ?? 0) + 1);
+    assert.deepEqual([...expected.reachableAllowed].filter((u) => !counts.has(u)), [], 'every page reachable through links or sitemaps');
+    assert.deepEqual([...counts.keys()].filter((u) => !expected.reachableAllowed.has(u)), [], 'nothing else (robots obeyed for sitemap URLs too)');
+    assert.deepEqual([...counts].filter(([, n]) => n > 1), [], 'nothing twice');
+    const sm = summary.sitemaps as Record<string, number>;
+    assert.ok(sm.fetched >= 1 && sm.urls > 0, JSON.stringify(sm));
+    assert.deepEqual(checkPoliteness(web.requests(), 50, { toleranceMs: 10 }).slice(0, 3), []);
+  } finally {
+    await web.close();
+  }
+});
+
+test('hostile input: a 10 MiB robots.txt, a sitemap index that points to itself, a sitemap of 100,000 URLs are bounded and counted', async () => {
+  const big = 'User-agent: *\n' + 'Disallow: /nothing-here-' + 'x'.repeat(60) + '\n'.repeat(1);
+  const robots10M = Buffer.from(big.repeat(Math.ceil((10 << 20) / big.length)) + 'User-agent: *\nDisallow: /late\n');
+  const index = (self: string) => `<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>${self}</loc></sitemap><sitemap><loc>${self.replace('index.xml', 'big.xml')}</loc></sitemap></sitemapindex>`;
+  let bigUrls = '';
+  const web = await startSyntheticWeb({
+    hosts: 1, pagesPerHost: 1,
+    intercept: (req) => {
+      const origin = `http://${req.headers.host}`;
+      if (req.path === '/robots.txt') return { status: 200, headers: { 'content-type': 'text/plain' }, body: Buffer.concat([Buffer.from(`Sitemap: ${origin}/index.xml\n`), robots10M]) };
+      if (req.path === '/index.xml') return { status: 200, headers: { 'content-type': 'application/xml' }, body: index(`${origin}/index.xml`) };
+      if (req.path === '/big.xml') {
+        if (!bigUrls) bigUrls = Array.from({ length: 100_000 }, (_, i) => `<url><loc>${origin}/u/${i}</loc></url>`).join('');
+        return { status: 200, headers: { 'content-type': 'application/xml' }, body: `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${bigUrls}</urlset>` };
+      }
+      if (req.path === '/late') return { status: 200, headers: { 'content-type': 'text/html' }, body: 'late' };
+      return { status: 200, headers: { 'content-type': 'text/html' }, body: '<a href="/late">late</a>' };
+    },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: [web.url(web.hostName(0), '/')], untilIdle: false, maxPages: 40, minDelayMs: 0, delayFactor: 0,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent', fetch: { maxBodyBytes: 12 << 20 },
+    });
+    const summary = await agent.done;
+    assert.equal(summary.failure, undefined, 'the agent keeps going');
+    const sm = summary.sitemaps as Record<string, number>;
+    const log = web.requests();
+    assert.equal(log.filter((r) => r.path === '/index.xml').length, 1, 'a self-referencing index is fetched once');
+    assert.equal(log.filter((r) => r.path === '/big.xml').length, 1);
+    assert.equal(sm.truncated >= 1, true, 'the 100,000-URL sitemap is cut at 50,000 and counted');
+    assert.ok(sm.rejected >= 50_000, `over-limit entries counted (${sm.rejected})`);
+    // The 10 MiB robots.txt is parsed up to its limit (RFC 9309 §2.5): the rule after 10 MiB is not seen.
+    assert.ok(log.some((r) => r.path === '/late'), 'a rule beyond the parse limit does not apply');
+  } finally {
+    await web.close();
+  }
+});

@@ -1,0 +1,190 @@
+// URL exchange between real libp2p nodes on loopback: durable delivery across a
+// receiver restart, and hostile input on /ubicrawl/urls/1.0.0.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { ClassicLevel } from 'classic-level';
+import { peerIdFromString } from '@libp2p/peer-id';
+import * as lp from 'it-length-prefixed';
+import { tempDir } from './helpers.js';
+import { createMeshNode, type MeshNode } from '../src/mesh/node.js';
+import { Outbox, type OutboxDb } from '../src/mesh/outbox.js';
+import { UrlExchange, type AcceptFn } from '../src/mesh/exchange.js';
+import { PROTOCOL_URLS, decodeAck, encodeBatchFrame, type UrlItem } from '../src/mesh/wire.js';
+
+type Db = ClassicLevel<Buffer, Buffer>;
+const enc = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
+async function openDb(dir: string): Promise<Db> {
+  const db = new ClassicLevel<Buffer, Buffer>(join(dir, 'db'), enc);
+  await db.open();
+  return db;
+}
+const sub = (db: Db, name: string) => db.sublevel<Buffer, Buffer>(name, enc) as unknown as OutboxDb;
+
+const url = (i: number) => `https://www.host${i % 211}.example.com/articles/2024/${i}/some-title-${i}.html?src=feed`;
+const items = (from: number, n: number): UrlItem[] => Array.from({ length: n }, (_, k) => ({ url: url(from + k), depth: 1, hops: 0 }));
+
+async function until(what: string, cond: () => boolean, ms = 15000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** A receiving agent: node + exchange whose accept() writes each batch to LevelDB before resolving. */
+interface Receiver { node: MeshNode; ex: UrlExchange; db: Db; close(): Promise<void> }
+async function receiver(dir: string, listen: string[] | undefined, counts: Map<string, number>, opts: { failOnce?: () => boolean } = {}): Promise<Receiver> {
+  const node = await createMeshNode({ dataDir: dir, listen });
+  const db = await openDb(dir);
+  const store = sub(db, 'received');
+  const accept: AcceptFn = async (its) => {
+    if (opts.failOnce?.()) throw new Error('disk full (injected)');
+    await store.batch(its.map((it) => ({ type: 'put' as const, key: Buffer.from(it.url), value: Buffer.from([it.depth]) })));
+    for (const it of its) counts.set(it.url, (counts.get(it.url) ?? 0) + 1);
+  };
+  const ex = new UrlExchange({ node, accept, inbox: sub(db, 'inbox'), readIdleMs: 5000 });
+  await ex.start();
+  return {
+    node, ex, db,
+    async close() {
+      await ex.stop(500);
+      await node.stop();
+      await db.close();
+    },
+  };
+}
+
+test('DESIGN "URL exchange": every URL reaches the receiver\'s accept exactly once across a receiver restart; the outbox keeps unacked batches', async () => {
+  const rDir = tempDir();
+  const counts = new Map<string, number>();
+  let injected = false;
+  let r = await receiver(rDir, undefined, counts, { failOnce: () => (!injected && counts.size > 3000 ? (injected = true) : false) });
+  const port = Number(r.node.addrs()[0]!.split('/')[4]);
+  const rid = r.node.id;
+
+  const sDir = tempDir();
+  const sNode = await createMeshNode({ dataDir: sDir });
+  const sDb = await openDb(sDir);
+  const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
+  const sEx = new UrlExchange({ node: sNode, outbox, accept: async () => {}, backoffMinMs: 50, backoffMaxMs: 300, idleCloseMs: 1500 });
+  await sEx.start();
+  const N = 20_000;
+  try {
+    await sNode.dialPeer(r.node.addrs()[0]!);
+    // Producer: 40 chunks of 500, each awaited (durable in the outbox).
+    const producing = (async () => {
+      for (let i = 0; i < N; i += 500) {
+        await outbox.enqueue(rid, items(i, 500));
+        await new Promise((res) => setTimeout(res, 5));
+      }
+    })();
+    // Kill the receiver's node mid-stream (streams die with batches in flight), then restart it.
+    await until('some deliveries', () => counts.size >= 6000);
+    await r.node.stop();
+    await r.close();
+    const atRestart = counts.size;
+    assert.ok(atRestart < N, 'restart happened mid-stream');
+    await new Promise((res) => setTimeout(res, 300));
+    r = await receiver(rDir, [`/ip4/127.0.0.1/tcp/${port}`], counts);
+    assert.equal(r.node.id, rid);
+    await producing;
+    await until('all delivered', () => outbox.queued(rid) === 0 && counts.size === N, 30000);
+    const dup = [...counts.values()].filter((c) => c !== 1).length;
+    assert.equal(dup, 0, 'no URL accepted twice');
+    for (let i = 0; i < N; i++) assert.equal(counts.get(url(i)), 1);
+    // The receiver's durable store holds them all.
+    const stored = await (r.db.sublevel<Buffer, Buffer>('received', enc)).keys().all();
+    assert.equal(stored.length, N);
+    const s = sEx.stats();
+    assert.equal(s.acked, N);
+    assert.ok(s.failures >= 1, 'the restart and the injected accept failure made the sender retry');
+    assert.ok(injected);
+    assert.equal(r.ex.stats().acceptErrors, 0);
+  } finally {
+    await sEx.stop(500);
+    await outbox.close();
+    await sNode.stop();
+    await sDb.close();
+    await r.close().catch(() => {});
+  }
+});
+
+/** Opens a raw stream on the protocol, writes `chunks`, and returns the ack frames read back (if any) and how it ended. */
+async function raw(from: MeshNode, to: MeshNode, chunks: Uint8Array[]): Promise<{ acks: number[]; error: string | null }> {
+  const stream = await from.libp2p.dialProtocol(peerIdFromString(to.id), PROTOCOL_URLS);
+  const acks: number[] = [];
+  let error: string | null = null;
+  const writing = stream.sink((async function* () { for (const c of chunks) yield c; })()).catch((e: Error) => { error ??= e.name; });
+  try {
+    for await (const f of lp.decode(stream.source)) {
+      const a = decodeAck(f.subarray());
+      if (a.ok) acks.push(a.value.batchId);
+    }
+  } catch (e) {
+    error ??= (e as Error).name || 'error';
+  }
+  await writing;
+  return { acks, error };
+}
+
+test('DESIGN "URL exchange": garbage on the protocol is rejected and counted, the stream reset, and the receiver keeps accepting good batches', async () => {
+  const counts = new Map<string, number>();
+  const r = await receiver(tempDir(), undefined, counts);
+  const evil = await createMeshNode({ dataDir: tempDir() });
+  try {
+    await evil.dialPeer(r.node.addrs()[0]!);
+    const good = (id: number, its: UrlItem[], from = evil.id) => encodeBatchFrame({ batchId: id, from, epoch: 7, flags: 0, items: its, seqs: its.map((_, i) => id * 10_000 + i) });
+    // 1. A good batch is acked.
+    assert.deepEqual((await raw(evil, r.node, [good(1, items(0, 10))])).acks, [1]);
+    // 1b. The same batch again (a re-send after a lost ack): acked, not accepted twice.
+    assert.deepEqual((await raw(evil, r.node, [good(1, items(0, 10))])).acks, [1]);
+    assert.equal(r.ex.stats().duplicates, 10);
+    // 2. Bad length prefix (an endless varint).
+    assert.deepEqual((await raw(evil, r.node, [new Uint8Array(12).fill(0xff)])).acks, []);
+    // 3. A length prefix announcing more than MAX_BATCH_BYTES.
+    assert.deepEqual((await raw(evil, r.node, [Uint8Array.from([0x81, 0x80, 0x80, 0x01, 1, 2, 3])])).acks, []);
+    // 4. Well framed nonsense.
+    assert.deepEqual((await raw(evil, r.node, [Uint8Array.from([5, 9, 9, 9, 9, 9])])).acks, []);
+    // 5. A batch claiming another sender.
+    const other = await createMeshNode({ dataDir: tempDir() });
+    const forged = good(2, items(100, 5), other.id);
+    await other.stop();
+    assert.deepEqual((await raw(evil, r.node, [forged])).acks, []);
+    // 6. A frame cut short, then the stream closed.
+    const g = good(3, items(200, 5));
+    assert.deepEqual((await raw(evil, r.node, [g.subarray(0, g.length - 7)])).acks, []);
+    // 7. A good batch, then garbage on the same stream: the first is acked, the rest rejected.
+    const res = await raw(evil, r.node, [good(4, items(300, 10)), Uint8Array.from([3, 1, 9, 0])]);
+    assert.deepEqual(res.acks, [4]);
+    // 8. A batch with one bad URL among good ones: the bad one is dropped and counted, the rest accepted and acked.
+    const mixed = good(5, [...items(400, 3), { url: 'http://ok.example/x', depth: 0, hops: 0 }]);
+    const at = Buffer.from(mixed).indexOf('http://ok.example/x');
+    mixed[at + 9] = 0x7f; // DEL inside the URL
+    assert.deepEqual((await raw(evil, r.node, [mixed])).acks, [5]);
+
+    const st = r.ex.stats();
+    assert.deepEqual(st.rejected, { framing: 1, oversize: 1, type: 1, 'from-mismatch': 1, truncated: 1, version: 1, url: 1 });
+    assert.equal(st.peers.get(evil.id)?.rejected, 7);
+    assert.equal(counts.size, 10 + 10 + 3);
+    assert.equal(counts.has(url(100)), false);
+
+    // The receiver still serves a normal sender.
+    const sDb = await openDb(tempDir());
+    const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
+    const sEx = new UrlExchange({ node: evil, outbox, accept: async () => {}, lingerMs: 5 });
+    await sEx.start();
+    try {
+      await outbox.enqueue(r.node.id, items(1000, 1200));
+      await until('good batches accepted', () => outbox.queued(r.node.id) === 0);
+      assert.equal(counts.size, 23 + 1200);
+    } finally {
+      await sEx.stop(500);
+      await outbox.close();
+      await sDb.close();
+    }
+  } finally {
+    await evil.stop();
+    await r.close();
+  }
+});
