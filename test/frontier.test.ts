@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { openStore, type Store } from '../src/store/db.js';
-import { hostKey } from '../src/store/keys.js';
-import { Frontier, encodeEntry, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
+import { hostKey, prefixEnd } from '../src/store/keys.js';
+import { Frontier, encodeEntry, decodeEntry, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
 import { priorityClass, clampClass, MAX_PRIORITY } from '../src/frontier/priority.js';
 import { tempDir } from './helpers.js';
 
@@ -396,6 +396,141 @@ test('paused hosts stay queued and are never dispatched until resumed', async ()
   assert.equal(s.frontier.nextReady(Date.now())?.name, 'z.test');
 });
 
+test('URL kinds (Sitemaps 0.90): a sitemap entry keeps its kind (entry byte 2) in the head, on disk and after a restart', async () => {
+  const dir = tempDir();
+  let s = await setup(dir, { maxActiveHosts: 2, headSize: 2 });
+  const sm: NewUrl = { ...url('k.test', '/sitemap.xml', 6), kind: 'sitemap' };
+  await enqueue(s, [url('k.test', '/a', 2), sm, url('k.test', '/b', 2), url('k.test', '/c', 2)]);
+  await settle();
+  const h = s.frontier.nextReady(Date.now())!;
+  const q = s.frontier.take(h)!;
+  assert.equal(q.url, 'http://k.test/sitemap.xml');
+  assert.equal(q.kind, 'sitemap');
+  assert.equal(q.priority, 6);
+  const stored = await s.store.frontier.get(q.key);
+  assert.equal(stored![0], 2, 'entry version byte 2 = sitemap');
+  assert.deepEqual(decodeEntry(stored!), { url: 'http://k.test/sitemap.xml', depth: 0, hops: 0, kind: 'sitemap' });
+  await s.store.close(); // killed before the acknowledgement
+  s = await setup(dir, { maxActiveHosts: 2, headSize: 2 });
+  const got = await drain(s);
+  assert.deepEqual(got.map((x) => `${new URL(x.url).pathname}:${x.kind}`), ['/sitemap.xml:sitemap', '/a:page', '/b:page', '/c:page']);
+  await s.store.close();
+});
+
+test('per-host queued counts: committed, recovered and acknowledged with the host', async () => {
+  const dir = tempDir();
+  let s = await setup(dir, { maxActiveHosts: 1, headSize: 2 });
+  await enqueue(s, [url('c1.test', '/1'), url('c1.test', '/2'), url('c1.test', '/3'), url('c2.test', '/1')]);
+  assert.equal(s.frontier.host('c1.test')!.queued, 3);
+  assert.equal(s.frontier.host('c2.test')!.queued, 1);
+  await settle();
+  const h = s.frontier.nextReady(Date.now())!;
+  const q = s.frontier.take(h)!;
+  await s.store.db.batch([s.frontier.doneOp(q)] as never);
+  s.frontier.acknowledged(1, h);
+  s.frontier.release(h, 0);
+  assert.equal(h.queued, 2);
+  assert.equal(s.frontier.queued, 3);
+  await s.store.close();
+  s = await setup(dir, { maxActiveHosts: 1, headSize: 2 });
+  await s.frontier.whenRecovered();
+  assert.equal(s.frontier.host(h.name)!.queued, 2);
+  assert.equal(s.frontier.host(h.name === 'c1.test' ? 'c2.test' : 'c1.test')!.queued, h.name === 'c1.test' ? 1 : 3);
+  await s.store.close();
+});
+
+test('initialNextAllowed: a host new to this frontier is not contacted before the time the caller gives', async () => {
+  const store = await openStore(tempDir());
+  const later = Date.now() + 60_000;
+  const frontier = new Frontier<null>(store.frontier, store.hosts, store.meta, {
+    maxActiveHosts: 4, headSize: 4, createData: () => null, initialNextAllowed: (host) => (host === 'late.test' ? later : 0),
+  });
+  await frontier.recover();
+  const s = { store, frontier };
+  await enqueue(s, [url('late.test', '/1', 7), url('now.test', '/1', 1)]);
+  await settle();
+  assert.equal(frontier.host('late.test')!.nextAllowed, later);
+  assert.equal(frontier.nextReady(Date.now())?.name, 'now.test', 'the better class waits for its time');
+  assert.equal(frontier.nextReady(Date.now()), undefined);
+  assert.equal(frontier.nextReady(later)?.name, 'late.test');
+  await store.close();
+});
+
+/** What the agent's handoff does: read the host's range, delete it, then `dropHost`. */
+async function handOff(s: Setup, h: HostState<null>): Promise<string[]> {
+  const entries = await s.store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
+  await s.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
+  s.frontier.dropHost(h, entries.length);
+  return entries.map(([, v]) => decodeEntry(v)!.url);
+}
+
+test('dropHost (mesh handoff): active and pending hosts leave every queue; counts stay exact; the host can come back', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 2, headSize: 2 });
+  const items: NewUrl[] = [];
+  for (let i = 0; i < 5; i++) for (const host of ['d1.test', 'd2.test', 'd3.test', 'd4.test']) items.push(url(host, `/${i}`, i % 2 ? 3 : 5));
+  await enqueue(s, items);
+  await settle();
+  const active = [...s.frontier.allHosts()].filter((h) => h.active);
+  const pending = [...s.frontier.allHosts()].filter((h) => !h.active);
+  assert.equal(active.length, 2);
+  assert.equal(pending.length, 2);
+  // One active and one pending host move away (the agent pauses them and waits until they are not loading).
+  const moved = [active[0]!, pending[0]!];
+  for (const h of moved) s.frontier.setPaused(h, true);
+  while (moved.some((h) => h.loading)) await settle();
+  const handed: string[] = [];
+  for (const h of moved) handed.push(...await handOff(s, h));
+  assert.equal(handed.length, 10);
+  assert.equal(s.frontier.queued, 10);
+  for (const h of moved) assert.equal(s.frontier.host(h.name), undefined);
+  assert.ok(s.frontier.activeHosts <= 2);
+  const got = await drain(s);
+  assert.equal(got.length, 10);
+  const names = new Set(got.map((q) => new URL(q.url).hostname));
+  for (const h of moved) assert.ok(!names.has(h.name), `${h.name} was handed over, not served`);
+  assert.equal(s.frontier.queued, 0);
+  // Ownership comes back: a fresh record, not the dropped one.
+  await enqueue(s, [url(moved[0]!.name, '/back', 4)]);
+  const again = s.frontier.host(moved[0]!.name)!;
+  assert.notEqual(again, moved[0]);
+  assert.equal(again.paused, false);
+  assert.deepEqual((await drain(s)).map((q) => q.url), [`http://${moved[0]!.name}/back`]);
+  await s.store.close();
+});
+
+test('dropHost while the recovery pass runs: the pass does not bring the host back and the count ends exact', async () => {
+  const dir = tempDir();
+  let s = await setup(dir, { maxActiveHosts: 4, headSize: 8 });
+  const items: NewUrl[] = [];
+  for (let i = 0; i < 30_000; i++) items.push(url(`rd${i % 300}.test`, `/${i}`, i % 8));
+  await enqueue(s, items);
+  await s.store.close();
+  s = await setup(dir, { maxActiveHosts: 4, headSize: 8 });
+  assert.ok(s.frontier.recovering);
+  // The hosts whose keys sort last (the pass reaches them last) get a URL, so they have a record, and are handed over at once.
+  const names = Array.from({ length: 300 }, (_, i) => `rd${i}.test`).sort((a, b) => Buffer.compare(hostKey(b), hostKey(a)));
+  const victims = names.slice(0, 2);
+  for (const v of victims) await enqueue(s, [url(v, '/fresh', 1)]);
+  let beforePass = 0;
+  for (const v of victims) {
+    const h = s.frontier.host(v)!;
+    s.frontier.setPaused(h, true);
+    while (h.loading) await settle();
+    if (s.frontier.recovering && h.queued === 1) beforePass++; // the pass has not counted its 100 older URLs yet
+    const urls = await handOff(s, h);
+    assert.equal(urls.length, 101);
+  }
+  assert.ok(beforePass > 0, 'at least one host was dropped before the pass reached it');
+  await s.frontier.whenRecovered();
+  for (const v of victims) assert.equal(s.frontier.host(v), undefined, `${v} stays handed over`);
+  assert.equal(s.frontier.queued, 30_000 - 200);
+  const got = await drain(s);
+  assert.equal(got.length, 30_000 - 200);
+  assert.equal(new Set(got.map((q) => q.url)).size, got.length);
+  assert.equal(s.frontier.queued, 0);
+  await s.store.close();
+});
+
 // ---- crash safety ------------------------------------------------------------------
 
 test('recover after reopen: unacknowledged URLs (queued or in flight) come back in priority order; acknowledged ones do not', async () => {
@@ -485,7 +620,8 @@ test('recover: entries in the pre-priority layout (host ‖ seq) are rewritten a
     const key = Buffer.alloc(16);
     hostKey('old.test').copy(key);
     key.writeBigUInt64BE(BigInt(i), 8);
-    ops.push({ type: 'put' as const, key, value: encodeEntry(`http://old.test/${i}`, i === 4 ? 0 : 3, 0) });
+    // Written by the earlier frontier: entry 2 is a sitemap (entry byte 2).
+    ops.push({ type: 'put' as const, key, value: encodeEntry(`http://old.test/${i}`, i === 4 ? 0 : 3, 0, i === 2 ? 'sitemap' : 'page') });
   }
   await store.frontier.batch(ops);
   await store.hosts.put(hostKey('old.test'), Buffer.from('old.test'));
@@ -498,6 +634,7 @@ test('recover: entries in the pre-priority layout (host ‖ seq) are rewritten a
   const got = await drain(s);
   // Depth 0 becomes class 5, depth 3 class 3: the seed first, then the rest in their old order.
   assert.deepEqual(paths(got), ['/4', '/0', '/1', '/2', '/3']);
+  assert.deepEqual(got.map((q) => q.kind), ['page', 'page', 'page', 'sitemap', 'page'], 'the URL kind survives the rewrite');
   assert.equal((await s.store.frontier.keys().all()).length, 0);
   await s.store.close();
 });
