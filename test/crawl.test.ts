@@ -195,3 +195,34 @@ test('hostile input: a 10 MiB robots.txt, a sitemap index that points to itself,
     await web.close();
   }
 });
+
+test('Sitemaps 0.90 <priority> is kept for scheduling: within a host, URLs listed with priority 1.0 are fetched before those with 0.0', async () => {
+  const entry = (origin: string, path: string, p: string) => `<url><loc>${origin}${path}</loc><priority>${p}</priority></url>`;
+  const web = await startSyntheticWeb({
+    hosts: 1, pagesPerHost: 1,
+    intercept: (req) => {
+      const origin = `http://${req.headers.host}`;
+      if (req.path === '/robots.txt') return { status: 200, headers: { 'content-type': 'text/plain' }, body: `User-agent: *\nAllow: /\nSitemap: ${origin}/sm.xml\n` };
+      if (req.path === '/sm.xml') {
+        // Listed low first: FIFO order alone would fetch the low ones first.
+        const urls = [0, 1, 2, 3].map((i) => entry(origin, `/low${i}`, '0.0')).join('') + [0, 1, 2, 3].map((i) => entry(origin, `/high${i}`, '1.0')).join('');
+        return { status: 200, headers: { 'content-type': 'application/xml' }, body: `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${urls}</urlset>` };
+      }
+      return { status: 200, headers: { 'content-type': 'text/html' }, body: '<p>no links</p>' };
+    },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: [web.url(web.hostName(0), '/')], untilIdle: true, minDelayMs: 0, delayFactor: 0, concurrency: 1,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+    });
+    await agent.done;
+    const order = web.requests().map((r) => r.path).filter((p) => /^\/(low|high)\d$/.test(p));
+    assert.equal(order.length, 8);
+    assert.deepEqual(order.slice(0, 4).sort(), ['/high0', '/high1', '/high2', '/high3'], `fetch order ${order.join(' ')}`);
+    assert.deepEqual(order.slice(4), ['/low0', '/low1', '/low2', '/low3'], 'FIFO inside a class');
+  } finally {
+    await web.close();
+  }
+});
