@@ -5,17 +5,9 @@ import { openStore, type Store } from '../src/store/db.js';
 import { hostKey, prefixEnd } from '../src/store/keys.js';
 import { Frontier, encodeEntry, decodeEntry, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
 import { priorityClass, clampClass, MAX_PRIORITY } from '../src/frontier/priority.js';
-import { tempDir } from './helpers.js';
+import { seededRandom, tempDir } from './helpers.js';
 
-function rng(seed: number): () => number {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = seededRandom;
 
 function url(host: string, path: string, priority?: number, depth = 0): NewUrl {
   return { host, hostKey: hostKey(host), url: `http://${host}${path}`, depth, hops: 0, priority };
