@@ -10,6 +10,7 @@
 //   node dist/bench/frontier.js [--urls 5000000] [--hosts 100000] [--runs 3]
 //        [--classes 8] [--concurrency 64] [--head 64] [--batch 4096] [--slack 0]
 //        [--heap-mb N]   (runs each child with node --max-old-space-size=N)
+//        [--max-open-files N] [--compression 0|1]   (LevelDB options instead of the store's defaults)
 //   node --cpu-prof dist/bench/frontier.js --inline [...]   (one run in this process, for profiling)
 import '../src/polyfill.js';
 import { spawn } from 'node:child_process';
@@ -17,15 +18,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openStore, type Store } from '../src/store/db.js';
+import { DEFAULT_STORE_OPTIONS, openStore, type Store, type StoreOptions } from '../src/store/db.js';
 import { hostKey } from '../src/store/keys.js';
 import { Frontier, type FrontierOptions, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
 import { prng } from './textgen.js';
 
-interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; slack: number; heapMb: number; inline: boolean; child: boolean; seed: number }
+interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; slack: number; heapMb: number; inline: boolean; child: boolean; seed: number; maxOpenFiles: number; compression: number }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, slack: 0, heapMb: 0, inline: false, child: false, seed: 1 };
+  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, slack: 0, heapMb: 0, inline: false, child: false, seed: 1, maxOpenFiles: 0, compression: -1 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!, v = Number(argv[i + 1]);
     switch (k) {
@@ -39,10 +40,12 @@ function parseArgs(argv: string[]): Args {
       case '--seed': a.seed = v; i++; break;
       case '--slack': a.slack = v; i++; break;
       case '--heap-mb': a.heapMb = v; i++; break;
+      case '--max-open-files': a.maxOpenFiles = v; i++; break;
+      case '--compression': a.compression = v; i++; break;
       case '--inline': a.inline = true; break;
       case '--child': a.child = true; break;
       case '--help':
-        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--slack N] [--heap-mb N] [--inline]\n');
+        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--slack N] [--heap-mb N] [--max-open-files N] [--compression 0|1] [--inline]\n');
         process.exit(0);
     }
   }
@@ -101,9 +104,16 @@ function heapAfterGc(): number { gc?.(); gc?.(); return process.memoryUsage().he
 // What the agent keeps per host (src/crawl/agent.ts HostData), so per-host figures are realistic.
 const hostData = () => ({ robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0 });
 
+function storeOptions(a: Args): StoreOptions {
+  const o: StoreOptions = {};
+  if (a.maxOpenFiles > 0) o.maxOpenFiles = a.maxOpenFiles;
+  if (a.compression >= 0) o.compression = a.compression > 0;
+  return o;
+}
+
 async function enqueueAll(a: Args, dir: string, opts: FrontierOptions<ReturnType<typeof hostData>>, names: string[], keys: Buffer[]): Promise<{ secs: number; peak: Peak }> {
   const peak = new PhasePeak();
-  const store = await openStore(dir);
+  const store = await openStore(dir, storeOptions(a));
   try {
     const f = new Frontier(store.frontier, store.hosts, store.meta, opts);
     await f.recover();
@@ -144,7 +154,7 @@ async function runOnce(a: Args): Promise<Result> {
     // 2. Reopen and recover.
     let peak = new PhasePeak();
     const t1 = performance.now();
-    store = await openStore(dir);
+    store = await openStore(dir, storeOptions(a));
     const reopenSecs = (performance.now() - t1) / 1000;
     const heap0 = heapAfterGc();
     const f = new Frontier(store.frontier, store.hosts, store.meta, opts);
@@ -205,7 +215,8 @@ async function runOnce(a: Args): Promise<Result> {
 function runChild(a: Args): Promise<Result> {
   const self = fileURLToPath(import.meta.url);
   const argv = ['--expose-gc', ...(a.heapMb > 0 ? [`--max-old-space-size=${a.heapMb}`] : []), self, '--child', '--urls', String(a.urls), '--hosts', String(a.hosts), '--classes', String(a.classes),
-    '--concurrency', String(a.concurrency), '--head', String(a.head), '--batch', String(a.batch), '--slack', String(a.slack), '--seed', String(a.seed)];
+    '--concurrency', String(a.concurrency), '--head', String(a.head), '--batch', String(a.batch), '--slack', String(a.slack), '--seed', String(a.seed),
+    '--max-open-files', String(a.maxOpenFiles), '--compression', String(a.compression)];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -237,7 +248,7 @@ async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   if (a.child) { process.stdout.write(JSON.stringify(await runOnce(a)) + '\n'); return; }
   process.stdout.write(`frontier bench: ${a.urls} URLs over ${a.hosts} hosts, ${a.classes} priority class(es), ` +
-    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, rotation slack ${a.slack}, ${a.heapMb > 0 ? `JS heap capped at ${a.heapMb} MB` : 'default JS heap limit'}, node ${process.version}\n`);
+    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, rotation slack ${a.slack}, ${a.heapMb > 0 ? `JS heap capped at ${a.heapMb} MB` : 'default JS heap limit'}, store ${JSON.stringify({ ...DEFAULT_STORE_OPTIONS, ...storeOptions(a) })}, node ${process.version}\n`);
   if (a.inline) { process.stdout.write(line('run', await runOnce(a))); return; }
   const rs: Result[] = [];
   for (let i = 0; i < a.runs; i++) {
