@@ -490,6 +490,41 @@ test('dropHost (mesh handoff): active and pending hosts leave every queue; count
   await s.store.close();
 });
 
+test('dropHost while a head load runs: the load discards what it read; no error, nothing of the host served', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 2, headSize: 4 });
+  const errors: string[] = [];
+  s.frontier.onLoadError = (host, err) => errors.push(`${host}: ${err.message}`);
+  const items: NewUrl[] = [];
+  for (let i = 0; i < 40; i++) items.push(url('dl.test', `/${i}`, 4), url('keep.test', `/${i}`, 4));
+  await enqueue(s, items);
+  await settle();
+  const h = s.frontier.host('dl.test')!;
+  s.frontier.setPaused(h, true);
+  // Take from the head until a refill load is under way, then hand the host over at once.
+  const entries = await s.store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
+  const taken: QueuedUrl[] = [];
+  for (let i = 0; i < 4 && !h.loading; i++) {
+    const q = s.frontier.take(h);
+    if (q) taken.push(q);
+  }
+  s.frontier.release(h, 0);
+  assert.ok(h.loading, 'a load is running');
+  // Dropped in the same tick (the taken URLs go too: the agent waits for acks first; this checks the load).
+  s.frontier.dropHost(h, entries.length);
+  await s.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
+  const moved = entries.map(([, v]) => decodeEntry(v)!.url);
+  await settle();
+  assert.deepEqual(errors, []);
+  assert.equal(h.heads, undefined);
+  const got = await drain(s);
+  assert.equal(got.length, 40);
+  assert.ok(got.every((q) => q.url.startsWith('http://keep.test/')));
+  assert.equal(moved.length, 40, 'every URL of the host was handed over');
+  assert.ok(taken.length > 0);
+  assert.equal(s.frontier.queued, 0);
+  await s.store.close();
+});
+
 test('dropHost while the recovery pass runs: the pass does not bring the host back and the count ends exact', async () => {
   const dir = tempDir();
   let s = await setup(dir, { maxActiveHosts: 4, headSize: 8 });

@@ -629,8 +629,9 @@ export class Frontier<D> {
   /**
    * Forgets a host whose queue was handed to another agent: the caller deleted
    * its `removed` entries from disk (all of them, read after every commit that
-   * touched the host). The host must be paused, not in flight and not loading.
-   * A URL of it committed later makes a fresh record.
+   * touched the host). The host must be paused and not in flight; a head load
+   * still running for it finds the host gone and discards what it read. A URL
+   * of it committed later makes a fresh record.
    */
   dropHost(h: HostState<D>, removed: number): void {
     if (this.hosts.get(h.name) !== h) return;
@@ -905,6 +906,7 @@ export class Frontier<D> {
     // slot before serving what it reads (see `release`): stop there.
     const stop = this.activeCount >= this.opts.maxActiveHosts ? this.bestPendingRank() + this.slack : RANKS;
     let first = true;
+    let dropped = false;
     try {
       it.seek(frontierKey(h.key, r0, cursor[r0]!));
       fill: for (;;) {
@@ -914,6 +916,8 @@ export class Frontier<D> {
         const ask = first && stop < RANKS ? Math.min(room + 1, 16) : room + 4;
         first = false;
         const entries = await it.nextv(ask);
+        // Dropped (handed over) while the read ran: nothing of it may come back.
+        if (!h.heads) { dropped = true; break; }
         for (const [key, value] of entries) {
           // The pooled iterator spans the whole frontier: the host's range ends at the first other prefix.
           if (key.length < HOST_KEY_BYTES || key.readUInt32BE(0) !== hk0 || key.readUInt32BE(4) !== hk1) { ended = true; break fill; }
@@ -943,6 +947,7 @@ export class Frontier<D> {
     } finally {
       this.releaseIterator(slot);
     }
+    if (dropped) return;
     if (ended) passed |= ((1 << RANKS) - 1) & ~((1 << cur) - 1);
     // A class that got commits during the load keeps its bit: the snapshot may have missed them.
     h.diskMask &= ~(passed & ~h.dirtyMask);
