@@ -32,9 +32,10 @@ import { startApiServer, type ApiServer } from '../api/server.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
-import { SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
+import { SitemapGrants } from '../sitemap/grants.js';
 import type { UrlKind } from '../frontier/frontier.js';
 import { decodeEntry } from '../frontier/frontier.js';
 import { prefixEnd } from '../store/keys.js';
@@ -76,6 +77,8 @@ function newHostData(): HostData {
 /** A URL on its way into the frontier. */
 interface Candidate extends NewUrl {
   key: Buffer;
+  /** A sitemap's cross-submit grant (sitemap/grants.ts), travelling with it to its owner. */
+  grant?: string;
 }
 
 const SEEN_REJECTED = Buffer.from([4]);
@@ -144,7 +147,7 @@ class Agent implements AgentHandle, AgentView {
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it).
    * In memory and bounded: a grant is lost across a restart, or when another agent fetches the sitemap.
    */
-  private readonly sitemapGrants = new Map<string, string[]>();
+  private readonly sitemapGrants: SitemapGrants;
   private readonly handoffGraceMs: number;
   private readonly fetcher: Fetcher;
   private readonly robots: RobotsCache;
@@ -178,6 +181,7 @@ class Agent implements AgentHandle, AgentView {
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
     this.scope = new ScopePolicy(config.scope);
+    this.sitemapGrants = new SitemapGrants(store.meta);
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,
@@ -353,7 +357,7 @@ class Agent implements AgentHandle, AgentView {
   private async route(cands: Candidate[]): Promise<void> {
     if (cands.length === 0) return;
     const mesh = this.mesh;
-    if (!mesh) { await this.drum.submit(cands); return; }
+    if (!mesh) { await this.keepGrants(cands); await this.drum.submit(cands); return; }
     const local: Candidate[] = [];
     const byOwner = new Map<string, UrlItem[]>();
     const self = mesh.id;
@@ -362,9 +366,11 @@ class Agent implements AgentHandle, AgentView {
       // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
       if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
       const items = byOwner.get(owner);
-      const item = { url: c.url, depth: c.depth, hops: (c.hops + 1) | (c.kind === 'sitemap' ? SITEMAP_FLAG : 0) };
+      const item: UrlItem = { url: c.url, depth: c.depth, hops: (c.hops + 1) | (c.kind === 'sitemap' ? SITEMAP_FLAG : 0) };
+      if (c.grant !== undefined) { item.hops |= GRANT_FLAG; item.grant = c.grant; }
       if (items) items.push(item); else byOwner.set(owner, [item]);
     }
+    await this.keepGrants(local);
     const jobs: Promise<unknown>[] = [this.drum.submit(local)];
     for (const [owner, items] of byOwner) {
       jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.metrics.urlsForwarded(owner.slice(-12), n); }));
@@ -389,6 +395,7 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
       if (!c) { bad++; continue; }
       c.hops = it.hops & HOPS_MASK;
+      if (it.grant !== undefined && c.kind === 'sitemap') c.grant = it.grant;
       cands.push(c);
     }
     if (settled.length) {
@@ -461,6 +468,7 @@ class Agent implements AgentHandle, AgentView {
         const e = decodeEntry(v);
         if (e) queued.push({ url: e.url, depth: e.depth, hops: e.kind === 'sitemap' ? SITEMAP_FLAG : 0 });
       }
+      await this.attachGrants(queued);
       // Seen entries again: those of pages that finished while we waited above.
       const settled = await this.settledItems(h);
       await mesh.forward(owner, [...settled, ...queued], true);
@@ -679,7 +687,7 @@ class Agent implements AgentHandle, AgentView {
         if (c) links.push(c);
       }
     } else if (out.status >= 200 && out.status < 300) {
-      if (q.kind === 'sitemap') this.readSitemap(q, out, links);
+      if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
       else this.extractLinks(q, out, links, record);
     }
     await this.finish(q, h, links, record);
@@ -700,15 +708,14 @@ class Agent implements AgentHandle, AgentView {
       if (!c) continue;
       cands.push(c);
       // Sitemaps 0.90 "cross submits": a sitemap named by host X's robots.txt may list X's URLs.
-      if (grant && listed.length) this.rememberGrant(c.url, grant);
+      if (grant && listed.length) c.grant = grant;
     }
     this.stats.sitemaps.discovered += cands.length;
     await this.route(cands);
   }
 
   /** A fetched sitemap: its URLs become page candidates, nested sitemaps (bounded depth) sitemap candidates. */
-  private readSitemap(q: QueuedUrl, out: FetchResponse, into: Candidate[]): void {
-    const grant = this.sitemapGrants.get(q.url);
+  private readSitemap(q: QueuedUrl, out: FetchResponse, into: Candidate[], grant: string[] | undefined): void {
     const sm = parseSitemap(out.body, q.url, grant ? { allowedPrefixes: grant } : {});
     const st = this.stats.sitemaps;
     st.fetched++;
@@ -727,11 +734,23 @@ class Agent implements AgentHandle, AgentView {
     }
   }
 
-  private rememberGrant(sitemapUrl: string, prefix: string): void {
-    const l = this.sitemapGrants.get(sitemapUrl);
-    if (l) { if (!l.includes(prefix)) l.push(prefix); return; }
-    if (this.sitemapGrants.size >= 10_000) this.sitemapGrants.delete(this.sitemapGrants.keys().next().value!);
-    this.sitemapGrants.set(sitemapUrl, [prefix]);
+  /** Queued sitemaps leaving with their host take their grants along (one item per grant; the receiver's seen-set keeps one). */
+  private async attachGrants(items: UrlItem[]): Promise<void> {
+    const n = items.length;
+    for (let i = 0; i < n; i++) {
+      const it = items[i]!;
+      if (!(it.hops & SITEMAP_FLAG)) continue;
+      const grants = await this.sitemapGrants.get(it.url);
+      if (!grants?.length) continue;
+      it.hops |= GRANT_FLAG;
+      it.grant = grants[0];
+      for (const g of grants.slice(1)) items.push({ url: it.url, depth: it.depth, hops: it.hops, grant: g });
+    }
+  }
+
+  /** Grants of the sitemaps about to be queued here are made durable first (a restart must not lose them). */
+  private async keepGrants(local: Candidate[]): Promise<void> {
+    for (const c of local) if (c.grant !== undefined) await this.sitemapGrants.add(c.url, c.grant);
   }
 
   private noteRecent(h: HostState<HostData>, f: RecentFetch): void {
