@@ -9,3 +9,12 @@ export function mainThreadCpu(): number {
     return (Number(f[11]) + Number(f[12])) / 100;
   } catch { return NaN; }
 }
+
+/** Resident memory split (Linux /proc): anonymous (heap, LevelDB caches, malloc) vs file-backed (LevelDB mmaps its table files), MB. */
+export function procRss(): { anon: number; file: number } {
+  try {
+    const st = readFileSync('/proc/self/status', 'utf8');
+    const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
+    return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+  } catch { return { anon: NaN, file: NaN }; }
+}
