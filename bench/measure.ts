@@ -18,3 +18,11 @@ export function procRss(): { anon: number; file: number } {
     return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
   } catch { return { anon: NaN, file: NaN }; }
 }
+
+/** The median (the mean of the two middle values for an even count); NaN for none. Every benchmark reports this. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}

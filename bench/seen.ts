@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { openStore, type StoreOptions } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { Drum, type DrumItem } from '../src/seen/drum.js';
-import { mainThreadCpu, procRss } from './measure.js';
+import { mainThreadCpu, procRss, median } from './measure.js';
 
 interface Args {
   sizes: number[]; runs: number; batch: number; hosts: number; chunk: number; dir: string;
@@ -262,7 +262,6 @@ function childRun(a: Args, n: number): Promise<RunResult> {
 }
 
 
-const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1];
 const k = (x: number): string => `${(x / 1000).toFixed(0)} k`;
 const M = (n: number): string => (n >= 1e6 ? `${n / 1e6} M` : `${n / 1e3} k`);
 

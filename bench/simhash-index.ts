@@ -22,7 +22,7 @@ import { openStore } from '../src/store/db.js';
 import { SimhashStore } from '../src/dedup/index.js';
 import { SIMHASH_TABLES, SIMHASH_TABLES_16, hamming64, simhash64 } from '../src/dedup/simhash.js';
 import { article, prng } from './textgen.js';
-import { mainThreadCpu, procRss } from './measure.js';
+import { mainThreadCpu, procRss, median } from './measure.js';
 
 interface Args { writeRound: number; n: number; docs: number; queries: number; concurrency: number; runs: number; layout: 4 | 16; dir: string; child: string | undefined }
 
@@ -175,7 +175,6 @@ function spawnRun(a: Args, fpFile: string): Promise<RunResult> {
 
 
 
-const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]!;
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
