@@ -20,7 +20,7 @@ import { hostOf } from '../url/normalize.js';
 import { xxh64Bytes } from '../hash/xxhash.js';
 import { unbase32, base32 } from '../warc/digest.js';
 import {
-  recordFetch, conditionalHeaders, revisitPriority, nextKind, newShare, encodeRecrawlState, decodeRecrawlState,
+  recordFetch, applySitemapHint, conditionalHeaders, revisitPriority, nextKind, newShare, encodeRecrawlState, decodeRecrawlState,
   encodeHints, decodeHints, type RecrawlConfig, type RecrawlState, type StoredHints, type ShareState,
 } from './schedule.js';
 import { scheduleConfig, scanInterval, type RecrawlSettings } from './settings.js';
@@ -67,11 +67,13 @@ export interface RecrawlStats {
   hintsStored: number;
   hintsDropped: number;
   hintsUsed: number;
+  /** States made due at once by a sitemap <lastmod> after their last capture. */
+  madeDueBySitemap: number;
 }
 
 export class Recrawler {
   readonly cfg: RecrawlConfig;
-  readonly stats: RecrawlStats = { requeued: 0, revisits: 0, notModified: 0, changed: 0, unchanged: 0, dropped: 0, hintsStored: 0, hintsDropped: 0, hintsUsed: 0 };
+  readonly stats: RecrawlStats = { requeued: 0, revisits: 0, notModified: 0, changed: 0, unchanged: 0, dropped: 0, hintsStored: 0, hintsDropped: 0, hintsUsed: 0, madeDueBySitemap: 0 };
   private readonly ctx = new Map<QueuedUrl, Ctx>();
   /** Revisits in the frontier not yet completed (seen key, latin1). */
   private readonly outstanding = new Set<string>();
@@ -202,11 +204,37 @@ export class Recrawler {
     this.pendingHints.push({ type: 'put', key, value });
   }
 
+  /**
+   * Writes the noted hints. A URL that already has a state keeps no hint; a
+   * <lastmod> after its last capture makes it due now instead (applySitemapHint).
+   */
   async flushHints(): Promise<void> {
     if (this.pendingHints.length === 0) return;
-    const ops = this.pendingHints;
+    const pending = this.pendingHints;
     this.pendingHints = [];
-    await this.store.recrawlHints.batch(ops);
+    const raws = await this.store.recrawl.getMany(pending.map((p) => p.key));
+    const now = Date.now();
+    const ops: BatchOp[] = [];
+    for (let i = 0; i < pending.length; i++) {
+      const { key, value } = pending[i]!;
+      const raw = raws[i];
+      if (!raw) { ops.push({ type: 'put', sublevel: this.store.recrawlHints, key, value }); continue; }
+      const st = decodeRecrawlState(raw);
+      const hints = decodeHints(value);
+      if (!st || !hints || this.outstanding.has(key.toString('latin1'))) continue;
+      const next = applySitemapHint(st, hints, now);
+      if (next === st) continue;
+      const due = await this.store.recrawlDue.get(dueKey(st.nextDueAt, key));
+      if (!due) continue; // in flight (its outcome rewrites both) or damaged
+      ops.push(
+        { type: 'del', sublevel: this.store.recrawlDue, key: dueKey(st.nextDueAt, key) },
+        { type: 'put', sublevel: this.store.recrawlDue, key: dueKey(next.nextDueAt, key), value: due },
+        { type: 'put', sublevel: this.store.recrawl, key, value: encodeRecrawlState(next) },
+      );
+      this.stats.madeDueBySitemap++;
+      if (next.nextDueAt < this.nextDue) this.nextDue = next.nextDueAt;
+    }
+    if (ops.length) await this.store.db.batch(ops as never);
   }
 
   // ---- the scheduler loop ----------------------------------------------------------
