@@ -123,3 +123,30 @@ test('issue 7 acceptance: over a simulated week, fast-changing pages are fetched
     await web.close();
   }
 });
+
+test('--recrawl with --until-idle: exits when nothing is due within the horizon; the next start revisits what came due, conditionally', async () => {
+  const web = await startSyntheticWeb({ seed: 5, hosts: 2, pagesPerHost: 4, outLinks: 3, crossHostShare: 0 });
+  const dir = tempDir();
+  const opts = {
+    dataDir: dir, seeds: web.roots(), minDelayMs: MIN_DELAY, delayFactor: 0, concurrency: 4, untilIdle: true,
+    resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+    // Every interval is one simulated hour (1 s at speedup 3600); horizon 0: exit as soon as nothing is due now.
+    recrawl: { enabled: true, speedup: 3600, minIntervalMs: HOUR, maxIntervalMs: HOUR, horizonMs: 0 },
+    maxDurationMs: 30_000, // a safety net only
+  };
+  try {
+    const first = await (await startAgent(opts)).done;
+    const pages = web.requests().filter((r) => !r.path.startsWith('/robots') && r.path !== '/sitemap.xml');
+    assert.equal(pages.length, 8, 'one pass, then the agent exits by itself: nothing is due yet');
+    assert.equal((first.recrawl as Record<string, number>).revisits, 0);
+    const firstRequests = web.requests().length;
+    await new Promise((r) => setTimeout(r, 1500)); // past one simulated hour: everything is due
+    const second = await (await startAgent({ ...opts, seeds: [] })).done;
+    const again = web.requests().slice(firstRequests).filter((r) => !r.path.startsWith('/robots') && r.path !== '/sitemap.xml');
+    assert.ok(again.length >= 8, `every page revisited: ${again.length}`);
+    assert.ok(again.every((r) => r.conditional && r.status === 304), 'static pages: conditional GETs, all 304');
+    assert.ok(((second.recrawl as Record<string, number>).notModified) >= 8);
+  } finally {
+    await web.close();
+  }
+});
