@@ -44,6 +44,8 @@ import { indexWarcFile } from '../warc/cdxj.js';
 import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
 import { CrawlStats, bump } from './stats.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
+import { Recrawler, payloadDigestBytes, type RecrawlOutcome, type RevisitUrl } from '../recrawl/recrawler.js';
+import { serverNotModifiedRevisit } from '../warc/notmodified.js';
 
 export interface HostData {
   robots: Map<string, RobotsEntry>;
@@ -172,6 +174,9 @@ class Agent implements AgentHandle, AgentView {
   private shortId = '';
   private pumpScheduled = false;
   private fatal: Error | undefined;
+  /** `--recrawl`: revisit scheduling (src/recrawl/); undefined for a one-pass crawl. */
+  private readonly recrawl: Recrawler | undefined;
+  private durationTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly config: AgentConfig, readonly store: Store, private readonly log: Logger) {
     this.done = new Promise((r) => { this.resolveDone = r; });
@@ -211,6 +216,22 @@ class Agent implements AgentHandle, AgentView {
         this.stats.urlsDiscovered += admitted.length;
         this.frontier.committed(admitted);
       },
+    });
+    if (config.recrawl.enabled) {
+      this.recrawl = new Recrawler(store, config.recrawl, {
+        enqueue: (items, ops) => this.enqueueRevisits(items, ops),
+        queued: () => this.frontier.queued,
+        owns: (host) => !this.mesh || this.mesh.ownerOf(host) === this.mesh.id,
+        onError: (err) => this.onFatal(new Error(`recrawl scheduling failed: ${err.message}`)),
+      });
+    }
+  }
+
+  /** Due URLs back into the frontier: no seen-set check (they are known), one batch with the recrawl index ops. */
+  private async enqueueRevisits(items: RevisitUrl[], ops: BatchOp[]): Promise<void> {
+    await this.drum.exclusive(async () => {
+      await this.store.db.batch([...this.frontier.enqueueOps(items), ...ops] as never);
+      this.frontier.committed(items);
     });
   }
 
@@ -270,6 +291,8 @@ class Agent implements AgentHandle, AgentView {
     await this.seed(this.config.seeds);
     this.schedulePump();
     this.armIdleCheck();
+    this.recrawl?.start();
+    if (this.config.maxDurationMs > 0) this.durationTimer = setTimeout(() => void this.stop(), this.config.maxDurationMs);
   }
 
   /** Adds crawl seeds; returns how many were accepted for queuing (before the seen check). */
@@ -504,7 +527,8 @@ class Agent implements AgentHandle, AgentView {
   }
 
   private localIdle(): boolean {
-    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.rebalancePending;
+    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.rebalancePending
+      && (!this.recrawl || this.recrawl.idle(Date.now()));
   }
 
   snapshot(): AgentSnapshot {
@@ -621,9 +645,12 @@ class Agent implements AgentHandle, AgentView {
         await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
         continue;
       }
-      const out = await this.fetcher.fetch(q.url);
+      // Revisits are conditional GETs (If-None-Match / If-Modified-Since from the stored state).
+      const conditional = this.recrawl && q.kind === 'page' ? await this.recrawl.prepare(q, seenKey(h.key, q.url)) : undefined;
+      const out = await this.fetcher.fetch(q.url, conditional);
       if (!this.running && !out.ok) {
         // Shutdown aborted it: leave it queued for the next run.
+        this.recrawl?.forget(q);
         h.data.pendingAcks--;
         this.frontier.release(h, Date.now());
         return;
@@ -676,10 +703,19 @@ class Agent implements AgentHandle, AgentView {
     if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
     const record: FetchRecord = { url: q.url, at, status: out.status };
-    const stored = await this.writeWarc(out);
+    // A 304 to a revisit is stored as a server-not-modified revisit record (WARC/1.1 §6.7.3).
+    const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
+    const stored = earlier ? await this.writeNotModified(out, earlier) : await this.writeWarc(out);
     if (stored) { record.digest = stored.payloadDigest; record.warc = { filename: stored.filename, offset: stored.offset, length: stored.length }; }
+    let recrawlOutcome: RecrawlOutcome | undefined;
+    if (this.recrawl && q.kind === 'page') {
+      recrawlOutcome = { at, status: out.status, etag: out.header('etag'), lastModified: out.header('last-modified') };
+      if (out.status >= 200 && out.status < 300) recrawlOutcome.digest = payloadDigestBytes(stored?.payloadDigest, out.body);
+    }
     const links: Candidate[] = [];
-    if (out.status >= 300 && out.status < 400) {
+    if (out.status === 304) {
+      // Not modified: nothing new to parse, its links were taken from the capture.
+    } else if (out.status >= 300 && out.status < 400) {
       const loc = out.header('location');
       if (loc) {
         this.stats.redirects++;
@@ -690,7 +726,8 @@ class Agent implements AgentHandle, AgentView {
       if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
       else this.extractLinks(q, out, links, record);
     }
-    await this.finish(q, h, links, record);
+    if (this.recrawl && q.kind === 'sitemap') await this.recrawl.flushHints();
+    await this.finish(q, h, links, record, recrawlOutcome);
   }
 
   /**
@@ -726,6 +763,7 @@ class Agent implements AgentHandle, AgentView {
     for (const u of sm.urls) {
       const c = this.candidate(u.loc, undefined, 1);
       if (c) into.push(c);
+      if (c && this.recrawl) this.recrawl.noteHint(c.key, u); // lastmod/changefreq/priority seed its first interval
     }
     if (q.depth + 1 > this.config.sitemaps.maxIndexDepth) { st.tooDeep += sm.sitemaps.length; return; }
     for (const child of sm.sitemaps) {
@@ -810,7 +848,7 @@ class Agent implements AgentHandle, AgentView {
    * is removed, its seen entry marked with the outcome and its fetch record
    * written — in one batch, after the links.
    */
-  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord): Promise<void> {
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome): Promise<void> {
     try {
       await this.route(links);
       const key = seenKey(h.key, q.url);
@@ -822,6 +860,7 @@ class Agent implements AgentHandle, AgentView {
         { type: 'put', sublevel: this.store.seen, key, value: state },
         { type: 'put', sublevel: this.store.fetches, key, value: encodeFetchRecord(record) },
       ];
+      if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
       await this.store.db.batch(ops as never);
       this.frontier.acknowledged();
     } catch (err) {
@@ -863,6 +902,22 @@ class Agent implements AgentHandle, AgentView {
     }
   }
 
+  private async writeNotModified(out: FetchResponse, earlier: { capturedAt: Date; payloadDigest?: string }): Promise<WriteResult | undefined> {
+    if (!this.warc) return undefined;
+    try {
+      const result = await this.warc.writeRevisit(serverNotModifiedRevisit({
+        url: out.url, date: out.startedAt, ip: out.ip, status: out.status, statusText: out.statusText,
+        responseHeaders: out.responseHeaders, ...earlier,
+      }));
+      this.stats.warcRecords += 1;
+      return result;
+    } catch (err) {
+      bump(this.stats.errors, 'warc');
+      this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
+      return undefined;
+    }
+  }
+
   // ---- lifecycle -------------------------------------------------------
 
   private armIdleCheck(): void {
@@ -886,6 +941,8 @@ class Agent implements AgentHandle, AgentView {
     this.lifecycle = 'leaving';
     if (this.sampler) clearInterval(this.sampler);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    if (this.durationTimer) clearTimeout(this.durationTimer);
+    await this.recrawl?.stop().catch((err: Error) => this.log.error({ err: err.message }, 'recrawl stop failed'));
     // Let in-flight turns finish (each is bounded by the fetch timeouts).
     const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
     while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -902,6 +959,7 @@ class Agent implements AgentHandle, AgentView {
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,
       ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.forwarded, received: this.received } : {}),
+      ...(this.recrawl ? { recrawl: this.recrawl.summary() } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
     await this.api?.close().catch(() => {});
