@@ -19,7 +19,6 @@ import { decodeFetchRecord, type FetchRecord } from '../src/crawl/records.js';
 import { ContentDedup, Fence } from '../src/dedup/content.js';
 import { simhash64, simhashHex } from '../src/dedup/simhash.js';
 import { extractPage } from '../src/parse/html.js';
-import { xxh64Bytes } from '../src/hash/xxhash.js';
 import { tempDir } from './helpers.js';
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'ubicrawl.js');
@@ -346,7 +345,6 @@ test('ubicrawl simhash <file…>: one "hex  file" line each; HTML by its visible
   // The title is visible text too, so the two pages differ by one word at most: within distance 3.
   const d = (BigInt('0x' + hexes[0]) ^ BigInt('0x' + hexes[1])).toString(2).replace(/0/g, '').length;
   assert.ok(d <= 3, `boilerplate changes only: distance ${d}`);
-  assert.equal(simhash64('hello world'), xxh64Bytes(Buffer.from('hello world')), 'fewer words than a shingle: one feature');
   const missing = await runCli(['simhash', join(dir, 'nope.html')]);
   assert.notEqual(missing.code, 0);
   assert.equal(missing.stderr.trim().split('\n').length, 1, 'one clear line');

@@ -37,9 +37,9 @@ import type { Sublevel } from '../store/db.js';
 import type { BatchOp } from '../seen/drum.js';
 import { sha256Label } from '../warc/digest.js';
 import { newRecordId, type RevisitInput } from '../warc/records.js';
-import { DigestStore, type DigestRecord } from './digests.js';
+import { DigestStore, decodeDigestRecord, type DigestRecord } from './digests.js';
 import { SimhashStore } from './index.js';
-import { SimhashIndex, SIMHASH_TABLES, simhash64, simhashHex } from './simhash.js';
+import { SIMHASH_TABLES, popcount32, simhash64, simhashHex } from './simhash.js';
 
 export interface DedupConfig {
   /** Exact-duplicate detection (payload digest → revisit records). Near-duplicates need it on too. */
@@ -140,8 +140,15 @@ export class ContentDedup {
   readonly counts: DedupCounts;
   /** Digests claimed by a first capture and maybe not yet visible in the store. */
   private readonly claimedDigests = new Map<string, { digest: string; rec: DigestRecord }>();
-  /** Fingerprints added and maybe not yet visible to index queries. */
-  private readonly recentFps = new SimhashIndex<string>(SIMHASH_TABLES);
+  /**
+   * Fingerprints added and maybe not yet visible to index queries, as 32-bit
+   * halves: a few dozen entries (the pages in flight), so a linear scan with
+   * popcount beats any index (and needs no BigInt per entry).
+   */
+  private readonly recent: Array<{ hi: number; lo: number; id: string }> = [];
+  /** Digest lookups of this turn, read with one getMany. */
+  private lookups: Array<{ key: Buffer; resolve: (v: Buffer | undefined) => void; reject: (e: Error) => void }> = [];
+  private readonly digestSub: Sublevel;
   private readonly digestFence = new Fence();
   private readonly simFence = new Fence();
 
@@ -152,6 +159,7 @@ export class ContentDedup {
     const d = Number.isFinite(c.maxDistance) ? Math.floor(c.maxDistance) : DEFAULT_DEDUP_CONFIG.maxDistance;
     this.config = Object.freeze({ enabled: c.enabled, near: c.enabled && c.near, maxDistance: Math.max(0, Math.min(max, d)) });
     this.digests = new DigestStore(digests);
+    this.digestSub = digests;
     this.index = new SimhashStore(simhash, SIMHASH_TABLES);
   }
 
@@ -176,7 +184,8 @@ export class ContentDedup {
     const t = this.digestFence.enter();
     let stored: DigestRecord | undefined;
     try {
-      stored = await this.digests.get(digest);
+      const v = await this.readDigest(Buffer.from(digest, 'utf8'));
+      stored = v === undefined ? undefined : decodeDigestRecord(v) ?? undefined;
     } finally {
       this.digestFence.leave(t);
     }
@@ -191,6 +200,25 @@ export class ContentDedup {
     const claim = { digest, rec };
     this.claimedDigests.set(digest, claim);
     return { digest, recordId, ops: [this.digests.putOp(digest, rec)], claim };
+  }
+
+  /**
+   * One point read per page costs ~5× a key in a shared getMany (classic-level's
+   * per-call overhead): lookups made in the same turn go to LevelDB together.
+   */
+  private readDigest(key: Buffer): Promise<Buffer | undefined> {
+    return new Promise((resolve, reject) => {
+      this.lookups.push({ key, resolve, reject });
+      if (this.lookups.length > 1) return;
+      queueMicrotask(() => {
+        const batch = this.lookups;
+        this.lookups = [];
+        this.digestSub.getMany(batch.map((l) => l.key)).then(
+          (vs) => { for (let i = 0; i < batch.length; i++) batch[i]!.resolve(vs[i]); },
+          (err: Error) => { for (const l of batch) l.reject(err); },
+        );
+      });
+    });
   }
 
   /** Call once the page's completion batch (with `check.ops`) is durable. */
@@ -220,18 +248,26 @@ export class ContentDedup {
     } finally {
       this.simFence.leave(t);
     }
-    for (const m of this.recentFps.query(fp, max)) best = closer(best, m.id, m.distance, url);
+    const hi = Number(fp >> 32n), lo = Number(fp & 0xffffffffn);
+    for (const r of this.recent) {
+      const d = popcount32((r.hi ^ hi) >>> 0) + popcount32((r.lo ^ lo) >>> 0);
+      if (d <= max) best = closer(best, r.id, d, url);
+    }
     if (best) this.counts.near++;
-    this.recentFps.add(fp, url);
+    const entry = { hi, lo, id: url };
+    this.recent.push(entry);
     const indexed = this.index.add(fp, url).then(() => {
-      this.simFence.afterReads(() => { this.recentFps.delete(fp, url); });
+      this.simFence.afterReads(() => {
+        const i = this.recent.indexOf(entry);
+        if (i >= 0) this.recent.splice(i, 1);
+      });
     });
     return { fp, hex: simhashHex(fp), match: best, indexed };
   }
 
   /** In-memory claims not yet released (bounded by the pages in flight; for tests). */
   get inMemory(): { digests: number; fingerprints: number } {
-    return { digests: this.claimedDigests.size, fingerprints: this.recentFps.size };
+    return { digests: this.claimedDigests.size, fingerprints: this.recent.length };
   }
 }
 
