@@ -91,7 +91,18 @@ test('WARC/1.1 §6.7.2: of two identical payloads checked at the same moment, ex
     const again = await d.checkExact('http://a.test/', new Date(), body);
     assert.equal(again.original, undefined);
     assert.deepEqual(again.ops, [], 'the first capture stays the reference');
-    assert.deepEqual(d.counts, { digests: 4, exact: 2, fingerprinted: 0, near: 0 });
+    assert.deepEqual(d.counts, { digests: 4, digestReads: 4, exact: 2, fingerprinted: 0, near: 0 }, 'no filter loaded: every lookup reads the store');
+    // A restart: the filter is rebuilt from the store, and answers new payloads without a read.
+    const d2 = new ContentDedup(store.digests, store.simhash);
+    await d2.load();
+    assert.equal((await d2.checkExact('http://d.test/', new Date(), body)).original?.uri, 'http://a.test/', 'a stored digest is never filtered out');
+    const fresh = await d2.checkExact('http://d.test/', new Date(), Buffer.from('new bytes'));
+    assert.equal(fresh.original, undefined);
+    assert.equal(fresh.ops.length, 1);
+    assert.equal(d2.counts.digests, 2);
+    assert.ok(d2.counts.digestReads <= 1 + 0, 'the new payload was claimed without reading the store (Bloom filter)');
+    const again2 = await d2.checkExact('http://e.test/', new Date(), Buffer.from('new bytes'));
+    assert.equal(again2.original?.uri, 'http://d.test/', 'a claim is in the filter before it is durable');
   } finally {
     await store.close();
   }
@@ -271,7 +282,7 @@ test('WARC/1.1 §6.7.2: the links of an exact duplicate are not extracted again 
       } else {
         assert.ok(paths.includes('/dir2/only-here'), 'without dedup the duplicate is parsed like any page');
         assert.equal(rv.length, 0);
-        assert.deepEqual(summary.dedup, { digests: 0, exact: 0, fingerprinted: 0, near: 0 });
+        assert.deepEqual(summary.dedup, { digests: 0, digestReads: 0, exact: 0, fingerprinted: 0, near: 0 });
       }
     } finally {
       await web.close();

@@ -216,6 +216,8 @@ class Agent implements AgentHandle, AgentView {
 
   async start(): Promise<void> {
     await this.frontier.recover();
+    // The digest filter fills in the background; lookups go to the store until it is ready.
+    this.dedup?.load().catch((err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
     if (this.config.mesh.enabled) {
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
         accept: (items, from) => this.acceptFromPeer(items, from),

@@ -35,7 +35,9 @@
 // a no-op).
 import type { Sublevel } from '../store/db.js';
 import type { BatchOp } from '../seen/drum.js';
-import { sha256Label } from '../warc/digest.js';
+import { createHash } from 'node:crypto';
+import { base32, unbase32 } from '../warc/digest.js';
+import { KeyBloom } from '../seen/bloom.js';
 import { newRecordId, type RevisitInput } from '../warc/records.js';
 import { DigestStore, decodeDigestRecord, type DigestRecord } from './digests.js';
 import { SimhashStore } from './index.js';
@@ -122,8 +124,10 @@ export interface NearCheck {
 }
 
 export interface DedupCounts {
-  /** Pages whose payload digest was looked up. */
+  /** Payload digests computed (200 responses with a whole payload). */
   digests: number;
+  /** Of those, looked up in the store (the filter could not rule them out). */
+  digestReads: number;
   /** Exact duplicates (written as revisit records). */
   exact: number;
   /** Pages fingerprinted (HTML with visible text). */
@@ -146,6 +150,14 @@ export class ContentDedup {
    * popcount beats any index (and needs no BigInt per entry).
    */
   private readonly recent: Array<{ hi: number; lo: number; id: string }> = [];
+  /**
+   * Bloom filter of every digest in the store (and every claim): a new
+   * payload — nearly every page — is answered without a LevelDB read. Rebuilt
+   * at start by one scan of the sublevel (`load`); until that scan is done
+   * every lookup goes to the store.
+   */
+  private readonly filter = new KeyBloom({ bitsPerKey: 10 });
+  private filterReady = false;
   /** Digest lookups of this turn, read with one getMany. */
   private lookups: Array<{ key: Buffer; resolve: (v: Buffer | undefined) => void; reject: (e: Error) => void }> = [];
   private readonly digestSub: Sublevel;
@@ -153,7 +165,7 @@ export class ContentDedup {
   private readonly simFence = new Fence();
 
   constructor(digests: Sublevel, simhash: Sublevel, config: Partial<DedupConfig> = {}, counts?: DedupCounts) {
-    this.counts = counts ?? { digests: 0, exact: 0, fingerprinted: 0, near: 0 };
+    this.counts = counts ?? { digests: 0, digestReads: 0, exact: 0, fingerprinted: 0, near: 0 };
     const c = { ...DEFAULT_DEDUP_CONFIG, ...config };
     const max = SIMHASH_TABLES.maxDistance;
     const d = Number.isFinite(c.maxDistance) ? Math.floor(c.maxDistance) : DEFAULT_DEDUP_CONFIG.maxDistance;
@@ -161,6 +173,29 @@ export class ContentDedup {
     this.digests = new DigestStore(digests);
     this.digestSub = digests;
     this.index = new SimhashStore(simhash, SIMHASH_TABLES);
+  }
+
+  /**
+   * Fills the digest filter from the store: one scan of the sublevel's keys.
+   * Correct while pages are checked meanwhile: the iterator reads a snapshot,
+   * and every digest written after it was claimed first, which adds it to the
+   * filter. Nothing is persisted, so a crash cannot leave a stale filter.
+   */
+  async load(): Promise<void> {
+    const it = this.digestSub.keys();
+    try {
+      for (;;) {
+        const ks = await it.nextv(4096);
+        if (ks.length === 0) break;
+        for (const k of ks) {
+          const raw = rawDigest(k.toString('utf8'));
+          if (raw) this.filter.add(raw);
+        }
+      }
+    } finally {
+      await it.close();
+    }
+    this.filterReady = true;
   }
 
   /** Whether the HTML extraction should collect visible text. */
@@ -178,9 +213,16 @@ export class ContentDedup {
 
   /** Looks the payload up; claims it for `url` when it is new. */
   async checkExact(url: string, date: Date, body: Uint8Array): Promise<ExactCheck> {
-    const digest = sha256Label(body);
+    const raw = createHash('sha256').update(body).digest();
+    const digest = 'sha256:' + base32(raw);
     const recordId = newRecordId();
     this.counts.digests++;
+    const key16 = raw.subarray(0, 16);
+    if (this.filterReady && !this.filter.mayContain(key16)) {
+      // Certainly new (no false negatives): claim it without reading the store.
+      return this.claim(digest, key16, { uri: url, date, recordId });
+    }
+    this.counts.digestReads++;
     const t = this.digestFence.enter();
     let stored: DigestRecord | undefined;
     try {
@@ -196,10 +238,14 @@ export class ContentDedup {
     }
     // The same URL again (fetched again after a restart, or recrawled): the first capture stays the reference.
     if (prev !== undefined) return { digest, recordId, ops: [] };
-    const rec: DigestRecord = { uri: url, date, recordId };
+    return this.claim(digest, key16, { uri: url, date, recordId });
+  }
+
+  private claim(digest: string, key16: Uint8Array, rec: DigestRecord): ExactCheck {
     const claim = { digest, rec };
     this.claimedDigests.set(digest, claim);
-    return { digest, recordId, ops: [this.digests.putOp(digest, rec)], claim };
+    this.filter.add(key16);
+    return { digest, recordId: rec.recordId, ops: [this.digests.putOp(digest, rec)], claim };
   }
 
   /**
@@ -269,6 +315,13 @@ export class ContentDedup {
   get inMemory(): { digests: number; fingerprints: number } {
     return { digests: this.claimedDigests.size, fingerprints: this.recent.length };
   }
+}
+
+/** The first 16 bytes of a `sha256:BASE32` digest (the filter key); null for another label. */
+function rawDigest(label: string): Uint8Array | null {
+  if (!label.startsWith('sha256:')) return null;
+  const raw = unbase32(label.slice(7));
+  return raw && raw.length >= 16 ? raw.subarray(0, 16) : null;
 }
 
 function closer(best: { url: string; distance: number } | undefined, id: string, distance: number, self: string): { url: string; distance: number } | undefined {
