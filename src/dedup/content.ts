@@ -357,6 +357,6 @@ export function nearDupFields(near: NearCheck & { match: { url: string; distance
     'near-duplicate-of': near.match.url,
     'hamming-distance': String(near.match.distance),
     simhash: near.hex,
-    'simhash-algorithm': `simhash64 (ubicrawl: word 3-shingles, XXH64), distance <= ${maxDistance}`,
+    'simhash-algorithm': `simhash64 v2 (word 3-shingles), distance <= ${maxDistance}`,
   };
 }
