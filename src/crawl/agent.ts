@@ -693,7 +693,8 @@ class Agent implements AgentHandle, AgentView {
         if (text && exact) await this.noteNearDup(out, record, text, stored);
       }
     }
-    await this.finish(q, h, links, record, exact?.ops);
+    // The first capture's digest entry only once its response record is in a WARC file (or WARC is off).
+    await this.finish(q, h, links, record, stored || !this.warc ? exact?.ops : undefined);
     this.dedup?.committed(exact);
   }
 
