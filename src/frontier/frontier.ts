@@ -26,6 +26,10 @@ export interface QueuedUrl {
   hops: number;
   /** Frontier key (host hash ‖ seq). */
   key: Buffer;
+  /** Retries already made after transient failures (memory only: a restart starts over). */
+  attempt?: number;
+  /** A retry waits until this epoch ms; the host's other URLs go first meanwhile. */
+  notBefore?: number;
 }
 
 export interface NewUrl {
@@ -100,8 +104,8 @@ export class Frontier<D> {
   queued = 0;
   /** Entries that could not be decoded (dropped and counted). */
   corruptEntries = 0;
-  /** Hosts that became idle-ready: the scheduler is told through this callback. */
-  onReady: () => void = () => {};
+  /** A host entered the ready heap (it is about to be dispatched): the scheduler is told through this callback. */
+  onReady: (h: HostState<D>) => void = () => {};
   onLoadError: (host: string, err: Error) => void = () => {};
 
   constructor(
@@ -299,7 +303,7 @@ export class Frontier<D> {
   private schedule(h: HostState<D>): void {
     if (h.active && !h.inFlight && !h.paused && h.head.length > 0 && !this.ready.has(h)) {
       this.ready.push(h);
-      this.onReady();
+      this.onReady(h);
     }
   }
 
