@@ -85,9 +85,10 @@ export class PolitenessControl {
     const retryAfterMs = ex.ok ? parseRetryAfter(ex.header?.('retry-after'), now) : undefined;
     const cfg = opts.minDelayMs != null && opts.minDelayMs !== this.cfg.minDelayMs ? { ...this.cfg, minDelayMs: opts.minDelayMs } : this.cfg;
     const wasProbe = st.probing;
+    const wasParked = st.parked;
     const d = onOutcome(st, { kind, status: ex.status, responseMs: ex.durationMs, retryAfterMs, attempt }, now, cfg, this.rand);
     if (wasProbe) this.counts.probes++;
-    if ((kind === 'too-many' || kind === 'unavailable') && !st.parked) this.counts.backoffs++;
+    if ((kind === 'too-many' || kind === 'unavailable') && !wasParked) this.counts.backoffs++;
     if (d.paused) this.counts.pauses++;
     if (d.park) {
       this.counts.parkedHosts++;
