@@ -57,7 +57,7 @@ test('RFC 9110 §10.2.3 / issue 7: a host answering 429 with Retry-After: 5 is n
   }
 });
 
-test('Mercator (k = 10) / issue 7: a host whose latency rises to 500 ms is fetched no more often than every 5 s; fast again, the spacing returns to the floor', async () => {
+test('Mercator (k = 10) / issue 7: a host whose latency rises to 500 ms is fetched no more often than every 5 s; fast again, the spacing returns to the floor; one kept-alive connection', async () => {
   const FLOOR = 300;
   const slowFrom = 2, slowTo = 5; // the 3rd to 5th page requests of host 0 take 500 ms
   let n = 0;
@@ -88,6 +88,8 @@ test('Mercator (k = 10) / issue 7: a host whose latency rises to 500 ms is fetch
       if (isSlow(i - 1)) assert.ok(gap >= 5000 - TOL - 10, `after a 500 ms answer: ${gap.toFixed(0)} ms, want ≥ 5000`);
       else assert.ok(gap >= FLOOR - TOL, `floor: ${gap.toFixed(0)} ms`);
     }
+    // Keep-alive, one connection per host (undici Agent, connections: 1): every request, robots.txt included, on one socket.
+    assert.equal(new Set(web.requests().map((r) => r.clientPort)).size, 1, 'one connection, reused');
     // Fast again: Mercator looks at the last response only, so the gap is back at the floor, far below 5 s.
     const after = pages.slice(slowTo + 1);
     assert.ok(after.length >= 3);
