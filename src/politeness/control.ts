@@ -94,7 +94,7 @@ export class PolitenessControl {
       this.counts.parkedHosts++;
       if (this.parked.length < PARKED_LISTED) this.parked.push({ host, reason: st.parkReason ?? kind });
     }
-    if (opts.robots) return { ...d, retry: false, retryAt: undefined, kind, failure: undefined, retryAfterMs };
+    if (opts.robots) return verdict(d, kind, undefined, retryAfterMs, false);
     if (d.retry) this.counts.retries++;
     let failure: string | undefined;
     if (!d.retry) {
@@ -108,7 +108,7 @@ export class PolitenessControl {
       }
       if (failure) this.failed(failure);
     }
-    return { ...d, kind, failure, retryAfterMs };
+    return verdict(d, kind, failure, retryAfterMs, d.retry);
   }
 
   /** Counts a URL finished as failed for a reason decided elsewhere (e.g. `parked`). */
@@ -150,4 +150,12 @@ export class PolitenessControl {
   describe(host: string, st: HostPoliteness, now: number): Record<string, unknown> {
     return { host, ...describeHost(st, now) };
   }
+}
+
+/** One object shape for every verdict (no spread on the per-page path). */
+function verdict(d: Decision, kind: OutcomeKind, failure: string | undefined, retryAfterMs: number | undefined, retry: boolean): Verdict {
+  return {
+    nextAllowedAt: d.nextAllowedAt, reason: d.reason, retry, retryAt: retry ? d.retryAt : undefined, park: d.park, paused: d.paused,
+    ipNextAllowedAt: d.ipNextAllowedAt, kind, failure, retryAfterMs,
+  };
 }
