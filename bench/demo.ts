@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   const startAgent = (name: string, i: number) => {
     const args = ['join', '--data-dir', join(DATA, name), '--until-idle', '--min-delay', '200', '--concurrency', '16',
       '--progress', 'off', '--log-level', 'warn', '--listen', `/ip4/127.0.0.1/tcp/${i === 0 ? base : 0}`, '--api', `127.0.0.1:${base + 1 + i}`,
-      '--summary', join(DATA, `${name}-summary.json`), '--heartbeat', '500', '--user-agent', `ubicrawl/0.1 (${name})`,
+      '--summary', join(DATA, `${name}-summary.json`), '--heartbeat', '500', '--retry-delay', '500', '--user-agent', `ubicrawl/0.1 (${name})`,
       ...(i > 0 ? ['--seed', `127.0.0.1:${base}`] : []), ...web.resolveArgs.flatMap((r) => ['--resolve', r])];
     const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
     children.push(child);

@@ -29,6 +29,10 @@ export function crawlArgs(web: SyntheticWeb, dir: string, opts: { concurrency: n
   writeFileSync(seeds, web.roots().join('\n') + '\n');
   return ['join', '--seed', seeds, '--data-dir', join(dir, 'data'), '--until-idle', '--min-delay', String(opts.minDelayMs), '--delay-factor', '0',
     '--concurrency', String(opts.concurrency), '--progress', 'off', '--log-level', opts.logLevel ?? 'warn',
+    // Any free loopback port: the default 4001 may be taken by another agent on this machine.
+    '--listen', '/ip4/127.0.0.1/tcp/0',
+    // Transient failures (the web's 5xx pages) retried quickly: a test waits for them to run out.
+    '--retry-delay', '100',
     ...(opts.sitemaps ? [] : ['--no-sitemaps']), ...web.resolveArgs.flatMap((r) => ['--resolve', r])];
 }
 

@@ -5,6 +5,7 @@ import { writeFileSync, readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { parseResolveRule, DEFAULT_USER_AGENT, type ResolveRule } from '../config.js';
 import { classifySeed, UsageError, type SeedSet } from './seeds.js';
+import { DEFAULT_POLITENESS } from '../politeness/host.js';
 
 const VERSION = '0.1.0';
 
@@ -61,6 +62,8 @@ export function buildProgram(): Command {
       return n;
     }, 10)
     .option('--per-ip-delay <ms>', 'also limit per IP address: hosts that resolve to one address share a clock (one request at a time, this delay between them); off by default', intArg('--per-ip-delay', 0))
+    .option('--retries <n>', 'retries of a transient failure (timeout, reset, 5xx, 429) before the URL is recorded as failed', intArg('--retries', 0), DEFAULT_POLITENESS.maxRetries)
+    .option('--retry-delay <ms>', 'wait before the first retry; doubles with each further one (with jitter)', intArg('--retry-delay', 0), DEFAULT_POLITENESS.retryBaseMs)
     .option('--dns-server <ip[:port]>', 'DNS server to resolve host names with (c-ares); repeatable (default: the system\'s)', collect, [])
     .option('--max-pages <n>', 'stop after fetching this many pages (0 = no limit)', intArg('--max-pages', 0), 0)
     .option('--until-idle', 'exit once nothing is left to crawl (with --recrawl: and nothing is due within --recrawl-horizon)', false)
@@ -211,7 +214,7 @@ interface JoinOpts {
   recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
   warc: boolean; sitemaps: boolean; dedup: boolean; nearDup: boolean; nearDupDistance: number; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
   listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
-  perIpDelay?: number; dnsServer: string[];
+  perIpDelay?: number; retries: number; retryDelay: number; dnsServer: string[];
 }
 
 async function runJoin(opts: JoinOpts): Promise<number> {
@@ -227,7 +230,10 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     dataDir: opts.dataDir, userAgent: opts.userAgent, seeds: seeds.urls, concurrency: opts.concurrency,
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
     resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody },
-    politeness: opts.perIpDelay !== undefined ? { perIp: true, ipMinDelayMs: opts.perIpDelay } : {},
+    politeness: {
+      maxRetries: opts.retries, retryBaseMs: opts.retryDelay,
+      ...(opts.perIpDelay !== undefined ? { perIp: true, ipMinDelayMs: opts.perIpDelay } : {}),
+    },
     dns: opts.dnsServer.length ? { servers: opts.dnsServer } : {}, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
     api: { listen: opts.api, tokenFile: opts.apiTokenFile },
     sitemaps: { enabled: opts.sitemaps },
