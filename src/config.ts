@@ -1,5 +1,6 @@
 import type { ScopeOptions } from './scope/traps.js';
 import { defaultRecrawlSettings, type RecrawlSettings } from './recrawl/settings.js';
+import type { DedupConfig } from './dedup/content.js';
 
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, so a default lives here once.
@@ -47,6 +48,8 @@ export interface AgentConfig {
   sitemaps: { enabled: boolean; maxIndexDepth: number };
   /** Scope and trap defences; defaults in src/scope/traps.ts (DEFAULT_SCOPE_OPTIONS). */
   scope: Partial<ScopeOptions>;
+  /** Content dedup (src/dedup/content.ts): exact payload digests → WARC revisit records; SimHash near-duplicates noted. */
+  dedup: DedupConfig;
   /** The mesh (libp2p). Off: a lone agent without networking (library use, benchmarks). */
   mesh: MeshConfig;
   /** Agent HTTP API (`--api HOST:PORT`): off when `listen` is unset. */
@@ -161,6 +164,8 @@ export function defaultConfig(): AgentConfig {
     },
     sitemaps: { enabled: true, maxIndexDepth: 3 },
     scope: {},
+    // Manku et al. 2007: 64-bit fingerprints, k = 3 (the index layout is complete up to 3).
+    dedup: { enabled: true, near: true, maxDistance: 3 },
     mesh: {
       enabled: false,
       peers: [],

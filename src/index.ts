@@ -19,6 +19,7 @@ export { ScopePolicy, DEFAULT_SCOPE_OPTIONS, SCOPE_REASONS, type ScopeOptions, t
 // Hashing, dedup, assignment
 export { xxh64, xxh64Hex } from './hash/xxhash.js';
 export { simhash64, hamming64, simhashHex, SimhashIndex } from './dedup/simhash.js';
+export { ContentDedup, DEFAULT_DEDUP_CONFIG, type DedupConfig, type DedupCounts, type ExactCheck, type NearCheck } from './dedup/content.js';
 export { HostRing, DEFAULT_REPLICAS, type HostRingOptions } from './assign/ring.js';
 
 // WARC

@@ -75,6 +75,13 @@ export function buildProgram(): Command {
     .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
     .option('--no-warc', 'do not write WARC files')
     .option('--no-sitemaps', "do not follow robots.txt Sitemap: lines and /sitemap.xml")
+    .option('--no-dedup', 'store exact duplicates as full responses and skip near-duplicate detection')
+    .option('--no-near-dup', 'keep exact-duplicate revisit records, skip SimHash near-duplicate detection')
+    .option('--near-dup-distance <bits>', 'SimHash Hamming distance (0-3) that marks a near-duplicate', (v) => {
+      const n = Number(v);
+      if (!/^\d+$/.test(v.trim()) || n > 3) throw new InvalidArgumentError('--near-dup-distance must be 0, 1, 2 or 3');
+      return n;
+    }, 3)
     .option('--listen <multiaddr>', 'libp2p listen address; repeatable (default /ip4/0.0.0.0/tcp/4001)', collect, [])
     .option('--announce <multiaddr>', 'address to announce to peers instead of the listen addresses; repeatable', collect, [])
     .option('--swarm-key <file>', 'libp2p private network key: only holders can connect')
@@ -200,7 +207,7 @@ interface JoinOpts {
   seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
   maxPages: number; untilIdle: boolean; maxDuration: number; recrawl: boolean; recrawlMin: number; recrawlMax: number;
   recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
-  warc: boolean; sitemaps: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
+  warc: boolean; sitemaps: boolean; dedup: boolean; nearDup: boolean; nearDupDistance: number; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
   listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
 }
 
@@ -224,6 +231,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
       enabled: opts.recrawl, minIntervalMs: opts.recrawlMin, maxIntervalMs: Math.max(opts.recrawlMin, opts.recrawlMax),
       horizonMs: opts.recrawlHorizon, revisitShare: opts.revisitShare, speedup: opts.recrawlSpeedup,
     },
+    dedup: { enabled: opts.dedup, near: opts.nearDup, maxDistance: opts.nearDupDistance },
     mesh: {
       enabled: true, peers: seeds.peers, announce: opts.announce, swarmKeyFile: opts.swarmKey, capacity: opts.capacity, crawlId: opts.crawlId,
       heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter,

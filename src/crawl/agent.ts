@@ -44,6 +44,7 @@ import { decodeFetchRecord } from './records.js';
 import { indexWarcFile } from '../warc/cdxj.js';
 import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
 import { CrawlStats, bump } from './stats.js';
+import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
 import { Recrawler, payloadDigestBytes, type RecrawlOutcome, type RevisitUrl } from '../recrawl/recrawler.js';
 import { serverNotModifiedRevisit } from '../warc/notmodified.js';
@@ -162,6 +163,8 @@ class Agent implements AgentHandle, AgentView {
   /** CDXJ indexing of closed WARC files still running. */
   private readonly pendingIndexes = new Set<Promise<void>>();
   private warc: WarcWriter | undefined;
+  /** Content dedup (exact: revisit records; near: noted), or undefined when off. */
+  private readonly dedup: ContentDedup | undefined;
   /** Host turns in progress (each holds one fetch slot). */
   private inFlight = 0;
   /** Fetched pages still being written, parsed and acknowledged (host already released). */
@@ -188,6 +191,7 @@ class Agent implements AgentHandle, AgentView {
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
     this.scope = new ScopePolicy(config.scope);
     this.sitemapGrants = new SitemapGrants(store.meta);
+    this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, config.dedup, this.stats.dedup) : undefined;
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,
@@ -238,6 +242,8 @@ class Agent implements AgentHandle, AgentView {
 
   async start(): Promise<void> {
     await this.frontier.recover();
+    // The digest filter fills in the background; lookups go to the store until it is ready.
+    this.dedup?.load().catch((err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
     if (this.config.mesh.enabled) {
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
         accept: (items, from) => this.acceptFromPeer(items, from),
@@ -706,7 +712,9 @@ class Agent implements AgentHandle, AgentView {
     const record: FetchRecord = { url: q.url, at, status: out.status };
     // A 304 to a revisit is stored as a server-not-modified revisit record (WARC/1.1 §6.7.3).
     const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
-    const stored = earlier ? await this.writeNotModified(out, earlier) : await this.writeWarc(out);
+    // Content dedup (src/dedup/content.ts): an exact duplicate is stored as a revisit record and its links are not extracted again.
+    const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, out.body) : undefined;
+    const stored = earlier ? await this.writeNotModified(out, earlier) : exact?.original ? await this.writeRevisit(out, exact, record) : await this.writeWarc(out, exact);
     if (stored) { record.digest = stored.payloadDigest; record.warc = { filename: stored.filename, offset: stored.offset, length: stored.length }; }
     let recrawlOutcome: RecrawlOutcome | undefined;
     if (this.recrawl && q.kind === 'page') {
@@ -725,10 +733,51 @@ class Agent implements AgentHandle, AgentView {
       }
     } else if (out.status >= 200 && out.status < 300) {
       if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
-      else this.extractLinks(q, out, links, record);
+      else if (!exact?.original) {
+        const text = this.extractLinks(q, out, links, record);
+        if (text && exact) await this.noteNearDup(out, record, text, stored);
+      }
     }
     if (this.recrawl && q.kind === 'sitemap') await this.recrawl.flushHints();
-    await this.finish(q, h, links, record, recrawlOutcome);
+    // The first capture's digest entry only once its response record is in a WARC file (or WARC is off).
+    await this.finish(q, h, links, record, recrawlOutcome, stored || !this.warc ? exact?.ops : undefined);
+    this.dedup?.committed(exact);
+  }
+
+  /** An exact duplicate: a revisit record naming the first capture (WARC/1.1 §6.7.2), counted. */
+  private async writeRevisit(out: FetchResponse, exact: ExactCheck, record: FetchRecord): Promise<WriteResult | undefined> {
+    const original = exact.original!;
+    record.duplicateOf = original.uri;
+    record.duplicateKind = 'exact';
+    this.metrics.dedupHit('exact');
+    if (!this.warc) return undefined;
+    try {
+      const r = await this.warc.writeRevisit(revisitFor(out, { ...exact, original }));
+      this.stats.warcRecords++;
+      return r;
+    } catch (err) {
+      bump(this.stats.errors, 'warc');
+      this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
+      return undefined;
+    }
+  }
+
+  /** SimHash of the visible text: a near-duplicate is noted in the fetch record and a WARC metadata record; the fingerprint is indexed before the page completes. */
+  private async noteNearDup(out: FetchResponse, record: FetchRecord, text: string, stored: WriteResult | undefined): Promise<void> {
+    const near = await this.dedup!.checkNear(out.url, text);
+    if (!near) return;
+    record.simhash = near.hex;
+    if (near.match) {
+      record.duplicateOf = near.match.url;
+      record.duplicateKind = 'near';
+      record.distance = near.match.distance;
+      this.metrics.dedupHit('near');
+      if (this.warc) {
+        await this.warc.writeMetadata(out.url, out.startedAt, nearDupFields({ ...near, match: near.match }, this.dedup!.config.maxDistance), stored?.recordId)
+          .then(() => { this.stats.warcRecords++; }, (err: Error) => { bump(this.stats.errors, 'warc'); this.onFatal(new Error(`WARC write failed: ${err.message}`)); });
+      }
+    }
+    await near.indexed;
   }
 
   /**
@@ -798,7 +847,8 @@ class Agent implements AgentHandle, AgentView {
     if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
   }
 
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): void {
+  /** Returns the page's visible text when dedup asked for it. */
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): string | undefined {
     const ct = out.header('content-type');
     let page;
     try {
@@ -807,6 +857,7 @@ class Agent implements AgentHandle, AgentView {
         contentType: ct,
         xRobotsTag: out.responseHeaders.filter(([k]) => k === 'x-robots-tag').map(([, v]) => v),
         robotsToken: this.token,
+        wantText: this.dedup?.wantsText ?? false,
       });
     } catch (err) {
       bump(this.stats.errors, 'parse');
@@ -818,7 +869,7 @@ class Agent implements AgentHandle, AgentView {
     if (page.directives.noindex) { this.stats.noindex++; record.noindex = true; }
     if (!page.isHtml) return;
     if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
-    if (page.directives.nofollow) { this.stats.nofollowPages++; return; }
+    if (page.directives.nofollow) { this.stats.nofollowPages++; return page.text; }
     if (page.canonical) this.stats.canonicals++;
     if (page.metaRefresh) this.stats.metaRefreshes++;
     this.stats.linksExtracted += page.links.length;
@@ -831,6 +882,7 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(link.url, undefined, q.depth + 1);
       if (c) into.push(c);
     }
+    return page.text;
   }
 
   /** Normalises and filters a discovered URL; null if it is turned away (counted). */
@@ -850,7 +902,7 @@ class Agent implements AgentHandle, AgentView {
    * is removed, its seen entry marked with the outcome and its fetch record
    * written — in one batch, after the links.
    */
-  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome): Promise<void> {
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome, extraOps: BatchOp[] = []): Promise<void> {
     try {
       await this.route(links);
       const key = seenKey(h.key, q.url);
@@ -861,6 +913,7 @@ class Agent implements AgentHandle, AgentView {
         this.frontier.doneOp(q),
         { type: 'put', sublevel: this.store.seen, key, value: state },
         { type: 'put', sublevel: this.store.fetches, key, value: encodeFetchRecord(record) },
+        ...extraOps, // e.g. the payload digest's first capture (src/dedup/content.ts)
       ];
       if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
       await this.store.db.batch(ops as never);
@@ -880,7 +933,7 @@ class Agent implements AgentHandle, AgentView {
     this.pendingIndexes.add(job);
   }
 
-  private async writeWarc(out: FetchResponse): Promise<WriteResult | undefined> {
+  private async writeWarc(out: FetchResponse, pre?: { recordId: string; digest: string }): Promise<WriteResult | undefined> {
     if (!this.warc) return undefined;
     try {
       const result = await this.warc.writeExchange({
@@ -894,6 +947,7 @@ class Agent implements AgentHandle, AgentView {
         responseHeaders: out.responseHeaders,
         body: out.body,
         truncated: out.truncated,
+        ...(pre ? { recordId: pre.recordId, payloadDigest: pre.digest } : {}),
       });
       this.stats.warcRecords += 2;
       return result;

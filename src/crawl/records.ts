@@ -18,6 +18,8 @@ export interface FetchRecord {
   /** URL this page duplicates (exact digest or near-duplicate SimHash). */
   duplicateOf?: string;
   duplicateKind?: 'exact' | 'near';
+  /** Near-duplicates: Hamming distance between this page's SimHash and the one it duplicates. */
+  distance?: number;
 }
 
 export function encodeFetchRecord(r: FetchRecord): Buffer {

@@ -29,6 +29,8 @@ export class CrawlStats {
   nofollowPages = 0;
   canonicals = 0;
   metaRefreshes = 0;
+  /** Content dedup (src/dedup/content.ts): payload digests, store lookups, exact duplicates (revisit records), pages fingerprinted, near-duplicates. */
+  readonly dedup = { digests: 0, digestReads: 0, exact: 0, fingerprinted: 0, near: 0 };
   /** Sitemaps 0.90: discovered, fetched and parsed, URLs found, turned away, cut at limits, invalid, index too deep. */
   readonly sitemaps = { discovered: 0, fetched: 0, urls: 0, rejected: 0, truncated: 0, invalid: 0, tooDeep: 0 };
 
@@ -58,6 +60,7 @@ export class CrawlStats {
       sitemaps: { ...this.sitemaps },
       directives: { noindex: this.noindex, nofollowPages: this.nofollowPages, canonicals: this.canonicals, metaRefreshes: this.metaRefreshes },
       urlsDiscovered: this.urlsDiscovered,
+      dedup: { ...this.dedup },
       ...extra,
     };
   }

@@ -4,25 +4,37 @@
 // permuted-table layout from the same paper for Hamming-distance queries.
 //
 // Fingerprint definition (stable: every agent, and any other implementation,
-// must compute the same value for the same text):
-//   1. tokens  = maximal runs of Unicode letters, marks and digits
-//                (\p{L}\p{M}\p{N}) of text.toLowerCase(); everything else
-//                separates tokens. No Unicode normalisation beyond that.
-//   2. features = every run of `shingle` consecutive tokens, as the UTF-8 bytes
-//                of the tokens joined by one space (U+0020); a text with fewer
-//                tokens than `shingle` has one feature, all its tokens. Every
-//                occurrence counts (term-frequency weights).
-//   3. each feature is hashed with XXH64, seed 0 (src/hash/xxhash.ts).
-//   4. bit b of the fingerprint is 1 iff more than half of the features have
-//      bit b set (ties give 0). No token → 0n.
+// must compute the same value for the same text; version 2):
+//   1. tokens = maximal runs of Unicode letters, marks and digits
+//      (\p{L}\p{M}\p{N}) of text.toLowerCase(); everything else separates
+//      tokens. No Unicode normalisation beyond that.
+//   2. each token's UTF-16 code units u are hashed with 32-bit FNV-1a
+//      (h = 0x811c9dc5, then h = (h XOR u) × 0x01000193 mod 2^32), and the
+//      token gets two hashes a = fmix32(h), b = fmix32(h XOR 0x9e3779b9)
+//      (fmix32: MurmurHash3's finaliser).
+//   3. features = every run of `shingle` consecutive tokens (a text with fewer
+//      tokens has one feature, all of them); every occurrence counts. The
+//      hash of the feature t1..tm: x = y = 0, then for each token in order
+//      x = rotl32(x, 11) XOR a(t), y = rotl32(y, 13) XOR b(t); its low 32
+//      bits are fmix32(x XOR m), its high 32 bits fmix32(y XOR m).
+//   4. bit i of the fingerprint is 1 iff more than half of the features have
+//      bit i set (ties give 0). No token → 0n.
 //
-// Hot path: the text is lower-cased and UTF-8 encoded once into a reused
-// buffer, compacted in place into the canonical "tok tok tok" form, and each
-// shingle is hashed straight from that buffer. Bit votes are accumulated in
-// plain 32-bit numbers, eight bit positions per add (byte lanes), never as a
-// BigInt per bit.
-
-import { xxh64Bytes } from '../hash/xxhash.js';
+// Why not XXH64 of each shingle's text (version 1): a 15 KB page has ~2,500
+// shingles, and a 64-bit hash per shingle in JavaScript — xxhash-wasm with a
+// BigInt per call, or XXH64 in 32-bit arithmetic — cost ~120 ns each, 350–450
+// µs a page: more than half the crawler's whole per-page budget. Hashing each
+// token once, in the pass that finds it, and combining a shingle's token
+// hashes with rotations and one fmix32 per half is one pass over the text: a
+// few 32-bit multiplies per character and four per shingle. fmix32 (a
+// bijection with full avalanche) keeps the 64 feature bits unbiased, which is
+// what SimHash's per-bit vote needs; the rotations keep word order (a bag of
+// words would match reordered pages). docs/performance.md has the figures.
+//
+// Hot path: one scan of the lower-cased string's code units, token hashes
+// into reused typed arrays, bit votes accumulated in plain 32-bit numbers,
+// eight bit positions per add (byte lanes) — no BigInt per bit, no string or
+// buffer per shingle.
 
 /** Words per shingle by default. 3 keeps word order (a bag of words would
  * match reordered pages) while one edited word touches only 3 features. */
@@ -58,32 +70,53 @@ function buildBmpWord(): Uint8Array {
 function isWordCodePoint(cp: number): boolean {
   if (cp < 0x10000) {
     const bm = bmpWord ?? (bmpWord = buildBmpWord());
-    return (bm[cp >> 3] & (1 << (cp & 7))) !== 0;
+    return (bm[cp >> 3]! & (1 << (cp & 7))) !== 0;
   }
   return WORD_CHAR.test(String.fromCodePoint(cp)); // astral planes: rare
+}
+
+/**
+ * Code units taken by the word character at s[i] (c = s.charCodeAt(i)): 1, 2
+ * for a surrogate pair, 0 when it is not a letter, mark or digit.
+ */
+function wordUnits(s: string, i: number, c: number): number {
+  if (c < 0x80) return ASCII_WORD[c]!;
+  if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length) {
+    const d = s.charCodeAt(i + 1);
+    if (d >= 0xdc00 && d < 0xe000) return isWordCodePoint(0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00)) ? 2 : 0;
+  }
+  return isWordCodePoint(c) ? 1 : 0;
+}
+
+/** MurmurHash3's 32-bit finaliser (a bijection with full avalanche). */
+export function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
 }
 
 // ---------------------------------------------------------------------------
 // Reused scratch memory (single-threaded: one call at a time).
 
-const encoder = new TextEncoder();
-const KEEP_BYTES = 1 << 22; // larger one-off buffers are not kept alive
-let bytes = new Uint8Array(1 << 16);
-let starts = new Int32Array(1 << 14);
+const KEEP_TOKENS = 1 << 20; // larger one-off arrays are not kept alive
+let tokA = new Int32Array(1 << 13);
+let tokB = new Int32Array(1 << 13);
 const u64 = new BigUint64Array(2);
 const u32 = new Uint32Array(u64.buffer);
 // Index of the low/high 32-bit word of u64[0] inside u32 (platform endianness).
 const LO = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1 ? 0 : 1;
 const HI = 1 - LO;
-/** Byte-lane vote accumulators: lane l of acc[j] counts bit 8l + j of the low
- * word (acc[0..7]) or of the high word (acc[8..15]). Lanes hold ≤ 255. */
+/** Byte-lane vote accumulators, as handed to flushLanes: lane l of acc[j] counts
+ * bit 8l + j of the low word (acc[0..7]) or of the high word (acc[8..15]). */
 const acc = new Int32Array(16);
 /** Votes per fingerprint bit, 0..63 (bit 0 = least significant). */
 const votes = new Float64Array(64);
 
 function flushLanes(): void {
   for (let j = 0; j < 8; j++) {
-    const a = acc[j], b = acc[8 + j];
+    const a = acc[j]!, b = acc[8 + j]!;
     votes[j] += a & 0xff; votes[8 + j] += (a >>> 8) & 0xff;
     votes[16 + j] += (a >>> 16) & 0xff; votes[24 + j] += a >>> 24;
     votes[32 + j] += b & 0xff; votes[40 + j] += (b >>> 8) & 0xff;
@@ -92,59 +125,30 @@ function flushLanes(): void {
   }
 }
 
-/**
- * Canonicalises `text` into `buf` as lower-case tokens joined by single spaces
- * and records each token's start offset in `starts` (plus a sentinel one past
- * the end, as if a space followed the last token). Returns the token count.
- */
-function canonicalise(text: string): { buf: Uint8Array; n: number; st: Int32Array } {
-  const lower = text.toLowerCase();
-  const need = lower.length * 3 + 1;
-  let buf = bytes;
-  if (buf.length < need) {
-    buf = new Uint8Array(need);
-    if (need <= KEEP_BYTES) bytes = buf;
-  }
-  const len = encoder.encodeInto(lower, buf).written;
-  // Token starts: at most one per two bytes (token + separator) plus sentinel.
-  let st = starts;
-  const maxTokens = (len >> 1) + 2;
-  if (st.length < maxTokens) {
-    st = new Int32Array(maxTokens);
-    if (maxTokens <= KEEP_BYTES >> 1) starts = st;
-  }
+/** Steps 1 and 2: the tokens of the lower-cased `s`, their two hashes into ta and tb; returns the count. */
+function scan(s: string, ta: Int32Array, tb: Int32Array): number {
+  const len = s.length;
   let n = 0;
-  let w = 0; // write position (≤ read position: compaction in place)
-  let inWord = false;
-  let r = 0;
-  while (r < len) {
-    const b = buf[r];
-    let cpLen = 1;
-    let word: boolean;
-    if (b < 0x80) {
-      word = ASCII_WORD[b] === 1;
-    } else {
-      // encodeInto output is well-formed UTF-8.
-      let cp: number;
-      if (b < 0xe0) { cp = ((b & 0x1f) << 6) | (buf[r + 1] & 0x3f); cpLen = 2; }
-      else if (b < 0xf0) { cp = ((b & 0x0f) << 12) | ((buf[r + 1] & 0x3f) << 6) | (buf[r + 2] & 0x3f); cpLen = 3; }
-      else { cp = ((b & 0x07) << 18) | ((buf[r + 1] & 0x3f) << 12) | ((buf[r + 2] & 0x3f) << 6) | (buf[r + 3] & 0x3f); cpLen = 4; }
-      word = isWordCodePoint(cp);
+  let i = 0;
+  while (i < len) {
+    let c = s.charCodeAt(i);
+    let w = c < 0x80 ? ASCII_WORD[c]! : wordUnits(s, i, c);
+    if (w === 0) { i++; continue; }
+    let a = 0x811c9dc5 | 0;
+    for (;;) {
+      a = Math.imul(a ^ c, 0x01000193);
+      if (w === 2) a = Math.imul(a ^ s.charCodeAt(i + 1), 0x01000193);
+      i += w;
+      if (i >= len) break;
+      c = s.charCodeAt(i);
+      w = c < 0x80 ? ASCII_WORD[c]! : wordUnits(s, i, c);
+      if (w === 0) break;
     }
-    if (word) {
-      if (!inWord) {
-        if (n > 0) buf[w++] = 0x20;
-        st[n++] = w;
-        inWord = true;
-      }
-      for (let i = 0; i < cpLen; i++) buf[w++] = buf[r + i];
-    } else {
-      inWord = false;
-    }
-    r += cpLen;
+    ta[n] = fmix32(a);
+    tb[n] = fmix32(a ^ 0x9e3779b9);
+    n++;
   }
-  st[n] = w + 1; // sentinel: token n-1 ends at st[n] - 1
-  return { buf, n, st };
+  return n;
 }
 
 /**
@@ -156,33 +160,52 @@ export function simhash64(text: string, opts?: SimhashOptions): bigint {
   if (!(k >= 1)) k = 1;
   k = Math.floor(k);
   if (typeof text !== 'string' || text.length === 0) return 0n;
-  const { buf, n, st } = canonicalise(text);
+  const s = text.toLowerCase();
+  // A token and its separator take ≥ 2 code units, bar the last.
+  const maxTokens = (s.length >> 1) + 1;
+  let ta = tokA, tb = tokB;
+  if (ta.length < maxTokens) {
+    ta = new Int32Array(maxTokens);
+    tb = new Int32Array(maxTokens);
+    if (maxTokens <= KEEP_TOKENS) { tokA = ta; tokB = tb; }
+  }
+  const n = scan(s, ta, tb);
   if (n === 0) return 0n;
   votes.fill(0);
-  acc.fill(0);
   const features = n >= k ? n - k + 1 : 1;
   const span = n >= k ? k : n;
-  let pending = 0;
-  for (let i = 0; i < features; i++) {
-    const from = st[i];
-    const to = st[i + span] - 1;
-    u64[0] = xxh64Bytes(buf.subarray(from, to));
-    const lo = u32[LO], hi = u32[HI];
-    acc[0] += lo & 0x01010101; acc[1] += (lo >>> 1) & 0x01010101;
-    acc[2] += (lo >>> 2) & 0x01010101; acc[3] += (lo >>> 3) & 0x01010101;
-    acc[4] += (lo >>> 4) & 0x01010101; acc[5] += (lo >>> 5) & 0x01010101;
-    acc[6] += (lo >>> 6) & 0x01010101; acc[7] += (lo >>> 7) & 0x01010101;
-    acc[8] += hi & 0x01010101; acc[9] += (hi >>> 1) & 0x01010101;
-    acc[10] += (hi >>> 2) & 0x01010101; acc[11] += (hi >>> 3) & 0x01010101;
-    acc[12] += (hi >>> 4) & 0x01010101; acc[13] += (hi >>> 5) & 0x01010101;
-    acc[14] += (hi >>> 6) & 0x01010101; acc[15] += (hi >>> 7) & 0x01010101;
-    if (++pending === 255) { flushLanes(); pending = 0; }
+  // Byte-lane vote accumulators in locals (registers): lane l of cj counts bit
+  // 8l + j of the low word, of dj bit 8l + j of the high word; ≤ 255 each.
+  let c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+  let d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
+  for (let i = 0; i < features;) {
+    const stop = Math.min(features, i + 255);
+    for (; i < stop; i++) {
+      let x = 0, y = 0;
+      for (let j = i, end = i + span; j < end; j++) {
+        x = ((x << 11) | (x >>> 21)) ^ ta[j]!;
+        y = ((y << 13) | (y >>> 19)) ^ tb[j]!;
+      }
+      const lo = fmix32(x ^ span), hi = fmix32(y ^ span);
+      c0 += lo & 0x01010101; c1 += (lo >>> 1) & 0x01010101;
+      c2 += (lo >>> 2) & 0x01010101; c3 += (lo >>> 3) & 0x01010101;
+      c4 += (lo >>> 4) & 0x01010101; c5 += (lo >>> 5) & 0x01010101;
+      c6 += (lo >>> 6) & 0x01010101; c7 += (lo >>> 7) & 0x01010101;
+      d0 += hi & 0x01010101; d1 += (hi >>> 1) & 0x01010101;
+      d2 += (hi >>> 2) & 0x01010101; d3 += (hi >>> 3) & 0x01010101;
+      d4 += (hi >>> 4) & 0x01010101; d5 += (hi >>> 5) & 0x01010101;
+      d6 += (hi >>> 6) & 0x01010101; d7 += (hi >>> 7) & 0x01010101;
+    }
+    acc[0] = c0; acc[1] = c1; acc[2] = c2; acc[3] = c3; acc[4] = c4; acc[5] = c5; acc[6] = c6; acc[7] = c7;
+    acc[8] = d0; acc[9] = d1; acc[10] = d2; acc[11] = d3; acc[12] = d4; acc[13] = d5; acc[14] = d6; acc[15] = d7;
+    flushLanes();
+    c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = 0;
+    d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = 0;
   }
-  flushLanes();
   let lo = 0, hi = 0;
   for (let b = 0; b < 32; b++) {
-    if (votes[b] * 2 > features) lo |= 1 << b;
-    if (votes[32 + b] * 2 > features) hi |= 1 << b;
+    if (votes[b]! * 2 > features) lo |= 1 << b;
+    if (votes[32 + b]! * 2 > features) hi |= 1 << b;
   }
   return (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
 }

@@ -39,6 +39,10 @@ export interface ExchangeInput {
    * body is stored as received (e.g. an encoding the fetcher could not decode).
    */
   contentDecoded?: boolean;
+  /** WARC-Record-ID of the response record, when the caller fixed it beforehand (dedup refers to it). */
+  recordId?: string;
+  /** WARC-Payload-Digest of `body` (`sha256:BASE32`), when the caller already computed it (not hashed twice). */
+  payloadDigest?: string;
 }
 
 export type RevisitProfile = 'identical-payload-digest' | 'server-not-modified';
@@ -295,7 +299,7 @@ function concat(parts: Uint8Array[]): { bytes: Uint8Array; sizes: number[] } {
 export async function encodeExchange(ex: ExchangeInput, level: number): Promise<Encoded> {
   const u = parseUrl(ex.url);
   const date = warcDate(ex.date);
-  const respId = newRecordId();
+  const respId = ex.recordId ? normaliseRecordId(ex.recordId) : newRecordId();
   const reqId = newRecordId();
   const body = ex.body ?? new Uint8Array(0);
   const { proto, warcProtocol } = httpVersionLine(ex.httpVersion);
@@ -304,7 +308,7 @@ export async function encodeExchange(ex: ExchangeInput, level: number): Promise<
   if (ex.ip) common.push(['WARC-IP-Address', cleanHeaderValue(ex.ip)]);
   if (warcProtocol) common.push(['WARC-Protocol', warcProtocol]);
 
-  const payloadDigest = sha256Label(body);
+  const payloadDigest = ex.payloadDigest ? cleanHeaderValue(ex.payloadDigest) : sha256Label(body);
   const respWarc: HeaderList = [
     ['WARC-Type', 'response'],
     ['WARC-Record-ID', respId],
