@@ -8,7 +8,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startSyntheticWeb } from '../bench/web/index.js';
+import { readdirSync } from 'node:fs';
 import { openStore } from '../src/store/db.js';
+import { verifyWarc } from '../src/warc/reader.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { crawlArgs, fetchCounts, inFlightWindow, pageRequests, seededRandom, spawnAgent, tempDir, waitUntil } from './helpers.js';
 
@@ -118,6 +120,19 @@ test(`issue 4 crash safety: SIGKILL at ${KILLS} random points of a crawl (seed $
       for (const u of perRun[j]!.keys()) before.add(u);
     }
     t.diagnostic(`${counts.size} pages, ${pageRequests(log).length} page requests; fetched again after each kill: ${again.join(', ')} (window ${inFlightWindow(CONCURRENCY)})`);
+
+    // WARC files cut by a kill were repaired at the next start (src/warc/writer.ts recoverWarcFile): every file reads back whole.
+    const warcDir = join(dir, 'data', 'warc');
+    assert.deepEqual(readdirSync(warcDir).filter((f) => f.endsWith('.open')), [], 'no WARC file left open');
+    const files = readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz'));
+    assert.ok(files.length > KILLS, 'one WARC file per run at least');
+    let responses = 0;
+    for (const f of files) {
+      const v = await verifyWarc(join(warcDir, f));
+      assert.deepEqual(v.digestErrors, [], `${f} reads back with valid digests`);
+      responses += v.responses;
+    }
+    assert.ok(responses >= counts.size, 'a response record for every page');
 
     // And the store opens cleanly once more, with nothing queued.
     const store = await openStore(join(dir, 'data'));
