@@ -1,4 +1,6 @@
 import type { ScopeOptions } from './scope/traps.js';
+import type { PolitenessConfig } from './politeness/host.js';
+import type { DnsConfig } from './fetch/dns.js';
 import { defaultRecrawlSettings, type RecrawlSettings } from './recrawl/settings.js';
 import type { DedupConfig } from './dedup/content.js';
 
@@ -39,6 +41,10 @@ export interface AgentConfig {
   /** Write the closing summary JSON here as well as printing it. */
   summaryFile?: string;
   resolve: ResolveRule[];
+  /** Adaptive politeness beyond the three delays above (backoff, pauses, retries, per-IP); defaults in src/politeness/host.ts. */
+  politeness: Partial<PolitenessConfig>;
+  /** The c-ares resolver (servers, TTL clamps, timeouts); defaults in src/fetch/dns.ts. */
+  dns: Partial<DnsConfig>;
   fetch: FetchConfig;
   robots: RobotsConfig;
   warc: WarcConfig;
@@ -136,6 +142,8 @@ export function defaultConfig(): AgentConfig {
     maxDurationMs: 0,
     recrawl: defaultRecrawlSettings(),
     resolve: [],
+    politeness: {},
+    dns: {},
     fetch: {
       connectTimeoutMs: 10_000,
       headersTimeoutMs: 15_000,

@@ -31,7 +31,12 @@ export { surt } from './warc/surt.js';
 
 // Politeness
 export { nextAllowedAt, parseRetryAfter } from './politeness/delay.js';
-export { HostResolver } from './fetch/dns.js';
+export { HostResolver, DnsError, DEFAULT_DNS_CONFIG, type DnsConfig, type Resolved } from './fetch/dns.js';
+export {
+  onOutcome, newHostPoliteness, describeHost, politenessConfig, unpark, kindOfStatus, kindOfFailure, IpClock, DEFAULT_POLITENESS,
+  type HostPoliteness, type PolitenessConfig, type Outcome, type OutcomeKind, type Decision, type DelayReason,
+} from './politeness/host.js';
+export { PolitenessControl, type Verdict, type PolitenessCounts } from './politeness/control.js';
 
 // Operations
 export { startApiServer, DEFAULT_API_LISTEN } from './api/server.js';

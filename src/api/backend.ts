@@ -139,6 +139,31 @@ export interface PolitenessState {
   pageBudget: number | null;
   /** Pages fetched from this host. */
   pages: number;
+  /** Adaptive politeness state (src/politeness/host.ts describeHost); absent from agents that predate it. */
+  adaptive?: AdaptivePoliteness;
+}
+
+/** Why a host waits and how hard it is backed off (issue 7). */
+export interface AdaptivePoliteness {
+  /** ms until the host may be contacted; null when parked. */
+  nextInMs: number | null;
+  reason: 'floor' | 'crawl-delay' | 'response-time' | 'retry-after' | 'backoff' | 'pause' | 'parked';
+  backoffLevel: number;
+  /** Failures in a row (5xx, timeouts, network errors). */
+  errorRun: number;
+  pausedForMs: number;
+  /** Pauses in a row; the next request after a pause is a probe. */
+  pauses: number;
+  probing: boolean;
+  parked: boolean;
+  parkReason?: string;
+  lastResponseMs: number;
+  crawlDelayMs: number;
+  requests: number;
+  failures: number;
+  tooMany: number;
+  unavailable: number;
+  pausesTotal: number;
 }
 
 export interface FetchRecord {

@@ -189,6 +189,16 @@ export function formatUrlReport(r: UrlReport): string {
   return kv(pairs).join('\n') + '\n';
 }
 
+/** One line for a host's adaptive politeness: why it waits, backoff, failures, pauses, parking. */
+function adaptiveLine(a: NonNullable<HostReport['politeness']>['adaptive'] & object): string {
+  if (a.parked) return `PARKED (${clean(a.parkReason ?? 'failing')})`;
+  const parts = [`waiting for ${a.reason}`];
+  if (a.backoffLevel > 0) parts.push(`backoff level ${a.backoffLevel}`);
+  if (a.pausedForMs > 0) parts.push(`paused ${Math.ceil(a.pausedForMs / 1000)} s more, then a probe`);
+  parts.push(`${a.requests} requests, ${a.failures} failures, ${a.tooMany} × 429, ${a.unavailable} × 503, ${a.pausesTotal} pauses`);
+  return parts.join(', ');
+}
+
 export function formatHostReport(h: HostReport): string {
   const out: string[] = [];
   const p = h.politeness, rb = h.robots;
@@ -205,6 +215,7 @@ export function formatHostReport(h: HostReport): string {
     ['politeness', p
       ? `${p.paused ? 'PAUSED, ' : ''}delay ${p.delayMs} ms (min ${p.minDelayMs}, crawl-delay ${p.crawlDelayMs}, last response ${p.lastResponseMs} ms), next ${iso(p.nextAllowedAt)}`
       : '-'],
+    ...(p?.adaptive ? [['backpressure', adaptiveLine(p.adaptive)] as [string, string]] : []),
     ...(p ? [['pages', `${formatNumber(p.pages)}${p.pageBudget !== null ? ` of budget ${formatNumber(p.pageBudget)}` : ''}, error run ${p.errorRun}`] as [string, string]] : []),
     ['errors', kinds(h.errors)],
   ]));

@@ -60,6 +60,8 @@ export function buildProgram(): Command {
       if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('--delay-factor must be a number ≥ 0');
       return n;
     }, 10)
+    .option('--per-ip-delay <ms>', 'also limit per IP address: hosts that resolve to one address share a clock (one request at a time, this delay between them); off by default', intArg('--per-ip-delay', 0))
+    .option('--dns-server <ip[:port]>', 'DNS server to resolve host names with (c-ares); repeatable (default: the system\'s)', collect, [])
     .option('--max-pages <n>', 'stop after fetching this many pages (0 = no limit)', intArg('--max-pages', 0), 0)
     .option('--until-idle', 'exit once nothing is left to crawl (with --recrawl: and nothing is due within --recrawl-horizon)', false)
     .addOption(new Option('--max-duration <duration>', 'stop after this long (e.g. 90s, 2h; 0 = no limit)').argParser(durationArg('--max-duration')).default(0))
@@ -209,6 +211,7 @@ interface JoinOpts {
   recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
   warc: boolean; sitemaps: boolean; dedup: boolean; nearDup: boolean; nearDupDistance: number; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
   listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
+  perIpDelay?: number; dnsServer: string[];
 }
 
 async function runJoin(opts: JoinOpts): Promise<number> {
@@ -223,7 +226,9 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   const agent = await startAgent({
     dataDir: opts.dataDir, userAgent: opts.userAgent, seeds: seeds.urls, concurrency: opts.concurrency,
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
-    resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody }, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
+    resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody },
+    politeness: opts.perIpDelay !== undefined ? { perIp: true, ipMinDelayMs: opts.perIpDelay } : {},
+    dns: opts.dnsServer.length ? { servers: opts.dnsServer } : {}, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
     api: { listen: opts.api, tokenFile: opts.apiTokenFile },
     sitemaps: { enabled: opts.sitemaps },
     maxDurationMs: opts.maxDuration,

@@ -42,7 +42,9 @@ import { priorityClass } from '../frontier/priority.js';
 import { prefixEnd } from '../store/keys.js';
 import { decodeFetchRecord } from './records.js';
 import { indexWarcFile } from '../warc/cdxj.js';
-import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
+import { newHostPoliteness, politenessConfig, unpark, type HostPoliteness } from '../politeness/host.js';
+import { PolitenessControl, type Verdict } from '../politeness/control.js';
+import { DnsError } from '../fetch/dns.js';
 import { CrawlStats, bump } from './stats.js';
 import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
@@ -51,9 +53,10 @@ import { serverNotModifiedRevisit } from '../warc/notmodified.js';
 
 export interface HostData {
   robots: Map<string, RobotsEntry>;
-  lastResponseMs: number;
-  crawlDelayMs: number;
-  errorRun: number;
+  /** Adaptive politeness (src/politeness/host.ts): the one source of the host's delays, backoff, pauses and parking. */
+  polite: HostPoliteness;
+  /** DNS prefetch for this host is not asked again before this epoch ms. */
+  dnsCheckAt: number;
   /** Responses received from this host. */
   pages: number;
   errors: Record<string, number>;
@@ -73,7 +76,7 @@ const RECENT_PER_HOST = 10;
 
 function newHostData(): HostData {
   return {
-    robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0, errors: {}, recent: [],
+    robots: new Map(), polite: newHostPoliteness(), dnsCheckAt: 0, pages: 0, errors: {}, recent: [],
     policy: { minDelayMs: null, pageBudget: null }, pendingAcks: 0, checkSeen: false,
   };
 }
@@ -154,6 +157,7 @@ class Agent implements AgentHandle, AgentView {
   private readonly sitemapGrants: SitemapGrants;
   private readonly handoffGraceMs: number;
   private readonly fetcher: Fetcher;
+  readonly politeness: PolitenessControl;
   private readonly robots: RobotsCache;
   private readonly drum: Drum<Candidate>;
   readonly frontier: Frontier<HostData>;
@@ -187,7 +191,8 @@ class Agent implements AgentHandle, AgentView {
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
     this.handoffGraceMs = Math.max(5000, 8 * config.mesh.heartbeatMs);
-    this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
+    this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns));
+    this.politeness = new PolitenessControl(politenessConfig(config));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
     this.scope = new ScopePolicy(config.scope);
     this.sitemapGrants = new SitemapGrants(store.meta);
@@ -204,7 +209,7 @@ class Agent implements AgentHandle, AgentView {
         ? Math.max(Date.now() + this.config.minDelayMs, this.ringChangedAt + this.handoffGraceMs)
         : 0),
     });
-    this.frontier.onReady = () => this.schedulePump();
+    this.frontier.onReady = (h) => { this.prefetchDns(h); this.schedulePump(); };
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
     this.drum = new Drum<Candidate>(store.db, store.seen, {
       batchSize: config.seen.batchSize,
@@ -600,9 +605,16 @@ class Agent implements AgentHandle, AgentView {
       return;
     }
     for (;;) {
-      const q = this.frontier.take(h);
+      const q = this.takeDue(h);
+      if (q === null) return; // only retries waiting: the host was released until the first is due
       if (!q) { this.frontier.release(h, Date.now()); return; }
       h.data.pendingAcks++;
+      if (h.data.polite.parked) {
+        // A parked host is not contacted again in this run: its URLs are recorded as failed.
+        this.politeness.failed('parked');
+        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'parked' });
+        continue;
+      }
       // In a mesh a previous owner's handoff may have settled this URL after we queued it.
       if (this.mesh || h.data.checkSeen) {
         const v = await this.store.seen.get(seenKey(h.key, q.url));
@@ -611,8 +623,9 @@ class Agent implements AgentHandle, AgentView {
           continue;
         }
       }
-      let origin: string;
-      try { origin = new URL(q.url).origin; } catch { await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
+      let u: URL;
+      try { u = new URL(q.url); } catch { await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
+      const origin = u.origin;
       let robots = h.data.robots.get(origin);
       if (!robots || robots.expires <= Date.now()) {
         robots = await this.robots.lookup(origin);
@@ -620,23 +633,32 @@ class Agent implements AgentHandle, AgentView {
       }
       if (!robots) {
         // Fetching robots.txt is this turn's request; the page waits for the next turn.
+        const ip = this.beforeRequest(h, q, u);
+        if (ip === null) return;
         this.frontier.unshift(h, q);
         h.data.pendingAcks--;
-        const t0 = Date.now();
         const log = { outcomes: [] as FetchOutcome[] };
         const entry = await this.robots.fetch(origin, log);
         this.stats.robotsFetches++;
         this.metrics.robotsFetched(entry.verdict);
         h.data.robots.set(origin, entry);
-        h.data.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
+        h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
         for (const out of log.outcomes) if (out.ok) await this.writeWarc(out);
         if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
         else await this.discoverSitemaps(origin, entry);
-        const last = log.outcomes.at(-1);
-        this.frontier.release(h, this.politeAfter(h, Date.now(), last?.durationMs ?? Date.now() - t0, undefined));
+        // Every robots.txt exchange with this host goes through the politeness state too.
+        const now = Date.now();
+        let v: Verdict | undefined;
+        for (const out of log.outcomes) {
+          if (hostOf(out.url) !== h.name) continue;
+          const one = this.politeness.record(h.name, h.data.polite, out, 0, now, { dnsPermanent: this.dnsPermanent(out, u.hostname), minDelayMs: h.data.policy.minDelayMs, robots: true });
+          if (one) { v = one; this.notePoliteness(h, one, out.url); }
+        }
+        this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
+        this.frontier.release(h, v && !v.park ? v.nextAllowedAt : now);
         return;
       }
-      if (robots.rules.crawlDelay(this.token) !== undefined) h.data.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
+      if (robots.rules.crawlDelay(this.token) !== undefined) h.data.polite.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
       if (!robots.rules.isAllowed(q.url, this.token)) {
         this.stats.robotsBlocked++;
         const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
@@ -652,6 +674,8 @@ class Agent implements AgentHandle, AgentView {
         await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
         continue;
       }
+      const ip = this.beforeRequest(h, q, u);
+      if (ip === null) return;
       // Revisits are conditional GETs (If-None-Match / If-Modified-Since from the stored state).
       const conditional = this.recrawl && q.kind === 'page' ? await this.recrawl.prepare(q, seenKey(h.key, q.url)) : undefined;
       const out = await this.fetcher.fetch(q.url, conditional);
@@ -659,15 +683,32 @@ class Agent implements AgentHandle, AgentView {
         // Shutdown aborted it: leave it queued for the next run.
         this.recrawl?.forget(q);
         h.data.pendingAcks--;
+        this.politeness.releaseIp(ip, Date.now());
         this.frontier.release(h, Date.now());
         return;
       }
-      const retryAfter = out.ok ? parseRetryAfter(out.header('retry-after'), Date.now()) : undefined;
+      const now = Date.now();
+      const v = this.politeness.record(h.name, h.data.polite, out, q.attempt ?? 0, now, { dnsPermanent: this.dnsPermanent(out, u.hostname), minDelayMs: h.data.policy.minDelayMs });
+      this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
+      if (v) this.notePoliteness(h, v, q.url);
+      if (v?.retry) {
+        // Transient failure with retries left: the URL stays in the frontier on disk (a crash
+        // re-queues it) and waits in the host's head until retryAt; other URLs of the host go first.
+        this.noteFailedAttempt(h, q, out);
+        this.recrawl?.forget(q); // prepared again (conditional headers) on the next attempt
+        q.attempt = (q.attempt ?? 0) + 1;
+        q.notBefore = v.retryAt;
+        this.frontier.unshift(h, q);
+        h.data.pendingAcks--;
+        this.frontier.release(h, v.nextAllowedAt);
+        return;
+      }
       // The host's clock starts now; processing the page need not hold the host (or the fetch slot).
-      this.frontier.release(h, this.politeAfter(h, Date.now(), out.durationMs, retryAfter));
+      // A parked host is released at once: its next turns record its queue as failed.
+      this.frontier.release(h, v && !v.park ? v.nextAllowedAt : now);
       if (out.ok) this.stats.recordResponse(out.status, out.rawBytes);
       this.processing++;
-      this.process(q, h, out).catch((err: Error) => this.onFatal(err)).finally(() => {
+      this.process(q, h, out, v?.failure).catch((err: Error) => this.onFatal(err)).finally(() => {
         this.processing--;
         this.schedulePump();
       });
@@ -675,41 +716,122 @@ class Agent implements AgentHandle, AgentView {
     }
   }
 
-  private politeAfter(h: HostState<HostData>, endedAt: number, responseMs: number, retryAfterMs: number | undefined): number {
-    h.data.lastResponseMs = responseMs;
-    return nextAllowedAt({
-      endedAt,
-      minDelayMs: h.data.policy.minDelayMs ?? this.config.minDelayMs,
-      crawlDelayMs: h.data.crawlDelayMs,
-      lastResponseMs: responseMs,
-      factor: this.config.delayFactor,
-      retryAfterMs,
-      maxDelayMs: this.config.maxDelayMs,
-    });
+  /**
+   * The host's next URL, skipping retries that are not yet due. Null when
+   * only such retries are queued in memory: the host is then released until
+   * the earliest of them.
+   */
+  private takeDue(h: HostState<HostData>): QueuedUrl | undefined | null {
+    const q = this.frontier.take(h);
+    if (!q || q.notBefore === undefined || h.data.polite.parked) return q;
+    const now = Date.now();
+    if (q.notBefore <= now) return q;
+    let earliest = q.notBefore;
+    for (const x of this.frontier.inMemory(h)) {
+      if (x.notBefore === undefined || x.notBefore <= now) {
+        this.frontier.remove(h, x);
+        this.frontier.unshift(h, q);
+        return x;
+      }
+      if (x.notBefore < earliest) earliest = x.notBefore;
+    }
+    this.frontier.unshift(h, q);
+    this.frontier.release(h, Math.max(earliest, h.data.polite.nextAllowedAt));
+    return null;
+  }
+
+  /**
+   * DNS and the per-IP clock, right before a request. Returns the IP held on
+   * the per-IP clock (undefined when none is held), or null when the request
+   * cannot go now: the URL is put back and the host either waits for its
+   * DNS answer (the fetch slot is freed meanwhile, so a slow name delays only
+   * its own host) or is released until its IP is free.
+   */
+  private beforeRequest(h: HostState<HostData>, q: QueuedUrl, u: URL): string | undefined | null {
+    const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
+    const host = u.hostname.charCodeAt(0) === 91 ? u.hostname.slice(1, -1) : u.hostname;
+    const resolver = this.fetcher.resolver;
+    const known = resolver.cached(host, port);
+    if (known === undefined) {
+      this.frontier.unshift(h, q);
+      h.data.pendingAcks--;
+      // The host stays "in flight" (out of the ready heap) until the answer, or the failure, is in.
+      void resolver.resolve(host, port).catch(() => {}).then(() => this.frontier.release(h, Date.now()));
+      return null;
+    }
+    if (known instanceof DnsError) return undefined; // the fetch fails at once and is classified
+    const now = Date.now();
+    const t = this.politeness.reserveIp(known.address, now);
+    if (t > now) {
+      this.frontier.unshift(h, q);
+      h.data.pendingAcks--;
+      this.frontier.release(h, t);
+      return null;
+    }
+    return this.politeness.ipClock ? known.address : undefined;
+  }
+
+  /** Whether a failed fetch failed on a permanent DNS answer (NXDOMAIN, NODATA). */
+  private dnsPermanent(out: FetchOutcome, host: string): boolean {
+    return !out.ok && out.kind === 'dns' && this.fetcher.resolver.failure(host)?.permanent === true;
+  }
+
+  /** Logs and counts what the politeness state decided after an exchange. */
+  private notePoliteness(h: HostState<HostData>, v: Verdict, url: string): void {
+    if (v.park) {
+      this.log.warn({ ...this.politeness.describe(h.name, h.data.polite, Date.now()), url }, 'host parked: not contacted again in this run; its queued URLs are recorded as failed');
+    } else if (v.paused) {
+      this.log.warn({ ...this.politeness.describe(h.name, h.data.polite, Date.now()), url }, 'host paused after a run of failures; the next request is a probe');
+    } else if (v.kind === 'too-many' || v.kind === 'unavailable') {
+      this.log.info({ host: h.name, status: v.kind === 'too-many' ? 429 : 503, backoffLevel: h.data.polite.backoffLevel, retryAfterMs: v.retryAfterMs, nextInMs: v.nextAllowedAt - Date.now(), reason: v.reason }, 'host backed off');
+    }
+    if (v.retry) this.log.debug({ url, kind: v.kind, retryInMs: (v.retryAt ?? 0) - Date.now() }, 'fetch will be retried');
+  }
+
+  /** A failed attempt that will be retried: counted and visible, its response (if any) kept in the WARC. */
+  private noteFailedAttempt(h: HostState<HostData>, q: QueuedUrl, out: FetchOutcome): void {
+    const at = out.startedAt.getTime();
+    const kind = out.ok ? `http-${out.status}` : out.kind;
+    bump(h.data.errors, kind);
+    this.noteRecent(h, { url: q.url, status: out.ok ? out.status : null, at, durationMs: out.durationMs, error: kind });
+    if (!out.ok) { this.metrics.fetchFailed(out.kind, out.durationMs); return; }
+    this.processing++;
+    this.writeWarc(out).finally(() => { this.processing--; this.schedulePump(); });
+  }
+
+  /** Warms the DNS cache for a host that just entered the ready heap (at most every few seconds per host). */
+  private prefetchDns(h: HostState<HostData>): void {
+    const q = this.frontier.inMemory(h).next().value as QueuedUrl | undefined;
+    if (!q) return;
+    const now = Date.now();
+    if (h.data.dnsCheckAt > now) return;
+    h.data.dnsCheckAt = now + 5000;
+    const hp = hostPort(q.url);
+    if (hp) this.fetcher.resolver.prefetch(hp.host, hp.port);
   }
 
   // ---- one fetched page -------------------------------------------------
 
-  private async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome): Promise<void> {
+  /** `failure`: set when politeness gave up on the URL (retries used up, permanent failure): it is recorded as failed. */
+  private async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome, failure?: string): Promise<void> {
     const at = out.startedAt.getTime();
     if (!out.ok) {
       bump(this.stats.errors, out.kind);
       bump(h.data.errors, out.kind);
-      h.data.errorRun++;
       this.noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
       this.metrics.fetchFailed(out.kind, out.durationMs);
       this.recentErrors.record(out.kind, out.message, q.url, h.name);
       this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
-      await this.finish(q, h, [], { url: q.url, at, status: 0, failure: out.kind });
+      await this.finish(q, h, [], { url: q.url, at, status: 0, failure: failure ?? out.kind });
       return;
     }
-    h.data.errorRun = 0;
     h.data.pages++;
     this.noteRecent(h, { url: q.url, status: out.status, at, durationMs: out.durationMs, error: null });
     this.metrics.pageFetched(out.status, out.rawBytes, out.durationMs);
     if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
     const record: FetchRecord = { url: q.url, at, status: out.status };
+    if (failure) record.failure = failure; // e.g. still 503 after the last retry
     // A 304 to a revisit is stored as a server-not-modified revisit record (WARC/1.1 §6.7.3).
     const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
     // Content dedup (src/dedup/content.ts): an exact duplicate is stored as a revisit record and its links are not extracted again.
@@ -1011,6 +1133,8 @@ class Agent implements AgentHandle, AgentView {
       hosts: this.frontier.knownHosts,
       rejectedByScope: this.scope.counts(),
       seen: { ...this.drum.stats },
+      politeness: this.politeness.summary([...this.frontier.allHosts()].map((h) => ({ name: h.name, state: h.data.polite })), Date.now()),
+      dns: { ...this.fetcher.resolver.stats },
       dataDir: this.config.dataDir,
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,
@@ -1041,3 +1165,23 @@ class Agent implements AgentHandle, AgentView {
 }
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
+
+/** Host name and port of an absolute http(s) URL string, without a URL object (hot path). */
+function hostPort(url: string): { host: string; port: number } | undefined {
+  const https = url.startsWith('https://');
+  if (!https && !url.startsWith('http://')) return undefined;
+  const from = https ? 8 : 7;
+  let end = url.length;
+  for (let i = from; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 47 || c === 63 || c === 35) { end = i; break; } // / ? #
+  }
+  const auth = url.slice(from, end);
+  const at = auth.lastIndexOf('@');
+  const hp = at >= 0 ? auth.slice(at + 1) : auth;
+  const colon = hp.lastIndexOf(':');
+  if (colon > 0 && hp.indexOf(']') < colon) {
+    return { host: hp.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(hp.slice(colon + 1)) || (https ? 443 : 80) };
+  }
+  return { host: hp.replace(/^\[|\]$/g, ''), port: https ? 443 : 80 };
+}

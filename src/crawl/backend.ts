@@ -1,7 +1,7 @@
 // The agent seen through its HTTP API (src/api/backend.ts): this adapter reads
 // the agent's state and turns API calls into agent actions. It holds no state
 // of its own.
-import type { ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary } from '../api/backend.js';
+import type { AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary } from '../api/backend.js';
 import { ApiError } from '../api/backend.js';
 import type { AgentMetrics } from '../api/metrics.js';
 import type { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -12,6 +12,7 @@ import type { HostData } from './agent.js';
 import { hostKey, seenKey, prefixEnd } from '../store/keys.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
+import { describeHost, unpark } from '../politeness/host.js';
 
 export const VERSION = '0.1.0';
 
@@ -90,14 +91,15 @@ export class AgentBackend implements ApiBackend {
       robots: h ? this.robotsSummary(h) : null,
       politeness: h ? {
         nextAllowedAt: h.nextAllowed || null,
-        delayMs: Math.max(h.data.policy.minDelayMs ?? this.a.minDelayMs, h.data.crawlDelayMs),
+        delayMs: Math.max(h.data.policy.minDelayMs ?? this.a.minDelayMs, h.data.polite.crawlDelayMs),
         minDelayMs: h.data.policy.minDelayMs ?? this.a.minDelayMs,
-        crawlDelayMs: h.data.crawlDelayMs,
-        lastResponseMs: Math.round(h.data.lastResponseMs * 10) / 10,
-        errorRun: h.data.errorRun,
+        crawlDelayMs: h.data.polite.crawlDelayMs,
+        lastResponseMs: Math.round(h.data.polite.lastResponseMs * 10) / 10,
+        errorRun: h.data.polite.errorRun,
         paused: h.paused,
         pageBudget: h.data.policy.pageBudget,
         pages: h.data.pages,
+        adaptive: describeHost(h.data.polite, Date.now()) as unknown as AdaptivePoliteness,
       } : null,
       queue: { depth, inFlight: h?.inFlight ?? false },
       lastFetches: h ? [...h.data.recent].reverse() : [],
@@ -143,6 +145,8 @@ export class AgentBackend implements ApiBackend {
 
   async resumeHost(name: string): Promise<HostControlResult> {
     const h = this.knownHost(name);
+    // Resuming also un-parks a host the politeness state gave up on (an operator's decision).
+    if (h.data.polite.parked) unpark(h.data.polite, Date.now());
     this.a.frontier.setPaused(h, false);
     return this.control(h);
   }

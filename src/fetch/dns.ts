@@ -176,6 +176,20 @@ export class HostResolver {
     return hit && hit.error && hit.expires > this.now() ? hit.error : undefined;
   }
 
+  /**
+   * What `resolve` would answer at once, without a query: the address (IP
+   * literal, `--resolve` rule, localhost, cached answer) or the cached failure.
+   * Undefined when a query is needed — the caller can then wait for it without
+   * holding anything else up.
+   */
+  cached(host: string, port: number): Resolved | DnsError | undefined {
+    const fixed = this.fixed(host, port);
+    if (fixed) return fixed;
+    const hit = this.cache.get(canonicalName(host));
+    if (!hit || hit.expires <= this.now()) return undefined;
+    return hit.value ?? hit.error ?? undefined;
+  }
+
   /** Cached answer without querying (undefined when absent or expired). */
   peek(host: string): Resolved | undefined {
     const hit = this.cache.get(canonicalName(host));

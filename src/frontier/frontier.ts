@@ -70,6 +70,11 @@ export class QueuedUrl {
     public seq: number,
   ) {}
 
+  /** Retries already made after transient failures (memory only: a restart, or an eviction from the head, starts over). */
+  attempt?: number;
+  /** A retry waits until this epoch ms; the host's other URLs go first meanwhile. */
+  notBefore?: number;
+
   /** Frontier key (host hash ‖ rank ‖ seq). */
   get key(): Buffer { return frontierKey(this.hostKey, MAX_PRIORITY - this.priority, this.seq); }
 }
@@ -276,8 +281,8 @@ export class Frontier<D> {
   /** Keys (latin1) of hosts `dropHost` removed while the recovery pass ran. */
   private droppedDuringRecovery: Set<string> | undefined;
   readonly stats: FrontierStats = { loads: 0, rotations: 0, evicted: 0, migrated: 0 };
-  /** Hosts that became ready: the scheduler is told through this callback. */
-  onReady: () => void = () => {};
+  /** A host entered the ready structures (it is about to be dispatched): the scheduler is told through this callback. */
+  onReady: (h: HostState<D>) => void = () => {};
   onLoadError: (host: string, err: Error) => void = () => {};
 
   constructor(
@@ -589,6 +594,33 @@ export class Frontier<D> {
     this.schedule(h);
   }
 
+  /** The URLs a host holds in memory, best class first, oldest first within a class (a read-only view). */
+  *inMemory(h: HostState<D>): IterableIterator<QueuedUrl> {
+    if (!h.heads) return;
+    let m = h.headMask;
+    while (m !== 0) {
+      const r = lowest(m);
+      m &= ~(1 << r);
+      yield* h.heads[r]!;
+    }
+  }
+
+  /**
+   * Takes one URL found through `inMemory` out of the host's head, while the
+   * host is in flight (e.g. a due URL chosen over a retry that must wait).
+   */
+  remove(h: HostState<D>, q: QueuedUrl): boolean {
+    const r = MAX_PRIORITY - q.priority;
+    const arr = h.heads?.[r];
+    const i = arr ? arr.indexOf(q) : -1;
+    if (i < 0) return false;
+    arr!.splice(i, 1);
+    if (arr!.length === 0) h.headMask &= ~(1 << r);
+    h.headCount--;
+    this.maybeLoad(h);
+    return true;
+  }
+
   /** Ends a host's turn; it may be contacted again from `nextAllowed` on. */
   release(h: HostState<D>, nextAllowed: number): void {
     h.inFlight = false;
@@ -814,7 +846,7 @@ export class Frontier<D> {
     if (h.readyIn === NOT_READY) {
       this.waiting.push(h);
       h.readyIn = WAITING;
-      this.onReady();
+      this.onReady(h);
     } else if (h.readyIn !== r) {
       this.due[h.readyIn]!.remove(h);
       this.due[r]!.push(h);
