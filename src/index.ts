@@ -49,3 +49,7 @@ export {
 } from './recrawl/schedule.js';
 export { defaultRecrawlSettings, type RecrawlSettings } from './recrawl/settings.js';
 export { serverNotModifiedRevisit } from './warc/notmodified.js';
+
+// Frontier priority (Mercator front queues)
+export { priorityClass, clampClass, PRIORITY_CLASSES, MAX_PRIORITY, type PriorityHints } from './frontier/priority.js';
+export type { UrlKind } from './frontier/frontier.js';
