@@ -32,7 +32,8 @@ import { startApiServer, type ApiServer } from '../api/server.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
-import { SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { HandoffGate } from './handoff.js';
+import { SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
 import type { UrlKind } from '../frontier/frontier.js';
@@ -139,13 +140,14 @@ class Agent implements AgentHandle, AgentView {
   private rebalancePending = false;
   private forwarded = 0;
   private received = 0;
-  private ringChangedAt = 0;
+  /** Hosts we own but may not contact until their previous owners said "handoff complete" (src/crawl/handoff.ts). */
+  private handoff: HandoffGate | undefined;
+  private handoffTimer: NodeJS.Timeout | undefined;
   /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it).
    * In memory and bounded: a grant is lost across a restart, or when another agent fetches the sitemap.
    */
   private readonly sitemapGrants = new Map<string, string[]>();
-  private readonly handoffGraceMs: number;
   private readonly fetcher: Fetcher;
   private readonly robots: RobotsCache;
   private readonly drum: Drum<Candidate>;
@@ -174,7 +176,6 @@ class Agent implements AgentHandle, AgentView {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
-    this.handoffGraceMs = Math.max(5000, 8 * config.mesh.heartbeatMs);
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
     this.scope = new ScopePolicy(config.scope);
@@ -183,12 +184,8 @@ class Agent implements AgentHandle, AgentView {
       headSize: config.frontier.headSize,
       createData: newHostData,
       // In a mesh a host new to us may have just been contacted by its previous
-      // owner, whose handoff (with the URLs it already fetched) may still be on
-      // its way after a ring change: wait for the politeness floor, and for the
-      // handoff grace period after a change.
-      initialNextAllowed: () => (this.mesh
-        ? Math.max(Date.now() + this.config.minDelayMs, this.ringChangedAt + this.handoffGraceMs)
-        : 0),
+      // owner: wait for the politeness floor (the handoff gate does the rest).
+      initialNextAllowed: () => (this.mesh ? Date.now() + this.config.minDelayMs : 0),
     });
     this.frontier.onReady = () => this.schedulePump();
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
@@ -220,6 +217,7 @@ class Agent implements AgentHandle, AgentView {
         localIdle: () => this.localIdle(),
       }, this.log);
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
+      this.startHandoffGate(this.mesh);
     }
     this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
     if (this.config.warc.enabled) {
@@ -372,16 +370,35 @@ class Agent implements AgentHandle, AgentView {
     await Promise.all(jobs);
   }
 
-  /** URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or to pass on). */
+  /** URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or to pass on), or handoff markers. */
   private async acceptFromPeer(items: UrlItem[], from: string): Promise<void> {
+    const mesh = this.mesh;
     const cands: Candidate[] = [];
     const settled: Buffer[] = [];
+    const settledUrls: string[] = [];
+    const passOn = new Map<string, UrlItem[]>();
+    const markers: bigint[] = [];
     let bad = 0;
     for (const it of items) {
+      if (isHandoffMarker(it)) {
+        const rid = decodeHandoffMarker(it);
+        if (rid === null) bad++; else markers.push(rid);
+        continue;
+      }
       if (it.hops & SEEN_ONLY_FLAG) {
         const host = hostOf(it.url);
         if (!host) { bad++; continue; }
+        // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
+        const owner = mesh ? mesh.ownerOf(host) : undefined;
+        const hops = it.hops & HOPS_MASK;
+        if (mesh && owner !== mesh.id && hops < this.config.mesh.maxHops) {
+          const l = passOn.get(owner!);
+          const item = { url: it.url, depth: 0, hops: SEEN_ONLY_FLAG | (hops + 1) };
+          if (l) l.push(item); else passOn.set(owner!, [item]);
+          continue;
+        }
         settled.push(seenKey(hostKey(host), it.url));
+        settledUrls.push(it.url);
         const h = this.frontier.host(host);
         if (h) h.data.checkSeen = true;
         continue;
@@ -393,12 +410,22 @@ class Agent implements AgentHandle, AgentView {
     }
     if (settled.length) {
       const value = Buffer.from([SEEN_ELSEWHERE]);
+      const now = Date.now();
       await this.drum.exclusive(async () => {
-        await this.store.seen.batch(settled.map((key) => ({ type: 'put' as const, key, value })));
+        // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
+        const have = await this.store.fetches.getMany(settled);
+        const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: this.store.seen, key, value }));
+        for (let i = 0; i < settled.length; i++) {
+          if (!have[i]) ops.push({ type: 'put', sublevel: this.store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
+        }
+        await this.store.db.batch(ops as never);
         this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }
-    await this.route(cands);
+    await Promise.all([this.route(cands), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
+    // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
+    for (const rid of markers) this.handoff?.marker(from, rid, Date.now());
+    if (markers.length) this.schedulePump();
     this.received += items.length;
     this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
   }
@@ -408,12 +435,16 @@ class Agent implements AgentHandle, AgentView {
     if (!mesh) return;
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
     this.metrics.setMembers({ active: c.members.length });
-    if (c.added.length || c.removed.length) this.ringChangedAt = Date.now();
+    if (this.handoff) {
+      const now = Date.now();
+      for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once
+      this.handoff.ringChanged(mesh.membership.ring, mesh.members().filter((m) => !m.self).map((m) => m.id), c.added, now);
+    }
     for (const id of c.removed) {
       if (id === mesh.id || mesh.outbox.queued(id) === 0) continue;
       // A dead or departed peer's queue goes to the hosts' new owners (ourselves included).
-      void mesh.outbox.reassign(id, (it) => { const o = mesh.ownerOf(hostOf(it.url)); return o === mesh.id ? null : o; },
-        (its) => this.acceptFromPeer(its, id)).catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+      void mesh.outbox.reassign(id, (it) => { if (isHandoffMarker(it)) return null; const o = mesh.ownerOf(hostOf(it.url)); return o === mesh.id ? null : o; },
+        (its) => this.acceptFromPeer(its.filter((it) => !isHandoffMarker(it)), id)).catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
     }
     // Seen entries go out at once, not behind earlier handoffs still waiting for
     // in-flight fetches: the new owners must know what we fetched before they start.
@@ -431,12 +462,44 @@ class Agent implements AgentHandle, AgentView {
       this.rebalancePending = false;
       const mesh = this.mesh;
       if (!mesh) return;
+      const rid = this.handoff?.ringId;
+      let failed = false;
       const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
       for (const h of moving) {
-        try { await this.handOff(h); } catch (err) { this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
+        try { await this.handOff(h); } catch (err) { failed = true; this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
       }
       if (moving.length) this.log.info({ hosts: moving.length }, 'hosts handed over');
+      if (!failed) await this.sendMarkers(rid);
     });
+  }
+
+  /**
+   * "Handoff complete" for ring `rid` to every member that has not had ours
+   * yet: queued after everything this pass handed over, on the same ordered
+   * streams. Skipped when the ring moved on during the pass (the next pass marks).
+   */
+  private async sendMarkers(rid: bigint | undefined): Promise<void> {
+    const mesh = this.mesh;
+    const gate = this.handoff;
+    if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return;
+    const due = gate.markersDue(mesh.membership.ring.members());
+    await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
+  }
+
+  private startHandoffGate(mesh: AgentMesh): void {
+    const gate = this.handoff = new HandoffGate(mesh.id, {
+      // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
+      timeoutMs: this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs,
+      floorMs: this.config.minDelayMs,
+    });
+    // Every member known at start is new to us: it may hold hosts we own (we were away, or never here).
+    const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
+    gate.ringChanged(mesh.membership.ring, others, others, Date.now());
+    // A peer restarted without a ring change waits for our marker again.
+    mesh.membership.on('heartbeat', (m) => { if (gate.heard(m.id, m.incarnation)) this.scheduleRebalance(); });
+    this.handoffTimer = setInterval(() => gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now()), this.config.mesh.heartbeatMs);
+    this.handoffTimer.unref();
+    this.scheduleRebalance();
   }
 
   /**
@@ -560,6 +623,8 @@ class Agent implements AgentHandle, AgentView {
       this.scheduleRebalance();
       return;
     }
+    const gated = this.handoff ? this.handoff.notBefore(h.name, Date.now()) : 0;
+    if (gated > 0) { this.frontier.release(h, gated); return; } // the previous owner's handoff is not complete yet
     for (;;) {
       const q = this.frontier.take(h);
       if (!q) { this.frontier.release(h, Date.now()); return; }
@@ -866,6 +931,7 @@ class Agent implements AgentHandle, AgentView {
     this.running = false;
     this.lifecycle = 'leaving';
     if (this.sampler) clearInterval(this.sampler);
+    if (this.handoffTimer) clearInterval(this.handoffTimer);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     // Let in-flight turns finish (each is bounded by the fetch timeouts).
     const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
