@@ -424,7 +424,10 @@ class Agent implements AgentHandle, AgentView {
     }
     await Promise.all([this.route(cands), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
     // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
-    for (const rid of markers) this.handoff?.marker(from, rid, Date.now());
+    for (const rid of markers) {
+      this.handoff?.marker(from, rid, Date.now());
+      this.log.info({ from: from.slice(-12), ring: rid.toString(16), waitingFor: this.handoff?.waitingFor().map((p) => p.slice(-12)) }, 'handoff marker received');
+    }
     if (markers.length) this.schedulePump();
     this.received += items.length;
     this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
@@ -439,6 +442,7 @@ class Agent implements AgentHandle, AgentView {
       const now = Date.now();
       for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once
       this.handoff.ringChanged(mesh.membership.ring, mesh.members().filter((m) => !m.self).map((m) => m.id), c.added, now);
+      this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
     }
     for (const id of c.removed) {
       if (id === mesh.id || mesh.outbox.queued(id) === 0) continue;
@@ -483,6 +487,7 @@ class Agent implements AgentHandle, AgentView {
     const gate = this.handoff;
     if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return;
     const due = gate.markersDue(mesh.membership.ring.members());
+    if (due.length) this.log.info({ ring: rid.toString(16), to: due.map((p) => p.slice(-12)) }, 'handoff markers sent');
     await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
   }
 
@@ -527,7 +532,10 @@ class Agent implements AgentHandle, AgentView {
       // Seen entries again: those of pages that finished while we waited above.
       const settled = await this.settledItems(h);
       await mesh.forward(owner, [...settled, ...queued], true);
-      await this.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
+      // Their seen entries go too: "queued" is no longer true here, and should the host come
+      // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
+      const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: this.store.seen, key: seenKey(h.key, q.url) }));
+      await this.store.db.batch([...entries.map(([key]) => ({ type: 'del' as const, sublevel: this.store.frontier, key })), ...unseen] as never);
       this.frontier.dropHost(h, entries.length);
       return queued.length;
     });
