@@ -1,104 +1,13 @@
 // Issue 5 acceptance: several agent processes on loopback crawl one synthetic
-// web as a mesh. Each agent has its own User-Agent comment so the web's request
-// log tells which agent fetched what (the product token stays `ubicrawl`).
+// web as a mesh (helpers in mesh-agents.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startSyntheticWeb, checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
+import { join } from 'node:path';
+import { startSyntheticWeb, checkPoliteness } from '../bench/web/index.js';
 import { generateSwarmKey } from '../src/mesh/index.js';
 import { tempDir } from './helpers.js';
-
-const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'ubicrawl.js');
-const MIN_DELAY = 150;
-
-interface Agent { name: string; proc: ChildProcess; done: Promise<{ code: number | null; signal: string | null; out: string; err: string }> }
-
-function startAgentProcess(web: SyntheticWeb, dir: string, name: string, extra: string[]): Agent {
-  const args = ['join', '--data-dir', join(dir, name), '--until-idle', '--min-delay', String(MIN_DELAY), '--delay-factor', '0',
-    '--concurrency', '16', '--progress', 'off', '--log-level', process.env.MESH_LOG ?? 'warn', '--no-sitemaps', '--heartbeat', '250', '--dead-after', '1500',
-    '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  proc.stdout!.on('data', (d: Buffer) => { out += d; });
-  proc.stderr!.on('data', (d: Buffer) => { err += d; });
-  const done = new Promise<{ code: number | null; signal: string | null; out: string; err: string }>((resolve) => {
-    proc.once('close', (code, signal) => {
-      // MESH_LOG=info MESH_LOG_DIR=… keeps each agent's log for a post-mortem.
-      if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, `${name}.${proc.pid}.log`), err + out);
-      resolve({ code, signal, out, err });
-    });
-  });
-  return { name, proc, done };
-}
-
-function agentOf(userAgent: string | null | undefined): string {
-  return /\((a\d+)\)/.exec(userAgent ?? '')?.[1] ?? '?';
-}
-
-function pageCounts(web: SyntheticWeb): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const r of web.requests()) {
-    if (r.path.startsWith('/robots')) continue;
-    const u = r.url ?? `${r.host}${r.path}`;
-    counts.set(u, (counts.get(u) ?? 0) + 1);
-  }
-  return counts;
-}
-
-async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** Resolves once something accepts TCP connections on 127.0.0.1:port (the first agent is up). */
-async function waitPort(port: number): Promise<void> {
-  const { connect } = await import('node:net');
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1');
-      s.once('connect', () => { s.destroy(); resolve(true); });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on ${port}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-/** Polls an agent's API until it sees `n` active members. */
-async function waitMembers(apiPort: number, n: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      const res = await fetch(`http://127.0.0.1:${apiPort}/status`);
-      const st = await res.json() as { mesh: { members: Array<{ state: string }> } };
-      if (st.mesh.members.filter((m) => m.state === 'active').length >= n) return;
-    } catch { /* not up yet */ }
-    if (Date.now() > deadline) throw new Error(`agent on API port ${apiPort} never saw ${n} members`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function seedThroughApi(apiPort: number, urls: string[]): Promise<void> {
-  const res = await fetch(`http://127.0.0.1:${apiPort}/seeds`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ urls }) });
-  assert.equal(res.status, 200, await res.text());
-}
-
-async function meshWeb(hosts: number, pages: number) {
-  const web = await startSyntheticWeb({ seed: hosts, hosts, pagesPerHost: pages, outLinks: 6, crossHostShare: 0.3, pageBytes: { min: 1500, max: 3000 } });
-  const dir = tempDir();
-  const seeds = join(dir, 'seeds.txt');
-  writeFileSync(seeds, web.roots().join('\n') + '\n');
-  return { web, dir, seeds, expected: web.reachable().reachableAllowed };
-}
+import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, waitMembers, seedThroughApi, meshWeb, whoFetched } from './mesh-agents.js';
 
 const PORT0 = 46_000 + (process.pid % 1000) * 3;
 
@@ -159,8 +68,7 @@ test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an
     const counts = pageCounts(web);
     assert.deepEqual([...expected].filter((u) => !counts.has(u)), [], 'every reachable page fetched');
     const twice = [...counts].filter(([, n]) => n > 1).map(([u]) => u);
-    const who = (u: string) => web.requests().filter((r) => r.url === u).map((r) => `${agentOf(r.userAgent)}@${Math.round(r.start)}`).join(' ');
-    assert.deepEqual(twice.slice(0, 4).map((u) => `${u} ${who(u)}`), [], 'no page fetched twice');
+    assert.deepEqual(twice.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'no page fetched twice');
     // The newcomer's share: the hosts it fetched after joining (about a quarter, a third once a1 left).
     const a3Hosts = new Set(web.requests().filter((r) => agentOf(r.userAgent) === 'a3').map((r) => r.host));
     assert.ok(a3Hosts.size >= 200 * 0.15, `the 4th agent took over a fair share of hosts (${a3Hosts.size} of 200)`);

@@ -33,7 +33,7 @@ import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
 import { HandoffGate } from './handoff.js';
-import { SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
 import type { UrlKind } from '../frontier/frontier.js';
@@ -391,7 +391,7 @@ class Agent implements AgentHandle, AgentView {
         // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
         const owner = mesh ? mesh.ownerOf(host) : undefined;
         const hops = it.hops & HOPS_MASK;
-        if (mesh && owner !== mesh.id && hops < this.config.mesh.maxHops) {
+        if (mesh && owner !== mesh.id && hops < this.config.mesh.maxHops && it.hops !== REPLICA_SEEN_HOPS) {
           const l = passOn.get(owner!);
           const item = { url: it.url, depth: 0, hops: SEEN_ONLY_FLAG | (hops + 1) };
           if (l) l.push(item); else passOn.set(owner!, [item]);
@@ -878,11 +878,25 @@ class Agent implements AgentHandle, AgentView {
       ];
       await this.store.db.batch(ops as never);
       this.frontier.acknowledged();
+      if (base !== SEEN_ELSEWHERE) this.replicateSettled(h.name, q.url);
     } catch (err) {
       this.onFatal(err as Error);
     } finally {
       h.data.pendingAcks--;
     }
+  }
+
+  /**
+   * The host's next owner on the ring (who takes it over should we die) learns
+   * what we settled, so a crash of ours costs no second fetch of it beyond the
+   * replication lag (docs/mesh.md "Crashes"). Queued durably, not awaited.
+   */
+  private replicateSettled(host: string, url: string): void {
+    const mesh = this.mesh;
+    if (!mesh) return;
+    const next = mesh.membership.ring.nextOwnersOf(host, 2)[1];
+    if (!next || next === mesh.id) return;
+    mesh.forward(next, [{ url, depth: 0, hops: REPLICA_SEEN_HOPS }], true).catch((err: Error) => this.log.debug({ err: err.message }, 'replicating a seen entry failed'));
   }
 
   private indexLater(path: string): void {

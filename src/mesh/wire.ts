@@ -42,6 +42,13 @@ export const HOPS_MASK = 0x3f;
  * item*: the "handoff complete" marker (docs/mesh.md "Handoff protocol").
  */
 export const HANDOFF_MARKER_HOPS = SEEN_ONLY_FLAG | SITEMAP_FLAG;
+/**
+ * A *replica* seen entry: the sender owns the host and settled this URL; the
+ * receiver is the host's next owner on the ring and keeps the entry (never
+ * passes it on) so that, should the sender die, it does not fetch the page
+ * again (DESIGN.md "Replicated handoff", seen entries only).
+ */
+export const REPLICA_SEEN_HOPS = SEEN_ONLY_FLAG | HOPS_MASK;
 // A reserved name (RFC 6761 §6.4: .invalid never resolves), so a marker can
 // travel as an ordinary item through the outbox and the URL exchange.
 const HANDOFF_MARKER_PREFIX = 'http://handoff.ubicrawl.invalid/v1/';
