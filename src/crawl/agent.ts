@@ -143,6 +143,8 @@ class Agent implements AgentHandle, AgentView {
   /** Hosts we own but may not contact until their previous owners said "handoff complete" (src/crawl/handoff.ts). */
   private handoff: HandoffGate | undefined;
   private handoffTimer: NodeJS.Timeout | undefined;
+  /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
+  private readonly settledOnly = new Map<string, Buffer>();
   /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it).
    * In memory and bounded: a grant is lost across a restart, or when another agent fetches the sitemap.
@@ -210,6 +212,11 @@ class Agent implements AgentHandle, AgentView {
   async start(): Promise<void> {
     await this.frontier.recover();
     if (this.config.mesh.enabled) {
+      this.handoff = new HandoffGate('', {
+        // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
+        timeoutMs: this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs,
+        floorMs: this.config.minDelayMs,
+      });
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
         accept: (items, from) => this.acceptFromPeer(items, from),
         onChange: (c) => this.onMembershipChange(c),
@@ -397,10 +404,12 @@ class Agent implements AgentHandle, AgentView {
           if (l) l.push(item); else passOn.set(owner!, [item]);
           continue;
         }
-        settled.push(seenKey(hostKey(host), it.url));
+        const hk = hostKey(host);
+        settled.push(seenKey(hk, it.url));
         settledUrls.push(it.url);
         const h = this.frontier.host(host);
         if (h) h.data.checkSeen = true;
+        else if (it.hops !== REPLICA_SEEN_HOPS && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
         continue;
       }
       const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
@@ -425,7 +434,7 @@ class Agent implements AgentHandle, AgentView {
     await Promise.all([this.route(cands), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
     // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
     for (const rid of markers) {
-      this.handoff?.marker(from, rid, Date.now());
+      this.handoff?.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
       this.log.info({ from: from.slice(-12), ring: rid.toString(16), waitingFor: this.handoff?.waitingFor().map((p) => p.slice(-12)) }, 'handoff marker received');
     }
     if (markers.length) this.schedulePump();
@@ -473,6 +482,16 @@ class Agent implements AgentHandle, AgentView {
         try { await this.handOff(h); } catch (err) { failed = true; this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
       }
       if (moving.length) this.log.info({ hosts: moving.length }, 'hosts handed over');
+      // Hosts we only hold seen entries for (no frontier state) move too.
+      for (const [host, hk] of this.settledOnly) {
+        const owner = mesh.ownerOf(host);
+        if (owner === mesh.id || this.frontier.host(host)) continue;
+        try {
+          const items = await this.settledItems(hk);
+          if (items.length) await mesh.forward(owner, items, true);
+          this.settledOnly.delete(host);
+        } catch (err) { failed = true; this.log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
+      }
       if (!failed) await this.sendMarkers(rid);
     });
   }
@@ -492,11 +511,8 @@ class Agent implements AgentHandle, AgentView {
   }
 
   private startHandoffGate(mesh: AgentMesh): void {
-    const gate = this.handoff = new HandoffGate(mesh.id, {
-      // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
-      timeoutMs: this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs,
-      floorMs: this.config.minDelayMs,
-    });
+    const gate = this.handoff!;
+    gate.setSelf(mesh.id);
     // Every member known at start is new to us: it may hold hosts we own (we were away, or never here).
     const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
     gate.ringChanged(mesh.membership.ring, others, others, Date.now());
@@ -530,7 +546,7 @@ class Agent implements AgentHandle, AgentView {
         if (e) queued.push({ url: e.url, depth: e.depth, hops: e.kind === 'sitemap' ? SITEMAP_FLAG : 0 });
       }
       // Seen entries again: those of pages that finished while we waited above.
-      const settled = await this.settledItems(h);
+      const settled = await this.settledItems(h.key);
       await mesh.forward(owner, [...settled, ...queued], true);
       // Their seen entries go too: "queued" is no longer true here, and should the host come
       // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
@@ -543,9 +559,9 @@ class Agent implements AgentHandle, AgentView {
   }
 
   /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
-  private async settledItems(h: HostState<HostData>): Promise<UrlItem[]> {
+  private async settledItems(hk: Buffer): Promise<UrlItem[]> {
     const out: UrlItem[] = [];
-    for (const [, v] of await this.store.fetches.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all()) {
+    for (const [, v] of await this.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
       const r = decodeFetchRecord(v);
       if (r) out.push({ url: r.url, depth: 0, hops: SEEN_ONLY_FLAG });
     }
@@ -558,7 +574,7 @@ class Agent implements AgentHandle, AgentView {
     for (const h of hosts) {
       const owner = mesh.ownerOf(h.name);
       if (owner === mesh.id) continue;
-      const items = await this.settledItems(h);
+      const items = await this.settledItems(h.key);
       if (!items.length) continue;
       const l = byOwner.get(owner);
       if (l) l.push(...items); else byOwner.set(owner, items);

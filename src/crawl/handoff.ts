@@ -60,15 +60,23 @@ export class HandoffGate {
   private rid = -1n;
   /** Latest marker ring id per peer (a peer may be ahead of us: its marker counts once we catch up). */
   private readonly lastMarker = new Map<string, bigint>();
+  /** Leavers whose marker came after they stopped owning anything: it holds for every later ring. */
+  private readonly finished = new Set<string>();
   private readonly recheckMs: number;
   /** Ring id of the last marker we queued for each peer (sending side). */
   private readonly sent = new Map<string, bigint>();
   /** Last incarnation seen per peer: a higher one is a restart, which needs our marker again. */
   private readonly incarnations = new Map<string, number>();
 
-  constructor(readonly self: string, private readonly opts: HandoffGateOptions) {
+  /**
+   * `self` may be set later (`setSelf`): the agent creates the gate before its
+   * node exists, so that markers arriving while it starts are not lost.
+   */
+  constructor(private self: string, private readonly opts: HandoffGateOptions) {
     this.recheckMs = opts.recheckMs ?? 200;
   }
+
+  setSelf(id: string): void { this.self = id; }
 
   /** Our current ring id (what our own markers carry). */
   get ringId(): bigint { return this.rid; }
@@ -82,22 +90,28 @@ export class HandoffGate {
    * saw the mesh, an agent restarted after a crash).
    */
   ringChanged(ring: HostRing, alive: readonly string[], added: readonly string[], now: number): void {
+    for (const p of added) this.finished.delete(p); // a leaver back as a member owns hosts again
     const before = this.ring;
     this.ring = snapshotRing(ring);
     this.rid = ringIdOf(this.ring);
     for (const g of this.gates) for (const p of g.waiting) if (this.lastMarker.get(p) === this.rid) g.waiting.delete(p);
-    const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p) !== this.rid);
+    const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p) !== this.rid && !this.finished.has(p));
     if (before && others.length) this.open(before, others, now);
     const newcomers = added.filter((p) => p !== this.self && alive.includes(p) && this.lastMarker.get(p) !== this.rid);
     if (newcomers.length) this.open(null, newcomers, now);
     this.sweep(now);
   }
 
-  /** A peer's marker arrived (after everything it queued for us before it). */
-  marker(from: string, ringId: bigint, now: number): void {
+  /**
+   * A peer's marker arrived (after everything it queued for us before it).
+   * `leaving`: the sender is leaving and owns nothing, so "I hold nothing for
+   * hosts I do not own" is true under any ring: it clears every wait on it.
+   */
+  marker(from: string, ringId: bigint, now: number, leaving = false): void {
     this.stats.markers++;
     this.lastMarker.set(from, ringId);
-    if (ringId !== this.rid) return;
+    if (leaving) this.finished.add(from);
+    else if (ringId !== this.rid) return;
     for (const g of this.gates) g.waiting.delete(from);
     this.sweep(now);
   }
@@ -105,6 +119,7 @@ export class HandoffGate {
   /** A peer was declared dead (or is gone): take over at once, do not wait for it. */
   gone(peer: string, now: number): void {
     this.lastMarker.delete(peer);
+    this.finished.delete(peer);
     this.sent.delete(peer);
     for (const g of this.gates) if (g.waiting.delete(peer)) this.stats.deadCleared++;
     this.sweep(now);
@@ -114,6 +129,7 @@ export class HandoffGate {
   prune(isMember: (id: string) => boolean, now: number): void {
     for (const g of this.gates) for (const p of g.waiting) if (!isMember(p)) { g.waiting.delete(p); this.stats.deadCleared++; }
     for (const p of this.lastMarker.keys()) if (!isMember(p)) this.lastMarker.delete(p);
+    for (const p of this.finished) if (!isMember(p)) this.finished.delete(p);
     for (const p of this.sent.keys()) if (!isMember(p)) this.sent.delete(p);
     for (const p of this.incarnations.keys()) if (!isMember(p)) this.incarnations.delete(p);
     this.sweep(now);
@@ -152,6 +168,7 @@ export class HandoffGate {
     this.incarnations.set(peer, incarnation);
     if (known === undefined || incarnation <= known) return false;
     this.sent.delete(peer);
+    this.finished.delete(peer);
     return true;
   }
 
