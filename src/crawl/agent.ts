@@ -453,12 +453,7 @@ class Agent implements AgentHandle, AgentView {
       this.handoff.ringChanged(mesh.membership.ring, mesh.members().filter((m) => !m.self).map((m) => m.id), c.added, now);
       this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
     }
-    for (const id of c.removed) {
-      if (id === mesh.id || mesh.outbox.queued(id) === 0) continue;
-      // A dead or departed peer's queue goes to the hosts' new owners (ourselves included).
-      void mesh.outbox.reassign(id, (it) => { if (isHandoffMarker(it)) return null; const o = mesh.ownerOf(hostOf(it.url)); return o === mesh.id ? null : o; },
-        (its) => this.acceptFromPeer(its.filter((it) => !isHandoffMarker(it)), id)).catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
-    }
+    for (const id of c.removed) this.rerouteOutbox(id);
     // Seen entries go out at once, not behind earlier handoffs still waiting for
     // in-flight fetches: the new owners must know what we fetched before they start.
     const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
@@ -510,6 +505,20 @@ class Agent implements AgentHandle, AgentView {
     await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
   }
 
+  /** A dead or departed peer's queue goes to the hosts' new owners (ourselves included). */
+  private rerouteOutbox(id: string): void {
+    const mesh = this.mesh!;
+    if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
+    const ring = mesh.membership.ring;
+    void mesh.outbox.reassign(id, (it) => {
+      if (isHandoffMarker(it)) return null; // meant for that peer only: dropped below
+      if (it.hops === REPLICA_SEEN_HOPS) { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
+      const o = mesh.ownerOf(hostOf(it.url));
+      return o === mesh.id ? null : o;
+    }, (its) => this.acceptFromPeer(its.filter((it) => !isHandoffMarker(it) && it.hops !== REPLICA_SEEN_HOPS), id))
+      .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+  }
+
   private startHandoffGate(mesh: AgentMesh): void {
     const gate = this.handoff!;
     gate.setSelf(mesh.id);
@@ -518,7 +527,15 @@ class Agent implements AgentHandle, AgentView {
     gate.ringChanged(mesh.membership.ring, others, others, Date.now());
     // A peer restarted without a ring change waits for our marker again.
     mesh.membership.on('heartbeat', (m) => { if (gate.heard(m.id, m.incarnation)) this.scheduleRebalance(); });
-    this.handoffTimer = setInterval(() => gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now()), this.config.mesh.heartbeatMs);
+    const startedAt = Date.now();
+    this.handoffTimer = setInterval(() => {
+      gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
+      // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
+      // once it could have been heard of, it goes to the hosts' owners.
+      if (Date.now() - startedAt > this.config.mesh.deadAfterMs) {
+        for (const p of mesh.outbox.peers()) if (!mesh.membership.member(p)) this.rerouteOutbox(p);
+      }
+    }, this.config.mesh.heartbeatMs);
     this.handoffTimer.unref();
     this.scheduleRebalance();
   }
