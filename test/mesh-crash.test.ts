@@ -35,11 +35,12 @@ async function threeAgents(web: SyntheticWeb, dir: string, seeds: string, port: 
 }
 
 test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing missed, nothing twice outside its in-flight window, its hosts come back to it', async (t) => {
-  const { web, dir, seeds, expected } = await meshWeb(150, 12);
+  const { web, dir, seeds, expected } = await meshWeb(150, 20);
   try {
     const port = PORT0;
     const [a0, a1, a2] = await threeAgents(web, dir, seeds, port);
-    await waitFor(() => pageCounts(web).size >= expected.size * 0.25, 60_000, 'a quarter of the crawl');
+    // Mid-crawl, once the victim has done a fair part of its share.
+    await waitFor(() => pageCounts(web).size >= expected.size * 0.25 && web.requests().filter((r) => agentOf(r.userAgent) === 'a1').length >= 150, 60_000, 'a quarter of the crawl');
     const killedAt = Date.now();
     a1.proc.kill('SIGKILL');
     assert.equal((await a1.done).signal, 'SIGKILL');
@@ -81,11 +82,12 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
 });
 
 test('an agent SIGKILLed for good: the survivors finish everything they can still reach; what was lost is only what the dead agent alone held', async (t) => {
-  const { web, dir, seeds, expected } = await meshWeb(150, 12);
+  const { web, dir, seeds, expected } = await meshWeb(150, 20);
   try {
     const port = PORT0 + 1;
     const [a0, a1, a2] = await threeAgents(web, dir, seeds, port);
-    await waitFor(() => pageCounts(web).size >= expected.size * 0.25, 60_000, 'a quarter of the crawl');
+    // Mid-crawl, once the victim has done a fair part of its share.
+    await waitFor(() => pageCounts(web).size >= expected.size * 0.25 && web.requests().filter((r) => agentOf(r.userAgent) === 'a1').length >= 150, 60_000, 'a quarter of the crawl');
     const killedAt = Date.now();
     a1.proc.kill('SIGKILL');
     const results = await Promise.all([a0.done, a2.done]);

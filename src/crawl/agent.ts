@@ -569,6 +569,7 @@ class Agent implements AgentHandle, AgentView {
       // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
       const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: this.store.seen, key: seenKey(h.key, q.url) }));
       await this.store.db.batch([...entries.map(([key]) => ({ type: 'del' as const, sublevel: this.store.frontier, key })), ...unseen] as never);
+      if (unseen.length) this.drum.forgetCached();
       this.frontier.dropHost(h, entries.length);
       return queued.length;
     });
