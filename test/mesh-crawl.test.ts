@@ -52,16 +52,23 @@ test('3 agents crawl a 300-host web: every page once, each host by one agent, pe
 // docs/mesh.md "Handoff protocol": a host that changes hands is not contacted by its new
 // owner before the previous owner's "handoff complete" marker (after its seen entries).
 test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an agent leaves gracefully mid-crawl: nothing missed, nothing twice', async () => {
-  const { web, dir, seeds, expected } = await meshWeb(200, 12);
+  const { web, dir, seeds, expected } = await meshWeb(200, 16);
   try {
     const port = PORT0 + 1;
+    const a3Api = PORT0 + 510;
     const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${port}`]);
     await waitPort(port);
     const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`]);
     const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--seed', seeds]);
     await waitFor(() => pageCounts(web).size >= expected.size * 0.25, 60_000, 'a quarter of the crawl');
-    const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`]);
-    await waitFor(() => pageCounts(web).size >= expected.size * 0.55, 60_000, 'half of the crawl');
+    const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--api', `127.0.0.1:${a3Api}`]);
+    await waitMembers(a3Api, 4);
+    // Its share of the ring once it is in: about a quarter (HostRing balance, 2048 points each).
+    const st = await (await fetch(`http://127.0.0.1:${a3Api}/status`)).json() as { mesh: { members: Array<{ self: boolean; share: number }> } };
+    const share = st.mesh.members.find((m) => m.self)!.share;
+    assert.ok(share > 0.18 && share < 0.32, `the 4th agent's share of the ring is about a quarter (${share.toFixed(3)})`);
+    // The leave comes once the newcomer crawls, past half of the crawl.
+    await waitFor(() => pageCounts(web).size >= expected.size * 0.55 && web.requests().some((r) => agentOf(r.userAgent) === 'a3'), 60_000, 'half of the crawl');
     a1.proc.kill('SIGTERM'); // graceful leave: hands its hosts over
     const results = await Promise.all([a0.done, a1.done, a2.done, a3.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
