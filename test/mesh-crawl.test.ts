@@ -51,7 +51,7 @@ test('3 agents crawl a 300-host web: every page once, each host by one agent, pe
 
 // docs/mesh.md "Handoff protocol": a host that changes hands is not contacted by its new
 // owner before the previous owner's "handoff complete" marker (after its seen entries).
-test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an agent leaves gracefully mid-crawl: nothing missed, nothing twice', async () => {
+test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an agent leaves gracefully mid-crawl: nothing missed, nothing twice', async (t) => {
   const { web, dir, seeds, expected } = await meshWeb(200, 16);
   try {
     const port = PORT0 + 1;
@@ -60,7 +60,7 @@ test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an
     await waitPort(port);
     const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`]);
     const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--seed', seeds]);
-    await waitFor(() => pageCounts(web).size >= expected.size * 0.25, 60_000, 'a quarter of the crawl');
+    await waitFor(() => pageCounts(web).size >= expected.size * 0.15, 60_000, 'a sixth of the crawl');
     const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--api', `127.0.0.1:${a3Api}`]);
     await waitMembers(a3Api, 4);
     // Its share of the ring once it is in: about a quarter (HostRing balance, 2048 points each).
@@ -76,9 +76,13 @@ test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an
     assert.deepEqual([...expected].filter((u) => !counts.has(u)), [], 'every reachable page fetched');
     const twice = [...counts].filter(([, n]) => n > 1).map(([u]) => u);
     assert.deepEqual(twice.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'no page fetched twice');
-    // The newcomer's share: the hosts it fetched after joining (about a quarter, a third once a1 left).
-    const a3Hosts = new Set(web.requests().filter((r) => agentOf(r.userAgent) === 'a3').map((r) => r.host));
-    assert.ok(a3Hosts.size >= 200 * 0.15, `the 4th agent took over a fair share of hosts (${a3Hosts.size} of 200)`);
+    // The newcomer's share of the hosts crawled once it was in (about a quarter, a third once a1 left).
+    const a3Reqs = web.requests().filter((r) => agentOf(r.userAgent) === 'a3');
+    const since = Math.min(...a3Reqs.map((r) => r.start));
+    const a3Hosts = new Set(a3Reqs.map((r) => r.host));
+    const activeHosts = new Set(web.requests().filter((r) => r.start >= since).map((r) => r.host));
+    t.diagnostic(`join/leave: ring share of the 4th agent ${share.toFixed(3)}; it crawled ${a3Hosts.size} of the ${activeHosts.size} hosts crawled after it joined`);
+    assert.ok(a3Hosts.size >= activeHosts.size * 0.18, `the 4th agent took over a fair share of the hosts (${a3Hosts.size} of ${activeHosts.size})`);
     assert.deepEqual(checkPoliteness(web.requests(), MIN_DELAY, { toleranceMs: 15 }).slice(0, 5), [], 'per-host delay held through handoffs');
   } finally {
     await web.close();
