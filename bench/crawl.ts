@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { startAgent } from '../src/crawl/agent.js';
 import { parseResolveRule } from '../src/config.js';
+import { median } from './measure.js';
 
 interface Args { runs: number; hosts: number; pages: number; concurrency: number; minKb: number; maxKb: number; profile: boolean }
 
@@ -50,11 +51,6 @@ async function startWeb(a: Args): Promise<WebInfo> {
   return { child, resolve: info.resolve, roots: info.roots };
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
 
 async function runOnce(a: Args, web: WebInfo): Promise<{ pages: number; pagesPerSec: number; cpuMsPerPage: number; peakRssMb: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'ubicrawl-bench-'));

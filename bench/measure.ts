@@ -9,3 +9,20 @@ export function mainThreadCpu(): number {
     return (Number(f[11]) + Number(f[12])) / 100;
   } catch { return NaN; }
 }
+
+/** Resident memory split (Linux /proc): anonymous (heap, LevelDB caches, malloc) vs file-backed (LevelDB mmaps its table files), MB. */
+export function procRss(): { anon: number; file: number } {
+  try {
+    const st = readFileSync('/proc/self/status', 'utf8');
+    const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
+    return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
+  } catch { return { anon: NaN, file: NaN }; }
+}
+
+/** The median (the mean of the two middle values for an even count); NaN for none. Every benchmark reports this. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}

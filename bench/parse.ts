@@ -3,6 +3,7 @@
 // Prints CPU µs per page and MB/s, median of 5 runs, for links only and links + visible text,
 // on a realistic page (head with meta/link/script/style, paragraphs, inline markup, entities).
 import { extractPage } from '../src/parse/html.js';
+import { median } from './measure.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -48,10 +49,6 @@ export function makePage(size: number, links: number, seed = 1): string {
   return s;
 }
 
-function median(xs: number[]): number {
-  const a = [...xs].sort((p, q) => p - q);
-  return a[a.length >> 1];
-}
 
 function run(label: string, bodies: Uint8Array[], wantText: boolean, pages: number): void {
   const opts = { url: 'https://host17.example/page/42', contentType: 'text/html; charset=utf-8', robotsToken: 'ubicrawl', wantText };

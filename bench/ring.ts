@@ -9,6 +9,7 @@
 // Run: npx tsc -p . && node dist/bench/ring.js [--hosts N] [--replicas R]
 
 import { HostRing, DEFAULT_REPLICAS } from '../src/assign/ring.js';
+import { median } from './measure.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(name);
@@ -18,7 +19,6 @@ function arg(name: string, def: number): number {
 const HOSTS = arg('--hosts', 1_000_000);
 const REPLICAS = arg('--replicas', DEFAULT_REPLICAS);
 const hosts = Array.from({ length: HOSTS }, (_, i) => `host${i}.example`);
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 /** CPU milliseconds of this process (less sensitive than wall time to other load on the machine). */
 const cpu = (): number => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
 

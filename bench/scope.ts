@@ -5,8 +5,8 @@
 
 import { ScopePolicy } from '../src/scope/traps.js';
 import { prng } from './textgen.js';
+import { median } from './measure.js';
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const cpu = (): number => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
 
 const r = prng(1);

@@ -19,13 +19,14 @@
 // runs the lookups as ordinary DRUM submissions (check + insert of misses).
 import '../src/polyfill.js';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir, loadavg, cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openStore, type StoreOptions } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { Drum, type DrumItem } from '../src/seen/drum.js';
+import { mainThreadCpu, procRss, median } from './measure.js';
 
 interface Args {
   sizes: number[]; runs: number; batch: number; hosts: number; chunk: number; dir: string;
@@ -238,8 +239,6 @@ async function runOnce(a: Args, n: number): Promise<RunResult> {
   };
 }
 
-import { readdirSync, statSync, readFileSync } from 'node:fs';
-import { mainThreadCpu } from './measure.js';
 function dirBytes(d: string): number {
   let s = 0;
   for (const f of readdirSync(d)) s += statSync(join(d, f)).size;
@@ -262,16 +261,7 @@ function childRun(a: Args, n: number): Promise<RunResult> {
   });
 }
 
-/** Resident memory split (Linux /proc): anonymous (heap, LevelDB caches, malloc) vs file-backed (LevelDB mmaps its table files), MB. */
-function procRss(): { anon: number; file: number } {
-  try {
-    const st = readFileSync('/proc/self/status', 'utf8');
-    const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
-    return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
-  } catch { return { anon: NaN, file: NaN }; }
-}
 
-const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1];
 const k = (x: number): string => `${(x / 1000).toFixed(0)} k`;
 const M = (n: number): string => (n >= 1e6 ? `${n / 1e6} M` : `${n / 1e3} k`);
 

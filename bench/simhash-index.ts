@@ -22,7 +22,7 @@ import { openStore } from '../src/store/db.js';
 import { SimhashStore } from '../src/dedup/index.js';
 import { SIMHASH_TABLES, SIMHASH_TABLES_16, hamming64, simhash64 } from '../src/dedup/simhash.js';
 import { article, prng } from './textgen.js';
-import { mainThreadCpu } from './measure.js';
+import { mainThreadCpu, procRss, median } from './measure.js';
 
 interface Args { writeRound: number; n: number; docs: number; queries: number; concurrency: number; runs: number; layout: 4 | 16; dir: string; child: string | undefined }
 
@@ -173,17 +173,8 @@ function spawnRun(a: Args, fpFile: string): Promise<RunResult> {
   });
 }
 
-/** Resident memory split (Linux /proc): anonymous (heap, LevelDB caches, malloc) vs file-backed (LevelDB mmaps its table files), MB. */
-function procRss(): { anon: number; file: number } {
-  try {
-    const st = readFileSync('/proc/self/status', 'utf8');
-    const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
-    return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
-  } catch { return { anon: NaN, file: NaN }; }
-}
 
 
-const median = (xs: number[]): number => [...xs].sort((x, y) => x - y)[(xs.length - 1) >> 1]!;
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));

@@ -11,12 +11,12 @@
 
 import { simhash64, hamming64, SimhashIndex, SIMHASH_TABLES } from '../src/dedup/simhash.js';
 import { article, prng } from './textgen.js';
+import { median } from './measure.js';
 
 function arg(name: string, def: number): number {
   const i = process.argv.indexOf(name);
   return i >= 0 ? Number(process.argv[i + 1]) : def;
 }
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const cpu = (): number => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
 
 function to15k(text: string): string {

@@ -3,6 +3,7 @@
 // Prints CPU ns per URL (median of 5 runs) for normalizeUrl and, for scale, for
 // `new URL(href, base).href` (WHATWG resolution alone, no RFC 3986 normal form).
 import { normalizeUrl } from '../src/url/normalize.js';
+import { median } from './measure.js';
 
 const COUNT = Number(process.argv[2] ?? 200_000);
 const PER_PAGE = 50; // links resolved against the same page URL in a row
@@ -59,10 +60,6 @@ for (let i = 0; i < COUNT; i += PER_PAGE) {
   for (let i = 0; i < COUNT; i++) { hrefs[i] = flatH[i]; bases[i] = flatB[i]; }
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[s.length >> 1];
-}
 
 function measure(label: string, fn: (h: string, b: string) => unknown): number {
   let sink = 0;

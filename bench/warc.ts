@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { WarcWriter } from '../src/warc/writer.js';
 import type { ExchangeInput } from '../src/warc/writer.js';
+import { median } from './measure.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string, def: string): string => {
@@ -116,10 +117,6 @@ async function once(worker: boolean, level: number): Promise<Run> {
   }
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-};
 
 const CONFIGS: Array<{ name: string; worker: boolean; level: number }> = [
   { name: 'worker-4', worker: true, level: 4 }, // the default

@@ -1,4 +1,5 @@
 import type { ScopeOptions } from './scope/traps.js';
+import { defaultRecrawlSettings, type RecrawlSettings } from './recrawl/settings.js';
 
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, so a default lives here once.
@@ -28,8 +29,12 @@ export interface AgentConfig {
   maxDelayMs: number;
   /** Stop after this many fetched pages (0 = no limit). */
   maxPages: number;
-  /** Exit once nothing is queued or in flight. */
+  /** Exit once nothing is queued or in flight (with recrawl: and nothing due within recrawl.horizonMs). */
   untilIdle: boolean;
+  /** Stop after this much wall-clock time, ms (0 = no limit). */
+  maxDurationMs: number;
+  /** Recrawl scheduling (issue 7; off by default: a one-pass crawl). Defaults in src/recrawl/settings.ts. */
+  recrawl: RecrawlSettings;
   /** Write the closing summary JSON here as well as printing it. */
   summaryFile?: string;
   resolve: ResolveRule[];
@@ -125,6 +130,8 @@ export function defaultConfig(): AgentConfig {
     maxDelayMs: 120_000,
     maxPages: 0,
     untilIdle: false,
+    maxDurationMs: 0,
+    recrawl: defaultRecrawlSettings(),
     resolve: [],
     fetch: {
       connectTimeoutMs: 10_000,

@@ -35,3 +35,11 @@ export { HostResolver } from './fetch/dns.js';
 // Operations
 export { startApiServer, DEFAULT_API_LISTEN } from './api/server.js';
 export { createMetrics } from './api/metrics.js';
+
+// Recrawl (issue 7)
+export {
+  recordFetch, seedInterval, conditionalHeaders, revisitPriority, nextKind, newShare, encodeRecrawlState, decodeRecrawlState,
+  DEFAULT_RECRAWL, type RecrawlState, type RecrawlConfig,
+} from './recrawl/schedule.js';
+export { defaultRecrawlSettings, type RecrawlSettings } from './recrawl/settings.js';
+export { serverNotModifiedRevisit } from './warc/notmodified.js';

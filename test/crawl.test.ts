@@ -156,6 +156,41 @@ test('Sitemaps 0.90: found through robots.txt and /sitemap.xml; pages only liste
   }
 });
 
+test('Sitemaps 0.90 cross submits: a sitemap on another host may list a host\'s URLs only when that host\'s robots.txt names it', async () => {
+  let names: string[] = [];
+  const xml = (urls: string[]) => `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${urls.map((u) => `<url><loc>${u}</loc></url>`).join('')}</urlset>`;
+  const web = await startSyntheticWeb({
+    hosts: 2, pagesPerHost: 1,
+    intercept: (req) => {
+      const [shop, maps] = names.map((n) => web.url(n, '').replace(/\/$/, ''));
+      const text = (body: string, type = 'text/plain') => ({ status: 200, headers: { 'content-type': type }, body });
+      if (req.hostIndex === 0 && req.path === '/robots.txt') return text(`User-agent: *\nDisallow:\nSitemap: ${maps}/maps/shop.xml\n`);
+      if (req.hostIndex === 1 && req.path === '/robots.txt') return text(`User-agent: *\nDisallow:\nSitemap: ${maps}/maps/own.xml\n`);
+      // Named by the shop's robots.txt only: may list the shop's URLs and its own directory, not the rest of its host.
+      if (req.hostIndex === 1 && req.path === '/maps/shop.xml') return text(xml([`${shop}/granted`, `${maps}/maps/page`, `${maps}/outside`]), 'application/xml');
+      // Named by its own host's robots.txt (grants that whole host), not by the shop's: the shop's URL is out of scope.
+      if (req.hostIndex === 1 && req.path === '/maps/own.xml') return text(xml([`${shop}/stolen`, `${maps}/elsewhere`]), 'application/xml');
+      return text('<p>no links</p>', 'text/html');
+    },
+  });
+  names = [web.hostName(0), web.hostName(1)];
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 0, delayFactor: 0,
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+    });
+    const summary = await agent.done;
+    const paths = (i: number) => web.requests().filter((r) => r.host === names[i] && !r.path.startsWith('/robots')).map((r) => r.path).sort();
+    assert.deepEqual(paths(0), ['/', '/granted'], 'the granted URL is crawled, the ungranted one is not');
+    assert.deepEqual(paths(1), ['/', '/elsewhere', '/maps/own.xml', '/maps/page', '/maps/shop.xml'], 'a sitemap lists its own directory, or the hosts whose robots.txt names it');
+    const sm = summary.sitemaps as Record<string, number>;
+    assert.equal(sm.rejected, 2, JSON.stringify(sm));
+  } finally {
+    await web.close();
+  }
+});
+
 test('hostile input: a 10 MiB robots.txt, a sitemap index that points to itself, a sitemap of 100,000 URLs are bounded and counted', async () => {
   const big = 'User-agent: *\n' + 'Disallow: /nothing-here-' + 'x'.repeat(60) + '\n'.repeat(1);
   const robots10M = Buffer.from(big.repeat(Math.ceil((10 << 20) / big.length)) + 'User-agent: *\nDisallow: /late\n');

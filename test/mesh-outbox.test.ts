@@ -8,6 +8,7 @@ import { Outbox, batchItems, type OutboxDb } from '../src/mesh/outbox.js';
 import { RecentHashes } from '../src/mesh/recent.js';
 import {
   decodeAck, decodeBatch, encodeAckFrame, encodeBatchFrame, isWireUrl, MAX_BATCH_URLS, MAX_URL_BYTES, type UrlItem,
+  decodeSegment, encodeSegment, isWireItem, GRANT_FLAG, SITEMAP_FLAG, HOPS_MASK,
 } from '../src/mesh/wire.js';
 
 const P1 = '12D3KooWB92f6rzMWUvLZHsGqKLY1SpAavAFS9ZWYRFQGQZRfN9E';
@@ -37,6 +38,28 @@ test('isWireUrl: printable-ASCII http(s) URLs with an authority, bounded length'
   for (const bad of ['ftp://a.b/', 'http:///path', 'https://', 'http://a b/', 'http://ü.example/', 'HTTP://a.b/', 'http://a.b/\n', `http://a.b/${'x'.repeat(MAX_URL_BYTES)}`, 'javascript:alert(1)']) {
     assert.equal(isWireUrl(bad), false, bad);
   }
+});
+
+test('Sitemaps 0.90 cross submits: the grant of a robots.txt travels with it (GRANT_FLAG) in frames and outbox segments', () => {
+  const granted: UrlItem = { url: 'http://maps.example/s/all.xml', depth: 0, hops: 2 | SITEMAP_FLAG | GRANT_FLAG, grant: 'http://shop.example/' };
+  const plain = items(0, 2);
+  const its = [plain[0]!, granted, plain[1]!];
+  assert.ok(isWireItem(granted));
+  assert.equal(isWireItem({ ...granted, grant: undefined }), false, 'the flag without a grant is not sendable');
+  assert.equal(isWireItem({ ...granted, grant: 'ftp://x/' }), false, 'a grant must be a wire URL');
+  const d = decodeBatch(payload(encodeBatchFrame({ batchId: 3, from: P1, epoch: 1, flags: 0, items: its, seqs: [1, 2, 3] })));
+  assert.ok(d.ok);
+  assert.deepEqual(d.value.items, its);
+  assert.equal(d.value.items[1]!.hops & HOPS_MASK, 2, 'the hop count survives beside the flags');
+  assert.deepEqual(decodeSegment(encodeSegment(its)), its);
+  // A grant that is not a wire URL drops that item alone, counted like a bad URL.
+  const frame = Buffer.from(payload(encodeBatchFrame({ batchId: 3, from: P1, epoch: 1, flags: 0, items: its, seqs: [1, 2, 3] })));
+  const at = frame.indexOf('http://shop.example/');
+  frame[at + 7] = 0x20; // a space inside the grant
+  const bad = decodeBatch(frame);
+  assert.ok(bad.ok);
+  assert.equal(bad.value.invalidUrls, 1);
+  assert.deepEqual(bad.value.items, plain);
 });
 
 test('batch frames: round trip; the encoder enforces the limits; the decoder rejects every malformation with a reason', () => {

@@ -130,15 +130,15 @@ test('LevelDB encoding: round trip, versioned, bounded, damage → null', () => 
   assert.deepEqual(back, { ...full, fetches: 0xffff });
   const small = recordFetch(undefined, { fetchedAt: T0 + 123, digest: dig('a') });
   const sb = encodeRecrawlState(small);
-  assert.equal(sb.length, 22 + 1 + 8);
+  assert.equal(sb.length, 30 + 1 + 8);
   const s2 = decodeRecrawlState(sb)!;
-  assert.equal(s2.fetchedAt, T0, 'second precision');
-  assert.ok(s2.nextDueAt >= small.nextDueAt, 'rounded up: never due early');
+  assert.equal(s2.fetchedAt, T0 + 123, 'millisecond precision (time-scaled intervals can be 100 ms)');
+  assert.equal(decodeRecrawlState(encodeRecrawlState({ ...small, nextDueAt: T0 + 0.5 }))!.nextDueAt, T0 + 1, 'rounded up: never due early');
   assert.deepEqual(s2.digest, small.digest);
   assert.deepEqual(decodeRecrawlState(encodeRecrawlState({ intervalMs: H, fetchedAt: 0, capturedAt: 0, nextDueAt: 0, fetches: 0, changes: 0 })),
     { intervalMs: H, fetchedAt: 0, capturedAt: 0, nextDueAt: 0, fetches: 0, changes: 0 });
   // Damage.
-  assert.equal(decodeRecrawlState(Buffer.from([2, ...sb.subarray(1)])), null, 'unknown version');
+  assert.equal(decodeRecrawlState(Buffer.from([1, ...sb.subarray(1)])), null, 'unknown version (v1 stored seconds)');
   assert.equal(decodeRecrawlState(sb.subarray(0, sb.length - 1)), null, 'truncated');
   assert.equal(decodeRecrawlState(Buffer.concat([sb, Buffer.from([0])])), null, 'trailing bytes');
   assert.equal(decodeRecrawlState(Buffer.alloc(3)), null);

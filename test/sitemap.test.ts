@@ -4,6 +4,9 @@ import { gzipSync } from 'node:zlib';
 import { parseSitemap } from '../src/sitemap/parse.js';
 import { parseW3cDatetime, parsePriority, parseChangefreq, parseRfc822Date } from '../src/sitemap/fields.js';
 import { gunzipBounded } from '../src/sitemap/gzip.js';
+import { SitemapGrants, MAX_GRANTS_PER_SITEMAP } from '../src/sitemap/grants.js';
+import { openStore } from '../src/store/db.js';
+import { tempDir } from './helpers.js';
 import { DEFAULT_SITEMAP_LIMITS, sitemapDepthOk, planChildSitemaps } from '../src/sitemap/limits.js';
 import { robotsGrantPrefix, defaultSitemapUrl, directoryPrefix, sitemapScope } from '../src/sitemap/scope.js';
 
@@ -475,4 +478,26 @@ test('nested indexes: depth bound, and an index that lists itself (or a cycle) t
   const deep = planChildSitemaps([{ loc: 'http://h/d4.xml' }], 3, seen);
   assert.deepEqual(deep.follow, []);
   assert.equal(deep.skippedDepth, 1);
+});
+
+test('Sitemaps 0.90 cross submits: grants are durable across a reopen, bounded per sitemap, and a damaged entry reads as none', async () => {
+  const dir = tempDir();
+  let store = await openStore(dir);
+  try {
+    const g = new SitemapGrants(store.meta);
+    await g.add('http://maps.example/all.xml', 'http://shop.example/');
+    await g.add('http://maps.example/all.xml', 'http://shop.example/');
+    await g.add('http://maps.example/all.xml', 'http://blog.example/');
+    for (let i = 0; i < MAX_GRANTS_PER_SITEMAP + 5; i++) await g.add('http://maps.example/flood.xml', `http://h${i}.example/`);
+    await store.close();
+    store = await openStore(dir);
+    const again = new SitemapGrants(store.meta);
+    assert.deepEqual(await again.get('http://maps.example/all.xml'), ['http://shop.example/', 'http://blog.example/']);
+    assert.equal((await again.get('http://maps.example/flood.xml'))!.length, MAX_GRANTS_PER_SITEMAP);
+    assert.equal(await again.get('http://maps.example/other.xml'), undefined);
+    await store.meta.put(Buffer.from('grant\u0000http://maps.example/bad.xml', 'latin1'), Buffer.from('{not json'));
+    assert.equal(await again.get('http://maps.example/bad.xml'), undefined);
+  } finally {
+    await store.close();
+  }
 });

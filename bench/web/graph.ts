@@ -2,7 +2,7 @@
 // redirect, duplicate), links, robots.txt and sitemaps, all derived on demand
 // from the seed. No I/O here: the server renders what this describes and the
 // reachability oracle walks it.
-import { hash4, unit, Rng, seedToInt } from './prng.js';
+import { hash4, Rng, seedToInt } from './prng.js';
 import type {
   ErrorMix, RobotsSpec, SyntheticWebOptions, TrapOptions, UrlInfo, VariantKind,
 } from './types.js';

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { Command } from 'commander';
 import { Pool } from 'undici';
+import { median } from '../measure.js';
 
 const program = new Command('synthetic-web-load')
   .option('--requests <n>', 'requests to send', (v) => Number(v), 40000)
@@ -93,6 +94,6 @@ for (let r = 0; r < o.runs; r++) {
   results.push(x);
   process.stdout.write(`run ${r + 1}: ${x.rps.toFixed(0)} req/s, ${x.mbps.toFixed(1)} MB/s, server ${x.cpuUsPerReq.toFixed(0)} CPU-us/req (${x.userUsPerReq.toFixed(0)} user)\n`);
 }
-const med = (f: (x: (typeof results)[number]) => number): number => results.map(f).sort((a, b) => a - b)[Math.floor(results.length / 2)];
+const med = (f: (x: (typeof results)[number]) => number): number => median(results.map(f));
 process.stdout.write(`median: ${med((x) => x.rps).toFixed(0)} req/s, ${med((x) => x.mbps).toFixed(1)} MB/s, ` +
   `server ${med((x) => x.cpuUsPerReq).toFixed(0)} CPU-us/req, ${med((x) => x.userUsPerReq).toFixed(0)} of it user (${o.connections} connections, log ${o.log ? 'on' : 'off'})\n`);

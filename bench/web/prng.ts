@@ -3,15 +3,9 @@
 // processes with the same options build byte-identical sites without sharing
 // state, and nothing has to be stored per page.
 
-/** MurmurHash3 32-bit finaliser: a cheap, well-mixing permutation of uint32. */
-export function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
+import { fmix32 } from '../../src/hash/mix.js';
+
+export { fmix32 };
 
 /** Hash of up to four integers (order-sensitive). */
 export function hash4(a: number, b: number, c = 0, d = 0): number {

@@ -19,6 +19,25 @@ function intArg(name: string, min: number) {
 
 function collect(v: string, prev: string[]): string[] { return [...prev, v]; }
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `30m`, `1h`, `30d`, `500ms`; a bare number is seconds. */
+function durationArg(name: string) {
+  return (v: string): number => {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(v.trim());
+    if (!m) throw new InvalidArgumentError(`${name} must be a duration such as 90s, 30m, 1h or 30d`);
+    return Math.round(Number(m[1]) * DURATION_UNITS[m[2] ?? 's']!);
+  };
+}
+
+function numberArg(name: string, min: number, max: number) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a number from ${min} to ${max}`);
+    return n;
+  };
+}
+
 function resolveArg(v: string, prev: ResolveRule[]): ResolveRule[] {
   try { return [...prev, parseResolveRule(v)]; } catch (err) { throw new InvalidArgumentError((err as Error).message); }
 }
@@ -42,7 +61,14 @@ export function buildProgram(): Command {
       return n;
     }, 10)
     .option('--max-pages <n>', 'stop after fetching this many pages (0 = no limit)', intArg('--max-pages', 0), 0)
-    .option('--until-idle', 'exit once nothing is left to crawl', false)
+    .option('--until-idle', 'exit once nothing is left to crawl (with --recrawl: and nothing is due within --recrawl-horizon)', false)
+    .addOption(new Option('--max-duration <duration>', 'stop after this long (e.g. 90s, 2h; 0 = no limit)').argParser(durationArg('--max-duration')).default(0))
+    .option('--recrawl', 'revisit fetched pages at the rate they change, with conditional GETs (off: one pass)', false)
+    .addOption(new Option('--recrawl-min <duration>', 'shortest revisit interval').argParser(durationArg('--recrawl-min')).default(3_600_000, '1h'))
+    .addOption(new Option('--recrawl-max <duration>', 'longest revisit interval').argParser(durationArg('--recrawl-max')).default(30 * 86_400_000, '30d'))
+    .addOption(new Option('--recrawl-horizon <duration>', 'with --until-idle: exit when nothing is due sooner than this').argParser(durationArg('--recrawl-horizon')).default(3_600_000, '1h'))
+    .addOption(new Option('--revisit-share <x>', 'share of fetches given to revisits while new URLs also wait (0–1)').argParser(numberArg('--revisit-share', 0, 1)).default(0.7))
+    .addOption(new Option('--recrawl-speedup <x>', 'run recrawl time x times faster than the clock (simulations and tests)').argParser(numberArg('--recrawl-speedup', 1, 1e9)).default(1))
     .option('--summary <file>', 'also write the closing JSON summary to this file')
     .option('--resolve <host:port:addr>', "connect to ADDR for HOST:PORT (curl syntax; HOST may be '*' or '*.suffix'); repeatable", resolveArg, [])
     .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
@@ -172,7 +198,8 @@ async function readStdin(): Promise<string> {
 
 interface JoinOpts {
   seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
-  maxPages: number; untilIdle: boolean; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
+  maxPages: number; untilIdle: boolean; maxDuration: number; recrawl: boolean; recrawlMin: number; recrawlMax: number;
+  recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
   warc: boolean; sitemaps: boolean; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
   listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
 }
@@ -192,6 +219,11 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody }, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
     api: { listen: opts.api, tokenFile: opts.apiTokenFile },
     sitemaps: { enabled: opts.sitemaps },
+    maxDurationMs: opts.maxDuration,
+    recrawl: {
+      enabled: opts.recrawl, minIntervalMs: opts.recrawlMin, maxIntervalMs: Math.max(opts.recrawlMin, opts.recrawlMax),
+      horizonMs: opts.recrawlHorizon, revisitShare: opts.revisitShare, speedup: opts.recrawlSpeedup,
+    },
     mesh: {
       enabled: true, peers: seeds.peers, announce: opts.announce, swarmKeyFile: opts.swarmKey, capacity: opts.capacity, crawlId: opts.crawlId,
       heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter,

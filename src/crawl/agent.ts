@@ -33,9 +33,10 @@ import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
 import { HandoffGate } from './handoff.js';
-import { SEEN_ONLY_FLAG, SITEMAP_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
+import { SitemapGrants } from '../sitemap/grants.js';
 import type { UrlKind } from '../frontier/frontier.js';
 import { decodeEntry } from '../frontier/frontier.js';
 import { prefixEnd } from '../store/keys.js';
@@ -44,6 +45,8 @@ import { indexWarcFile } from '../warc/cdxj.js';
 import { nextAllowedAt, parseRetryAfter } from '../politeness/delay.js';
 import { CrawlStats, bump } from './stats.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
+import { Recrawler, payloadDigestBytes, type RecrawlOutcome, type RevisitUrl } from '../recrawl/recrawler.js';
+import { serverNotModifiedRevisit } from '../warc/notmodified.js';
 
 export interface HostData {
   robots: Map<string, RobotsEntry>;
@@ -77,6 +80,8 @@ function newHostData(): HostData {
 /** A URL on its way into the frontier. */
 interface Candidate extends NewUrl {
   key: Buffer;
+  /** A sitemap's cross-submit grant (sitemap/grants.ts), travelling with it to its owner. */
+  grant?: string;
 }
 
 const SEEN_REJECTED = Buffer.from([4]);
@@ -149,7 +154,7 @@ class Agent implements AgentHandle, AgentView {
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it).
    * In memory and bounded: a grant is lost across a restart, or when another agent fetches the sitemap.
    */
-  private readonly sitemapGrants = new Map<string, string[]>();
+  private readonly sitemapGrants: SitemapGrants;
   private readonly fetcher: Fetcher;
   private readonly robots: RobotsCache;
   private readonly drum: Drum<Candidate>;
@@ -173,6 +178,9 @@ class Agent implements AgentHandle, AgentView {
   private shortId = '';
   private pumpScheduled = false;
   private fatal: Error | undefined;
+  /** `--recrawl`: revisit scheduling (src/recrawl/); undefined for a one-pass crawl. */
+  private readonly recrawl: Recrawler | undefined;
+  private durationTimer: NodeJS.Timeout | undefined;
 
   constructor(readonly config: AgentConfig, readonly store: Store, private readonly log: Logger) {
     this.done = new Promise((r) => { this.resolveDone = r; });
@@ -181,6 +189,7 @@ class Agent implements AgentHandle, AgentView {
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
     this.scope = new ScopePolicy(config.scope);
+    this.sitemapGrants = new SitemapGrants(store.meta);
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,
@@ -206,6 +215,22 @@ class Agent implements AgentHandle, AgentView {
         this.stats.urlsDiscovered += admitted.length;
         this.frontier.committed(admitted);
       },
+    });
+    if (config.recrawl.enabled) {
+      this.recrawl = new Recrawler(store, config.recrawl, {
+        enqueue: (items, ops) => this.enqueueRevisits(items, ops),
+        queued: () => this.frontier.queued,
+        owns: (host) => !this.mesh || this.mesh.ownerOf(host) === this.mesh.id,
+        onError: (err) => this.onFatal(new Error(`recrawl scheduling failed: ${err.message}`)),
+      });
+    }
+  }
+
+  /** Due URLs back into the frontier: no seen-set check (they are known), one batch with the recrawl index ops. */
+  private async enqueueRevisits(items: RevisitUrl[], ops: BatchOp[]): Promise<void> {
+    await this.drum.exclusive(async () => {
+      await this.store.db.batch([...this.frontier.enqueueOps(items), ...ops] as never);
+      this.frontier.committed(items);
     });
   }
 
@@ -271,6 +296,8 @@ class Agent implements AgentHandle, AgentView {
     await this.seed(this.config.seeds);
     this.schedulePump();
     this.armIdleCheck();
+    this.recrawl?.start();
+    if (this.config.maxDurationMs > 0) this.durationTimer = setTimeout(() => void this.stop(), this.config.maxDurationMs);
   }
 
   /** Adds crawl seeds; returns how many were accepted for queuing (before the seen check). */
@@ -358,7 +385,7 @@ class Agent implements AgentHandle, AgentView {
   private async route(cands: Candidate[]): Promise<void> {
     if (cands.length === 0) return;
     const mesh = this.mesh;
-    if (!mesh) { await this.drum.submit(cands); return; }
+    if (!mesh) { await this.keepGrants(cands); await this.drum.submit(cands); return; }
     const local: Candidate[] = [];
     const byOwner = new Map<string, UrlItem[]>();
     const self = mesh.id;
@@ -367,9 +394,11 @@ class Agent implements AgentHandle, AgentView {
       // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
       if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
       const items = byOwner.get(owner);
-      const item = { url: c.url, depth: c.depth, hops: (c.hops + 1) | (c.kind === 'sitemap' ? SITEMAP_FLAG : 0) };
+      const item: UrlItem = { url: c.url, depth: c.depth, hops: (c.hops + 1) | (c.kind === 'sitemap' ? SITEMAP_FLAG : 0) };
+      if (c.grant !== undefined) { item.hops |= GRANT_FLAG; item.grant = c.grant; }
       if (items) items.push(item); else byOwner.set(owner, [item]);
     }
+    await this.keepGrants(local);
     const jobs: Promise<unknown>[] = [this.drum.submit(local)];
     for (const [owner, items] of byOwner) {
       jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.metrics.urlsForwarded(owner.slice(-12), n); }));
@@ -415,6 +444,7 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
       if (!c) { bad++; continue; }
       c.hops = it.hops & HOPS_MASK;
+      if (it.grant !== undefined && c.kind === 'sitemap') c.grant = it.grant;
       cands.push(c);
     }
     if (settled.length) {
@@ -562,6 +592,7 @@ class Agent implements AgentHandle, AgentView {
         const e = decodeEntry(v);
         if (e) queued.push({ url: e.url, depth: e.depth, hops: e.kind === 'sitemap' ? SITEMAP_FLAG : 0 });
       }
+      await this.attachGrants(queued);
       // Seen entries again: those of pages that finished while we waited above.
       const settled = await this.settledItems(h.key);
       await mesh.forward(owner, [...settled, ...queued], true);
@@ -601,7 +632,8 @@ class Agent implements AgentHandle, AgentView {
   }
 
   private localIdle(): boolean {
-    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.rebalancePending;
+    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.rebalancePending
+      && (!this.recrawl || this.recrawl.idle(Date.now()));
   }
 
   snapshot(): AgentSnapshot {
@@ -720,9 +752,12 @@ class Agent implements AgentHandle, AgentView {
         await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
         continue;
       }
-      const out = await this.fetcher.fetch(q.url);
+      // Revisits are conditional GETs (If-None-Match / If-Modified-Since from the stored state).
+      const conditional = this.recrawl && q.kind === 'page' ? await this.recrawl.prepare(q, seenKey(h.key, q.url)) : undefined;
+      const out = await this.fetcher.fetch(q.url, conditional);
       if (!this.running && !out.ok) {
         // Shutdown aborted it: leave it queued for the next run.
+        this.recrawl?.forget(q);
         h.data.pendingAcks--;
         this.frontier.release(h, Date.now());
         return;
@@ -775,10 +810,19 @@ class Agent implements AgentHandle, AgentView {
     if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
     const record: FetchRecord = { url: q.url, at, status: out.status };
-    const stored = await this.writeWarc(out);
+    // A 304 to a revisit is stored as a server-not-modified revisit record (WARC/1.1 §6.7.3).
+    const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
+    const stored = earlier ? await this.writeNotModified(out, earlier) : await this.writeWarc(out);
     if (stored) { record.digest = stored.payloadDigest; record.warc = { filename: stored.filename, offset: stored.offset, length: stored.length }; }
+    let recrawlOutcome: RecrawlOutcome | undefined;
+    if (this.recrawl && q.kind === 'page') {
+      recrawlOutcome = { at, status: out.status, etag: out.header('etag'), lastModified: out.header('last-modified') };
+      if (out.status >= 200 && out.status < 300) recrawlOutcome.digest = payloadDigestBytes(stored?.payloadDigest, out.body);
+    }
     const links: Candidate[] = [];
-    if (out.status >= 300 && out.status < 400) {
+    if (out.status === 304) {
+      // Not modified: nothing new to parse, its links were taken from the capture.
+    } else if (out.status >= 300 && out.status < 400) {
       const loc = out.header('location');
       if (loc) {
         this.stats.redirects++;
@@ -786,10 +830,11 @@ class Agent implements AgentHandle, AgentView {
         if (c) links.push(c);
       }
     } else if (out.status >= 200 && out.status < 300) {
-      if (q.kind === 'sitemap') this.readSitemap(q, out, links);
+      if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
       else this.extractLinks(q, out, links, record);
     }
-    await this.finish(q, h, links, record);
+    if (this.recrawl && q.kind === 'sitemap') await this.recrawl.flushHints();
+    await this.finish(q, h, links, record, recrawlOutcome);
   }
 
   /**
@@ -807,15 +852,14 @@ class Agent implements AgentHandle, AgentView {
       if (!c) continue;
       cands.push(c);
       // Sitemaps 0.90 "cross submits": a sitemap named by host X's robots.txt may list X's URLs.
-      if (grant && listed.length) this.rememberGrant(c.url, grant);
+      if (grant && listed.length) c.grant = grant;
     }
     this.stats.sitemaps.discovered += cands.length;
     await this.route(cands);
   }
 
   /** A fetched sitemap: its URLs become page candidates, nested sitemaps (bounded depth) sitemap candidates. */
-  private readSitemap(q: QueuedUrl, out: FetchResponse, into: Candidate[]): void {
-    const grant = this.sitemapGrants.get(q.url);
+  private readSitemap(q: QueuedUrl, out: FetchResponse, into: Candidate[], grant: string[] | undefined): void {
     const sm = parseSitemap(out.body, q.url, grant ? { allowedPrefixes: grant } : {});
     const st = this.stats.sitemaps;
     st.fetched++;
@@ -826,6 +870,7 @@ class Agent implements AgentHandle, AgentView {
     for (const u of sm.urls) {
       const c = this.candidate(u.loc, undefined, 1);
       if (c) into.push(c);
+      if (c && this.recrawl) this.recrawl.noteHint(c.key, u); // lastmod/changefreq/priority seed its first interval
     }
     if (q.depth + 1 > this.config.sitemaps.maxIndexDepth) { st.tooDeep += sm.sitemaps.length; return; }
     for (const child of sm.sitemaps) {
@@ -834,11 +879,23 @@ class Agent implements AgentHandle, AgentView {
     }
   }
 
-  private rememberGrant(sitemapUrl: string, prefix: string): void {
-    const l = this.sitemapGrants.get(sitemapUrl);
-    if (l) { if (!l.includes(prefix)) l.push(prefix); return; }
-    if (this.sitemapGrants.size >= 10_000) this.sitemapGrants.delete(this.sitemapGrants.keys().next().value!);
-    this.sitemapGrants.set(sitemapUrl, [prefix]);
+  /** Queued sitemaps leaving with their host take their grants along (one item per grant; the receiver's seen-set keeps one). */
+  private async attachGrants(items: UrlItem[]): Promise<void> {
+    const n = items.length;
+    for (let i = 0; i < n; i++) {
+      const it = items[i]!;
+      if (!(it.hops & SITEMAP_FLAG)) continue;
+      const grants = await this.sitemapGrants.get(it.url);
+      if (!grants?.length) continue;
+      it.hops |= GRANT_FLAG;
+      it.grant = grants[0];
+      for (const g of grants.slice(1)) items.push({ url: it.url, depth: it.depth, hops: it.hops, grant: g });
+    }
+  }
+
+  /** Grants of the sitemaps about to be queued here are made durable first (a restart must not lose them). */
+  private async keepGrants(local: Candidate[]): Promise<void> {
+    for (const c of local) if (c.grant !== undefined) await this.sitemapGrants.add(c.url, c.grant);
   }
 
   private noteRecent(h: HostState<HostData>, f: RecentFetch): void {
@@ -898,7 +955,7 @@ class Agent implements AgentHandle, AgentView {
    * is removed, its seen entry marked with the outcome and its fetch record
    * written — in one batch, after the links.
    */
-  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord): Promise<void> {
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome): Promise<void> {
     try {
       await this.route(links);
       const key = seenKey(h.key, q.url);
@@ -910,6 +967,7 @@ class Agent implements AgentHandle, AgentView {
         { type: 'put', sublevel: this.store.seen, key, value: state },
         { type: 'put', sublevel: this.store.fetches, key, value: encodeFetchRecord(record) },
       ];
+      if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
       await this.store.db.batch(ops as never);
       this.frontier.acknowledged();
       if (base !== SEEN_ELSEWHERE) this.replicateSettled(h.name, q.url);
@@ -965,6 +1023,22 @@ class Agent implements AgentHandle, AgentView {
     }
   }
 
+  private async writeNotModified(out: FetchResponse, earlier: { capturedAt: Date; payloadDigest?: string }): Promise<WriteResult | undefined> {
+    if (!this.warc) return undefined;
+    try {
+      const result = await this.warc.writeRevisit(serverNotModifiedRevisit({
+        url: out.url, date: out.startedAt, ip: out.ip, status: out.status, statusText: out.statusText,
+        responseHeaders: out.responseHeaders, ...earlier,
+      }));
+      this.stats.warcRecords += 1;
+      return result;
+    } catch (err) {
+      bump(this.stats.errors, 'warc');
+      this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
+      return undefined;
+    }
+  }
+
   // ---- lifecycle -------------------------------------------------------
 
   private armIdleCheck(): void {
@@ -989,6 +1063,8 @@ class Agent implements AgentHandle, AgentView {
     if (this.sampler) clearInterval(this.sampler);
     if (this.handoffTimer) clearInterval(this.handoffTimer);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
+    if (this.durationTimer) clearTimeout(this.durationTimer);
+    await this.recrawl?.stop().catch((err: Error) => this.log.error({ err: err.message }, 'recrawl stop failed'));
     // Let in-flight turns finish (each is bounded by the fetch timeouts).
     const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
     while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -1005,6 +1081,7 @@ class Agent implements AgentHandle, AgentView {
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,
       ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.forwarded, received: this.received } : {}),
+      ...(this.recrawl ? { recrawl: this.recrawl.summary() } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
     await this.api?.close().catch(() => {});

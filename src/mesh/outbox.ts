@@ -219,7 +219,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         if (this.recent!.has(lo, hi)) { this.stats.deduped++; continue; }
         this.recent!.add(lo, hi);
       }
-      keep.push({ url: it.url, depth: it.depth, hops: it.hops });
+      keep.push(it.grant === undefined ? { url: it.url, depth: it.depth, hops: it.hops } : { url: it.url, depth: it.depth, hops: it.hops, grant: it.grant });
     }
     if (!keep.length) return Promise.resolve(0);
     return new Promise<number>((resolve, reject) => {

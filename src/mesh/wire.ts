@@ -35,8 +35,14 @@ export const MAX_HOPS = 255;
 export const SEEN_ONLY_FLAG = 0x80;
 /** Bit 6 of the hops byte: the URL is a sitemap to parse, not a page (Sitemaps 0.90 discovery across agents). */
 export const SITEMAP_FLAG = 0x40;
+/**
+ * Bit 5 of the hops byte: a second string follows the URL — the origin prefix a
+ * robots.txt granted to this sitemap (Sitemaps 0.90 cross submits; see
+ * sitemap/grants.ts). Only meaningful with SITEMAP_FLAG.
+ */
+export const GRANT_FLAG = 0x20;
 /** The hop count proper: the hops byte without its flag bits. */
-export const HOPS_MASK = 0x3f;
+export const HOPS_MASK = 0x1f;
 /**
  * Both flag bits together (a "seen" sitemap means nothing) mark a *control
  * item*: the "handoff complete" marker (docs/mesh.md "Handoff protocol").
@@ -163,8 +169,10 @@ export interface UrlItem {
   url: string;
   /** Link depth from a seed. */
   depth: number;
-  /** How many times this URL has been forwarded between agents (DESIGN.md "Host ownership": hop limit). */
+  /** How many times this URL has been forwarded between agents (DESIGN.md "Host ownership": hop limit), with flag bits. */
   hops: number;
+  /** With GRANT_FLAG in `hops`: the origin prefix (a wire URL) a robots.txt granted to this sitemap. */
+  grant?: string;
 }
 
 /**
@@ -192,7 +200,8 @@ export function isWireUrl(url: string): boolean {
 export function isWireItem(it: UrlItem): boolean {
   return it !== null && typeof it === 'object' && typeof it.url === 'string' && isWireUrl(it.url)
     && Number.isInteger(it.depth) && it.depth >= 0 && it.depth <= MAX_DEPTH
-    && Number.isInteger(it.hops) && it.hops >= 0 && it.hops <= MAX_HOPS;
+    && Number.isInteger(it.hops) && it.hops >= 0 && it.hops <= MAX_HOPS
+    && ((it.hops & GRANT_FLAG) === 0 || (typeof it.grant === 'string' && isWireUrl(it.grant)));
 }
 
 /**
@@ -334,14 +343,20 @@ const BATCH_FIXED = 4 + 8 + 8;
 
 /** Encoded size of one item. */
 function itemSize(it: UrlItem): number {
-  return varintLength(it.depth) + 1 + varintLength(it.url.length) + it.url.length;
+  const base = varintLength(it.depth) + 1 + varintLength(it.url.length) + it.url.length;
+  return it.hops & GRANT_FLAG ? base + varintLength(it.grant!.length) + it.grant!.length : base;
 }
 
 function writeItem(buf: Buffer, o: number, it: UrlItem): number {
   o = writeVarint(buf, o, it.depth);
   buf[o++] = it.hops;
   o = writeVarint(buf, o, it.url.length);
-  return o + buf.write(it.url, o, 'latin1');
+  o += buf.write(it.url, o, 'latin1');
+  if (it.hops & GRANT_FLAG) {
+    o = writeVarint(buf, o, it.grant!.length);
+    o += buf.write(it.grant!, o, 'latin1');
+  }
+  return o;
 }
 
 /** Encodes items as one run body (varint n ‖ items). */
@@ -476,8 +491,20 @@ export function decodeBatch(b: Uint8Array): BatchDecoded {
       if (rdPos + len > end) return { ok: false, reason: 'truncated' };
       const s = rdPos;
       rdPos += len;
-      if (!isWireUrlBytes(b, s, rdPos)) { invalidUrls++; continue; }
-      items.push({ url: buf.toString('latin1', s, rdPos), depth, hops });
+      let grant: string | undefined;
+      let badGrant = false;
+      if (hops & GRANT_FLAG) {
+        const glen = readVarint(b, end);
+        if (glen < 0) return { ok: false, reason: 'truncated' };
+        if (glen < 1 || glen > MAX_URL_BYTES) return { ok: false, reason: 'url-length' };
+        if (rdPos + glen > end) return { ok: false, reason: 'truncated' };
+        const gs = rdPos;
+        rdPos += glen;
+        if (isWireUrlBytes(b, gs, rdPos)) grant = buf.toString('latin1', gs, rdPos); else badGrant = true;
+      }
+      if (badGrant || !isWireUrlBytes(b, s, s + len)) { invalidUrls++; continue; }
+      const url = buf.toString('latin1', s, s + len);
+      items.push(grant === undefined ? { url, depth, hops } : { url, depth, hops, grant });
       seqs.push(base + i);
     }
   }
@@ -582,8 +609,16 @@ export function decodeSegment(v: Uint8Array): UrlItem[] | null {
     const hops = v[rdPos++]!;
     const len = readVarint(v, v.length);
     if (len < 0 || rdPos + len > v.length) return null;
-    out[i] = { url: buf.toString('latin1', rdPos, rdPos + len), depth, hops };
+    const url = buf.toString('latin1', rdPos, rdPos + len);
     rdPos += len;
+    if (hops & GRANT_FLAG) {
+      const glen = readVarint(v, v.length);
+      if (glen < 1 || rdPos + glen > v.length) return null;
+      out[i] = { url, depth, hops, grant: buf.toString('latin1', rdPos, rdPos + glen) };
+      rdPos += glen;
+    } else {
+      out[i] = { url, depth, hops };
+    }
   }
   return rdPos === v.length ? out : null;
 }

@@ -14,7 +14,7 @@
 // comparison); Google's robots meta tag specification (directives.ts). See docs/standards.md (HTML part).
 import { Tokenizer, type TokenizerCallbacks, QuoteType } from 'htmlparser2';
 import { determineCharset, decodeBody } from './charset.js';
-import { emptyDirectives, mergeDirectives, parseMetaRobots, parseXRobotsTag, productToken, type RobotsDirectives } from './directives.js';
+import { emptyDirectives, parseMetaRobots, parseXRobotsTag, productToken, type RobotsDirectives } from './directives.js';
 import { parseLinkHeader } from './linkheader.js';
 import { isHtmlEssence, isUnknownEssence, parseContentType, sniffHtml } from './mime.js';
 import { parseRefresh } from './refresh.js';

@@ -20,6 +20,12 @@ export interface RecrawlConfig {
   initialIntervalMs: number;
   /** Share of fetch slots given to revisits when both kinds are waiting (0–1). */
   revisitShare: number;
+  /**
+   * Real ms per simulated ms (default 1). Bounds above are given already scaled
+   * (see scaleRecrawlConfig); this only scales the fixed periods that come from
+   * outside the config: sitemap <changefreq>, and the minutes of overduePriority.
+   */
+  timeScale?: number;
 }
 
 const HOUR = 3_600_000;
@@ -98,7 +104,7 @@ export function seedInterval(hints: SitemapHints | undefined, now: number, cfg: 
   let best = Infinity;
   let any = false;
   if (hints?.changefreq !== undefined && hints.changefreq in CHANGEFREQ_MS) {
-    best = CHANGEFREQ_MS[hints.changefreq];
+    best = CHANGEFREQ_MS[hints.changefreq] * (cfg.timeScale ?? 1);
     any = true;
   }
   if (hints?.lastmod !== undefined) {
@@ -194,11 +200,67 @@ export const OVERDUE_CLASSES = 16;
  * grows while a URL waits, so no due URL starves behind newer ones; the log
  * scale keeps a week-overdue page from monopolising the crawl.
  */
-export function overduePriority(dueAt: number, now: number): number {
+export function overduePriority(dueAt: number, now: number, timeScale = 1): number {
   const over = now - dueAt;
   if (!(over >= 0)) return 0;
-  const c = 1 + Math.floor(Math.log2(1 + over / 60_000));
+  const c = 1 + Math.floor(Math.log2(1 + over / (60_000 * timeScale)));
   return c < OVERDUE_CLASSES ? c : OVERDUE_CLASSES - 1;
+}
+
+/** Frontier priority classes (src/frontier/priority.ts: 0 lowest … 7 fetched first). */
+export const REVISIT_BASE_CLASS = 4;
+
+/**
+ * Priority class a due URL re-enters the frontier with: 4 (a depth-1 link's
+ * class) when just due, +1 once it is half an interval overdue, +2 at two
+ * intervals, +3 (the top, 7) at eight. Relative to the URL's own interval, so
+ * it is the same at any time scale, and it only grows while the URL waits:
+ * nothing starves. Same steps as priorityClass()'s overdue bonus.
+ */
+export function revisitPriority(dueAt: number, now: number, intervalMs: number): number {
+  const late = now - dueAt;
+  if (!(late > 0) || !(intervalMs > 0)) return REVISIT_BASE_CLASS;
+  const x = late / intervalMs;
+  return REVISIT_BASE_CLASS + (x >= 8 ? 3 : x >= 2 ? 2 : x >= 0.5 ? 1 : 0);
+}
+
+// ---- sitemap hints, as stored until a URL's first fetch -------------------------
+//
+//   0  u8   flags: 1 changefreq, 2 lastmod, 4 priority
+//   1  u8   changefreq (index in CHANGEFREQS)
+//   2  u8   priority × 100 (0–100)
+//   3  u48  lastmod, epoch ms
+
+export interface StoredHints extends SitemapHints {
+  /** Sitemap <priority>, 0.0–1.0 (for the priority frontier's sitemapPriority). */
+  priority?: number;
+}
+
+const CHANGEFREQS: readonly Changefreq[] = ['always', 'hourly', 'daily', 'weekly', 'monthly', 'yearly', 'never'];
+
+/** null when there is nothing worth storing. */
+export function encodeHints(h: StoredHints): Buffer | null {
+  const cf = h.changefreq !== undefined ? CHANGEFREQS.indexOf(h.changefreq) : -1;
+  const lm = h.lastmod === undefined ? NaN : typeof h.lastmod === 'number' ? h.lastmod : Date.parse(h.lastmod);
+  const pr = typeof h.priority === 'number' && h.priority >= 0 && h.priority <= 1 ? Math.round(h.priority * 100) : -1;
+  const flags = (cf >= 0 ? 1 : 0) | (Number.isFinite(lm) && lm >= 0 ? 2 : 0) | (pr >= 0 ? 4 : 0);
+  if (!flags) return null;
+  const b = Buffer.alloc(9);
+  b[0] = flags;
+  b[1] = cf >= 0 ? cf : 0;
+  b[2] = pr >= 0 ? pr : 0;
+  if (flags & 2) b.writeUIntBE(Math.min(Math.floor(lm), 2 ** 48 - 1), 3, 6);
+  return b;
+}
+
+export function decodeHints(b: Uint8Array | undefined): StoredHints | undefined {
+  if (!b || b.length !== 9 || b[0]! & ~7 || b[1]! >= CHANGEFREQS.length || b[2]! > 100) return undefined;
+  const buf = Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.length);
+  const h: StoredHints = {};
+  if (buf[0]! & 1) h.changefreq = CHANGEFREQS[buf[1]!];
+  if (buf[0]! & 2) h.lastmod = buf.readUIntBE(3, 6);
+  if (buf[0]! & 4) h.priority = buf[2]! / 100;
+  return h;
 }
 
 // ---- revisit / discovery budget ----------------------------------------------
@@ -264,47 +326,49 @@ export function parseHttpDate(v: string | undefined): number | undefined {
 
 // ---- LevelDB encoding ------------------------------------------------------------
 //
-//   0  u8   version (1)
+//   0  u8   version (2)
 //   1  u8   flags: 1 etag, 2 lastModified, 4 digest
-//   2  u32  intervalMs / 1000
-//   6  u32  fetchedAt, epoch s
-//  10  u32  capturedAt, epoch s
-//  14  u32  nextDueAt, epoch s (rounded up: never due early)
-//  18  u16  fetches
-//  20  u16  changes
-//  22  [u32 lastModified, epoch s]
+//   2  u48  intervalMs
+//   8  u48  fetchedAt, epoch ms
+//  14  u48  capturedAt, epoch ms
+//  20  u48  nextDueAt, epoch ms
+//  26  u16  fetches
+//  28  u16  changes
+//  30  [u48 lastModified, epoch ms]
 //      [u8 n, n bytes digest]
 //      [u8 n, n bytes etag, latin1]
-// Seconds in u32 last until 2106. At most 347 bytes.
+// Milliseconds, not seconds: with a time scale (tests, simulations) an interval
+// can be 100 ms. u48 ms lasts until the year 10889. At most 357 bytes.
 
-const VERSION = 1;
+const VERSION = 2;
 const F_ETAG = 1;
 const F_LM = 2;
 const F_DIGEST = 4;
-const FIXED = 22;
-export const RECRAWL_STATE_MAX_BYTES = FIXED + 4 + 1 + 64 + 1 + 255;
+const FIXED = 30;
+const U48_MAX = 2 ** 48 - 1;
+export const RECRAWL_STATE_MAX_BYTES = FIXED + 6 + 1 + 64 + 1 + 255;
 
-function u32s(ms: number, up = false): number {
-  const s = up ? Math.ceil(ms / 1000) : Math.floor(ms / 1000);
-  return s > 0xffffffff ? 0xffffffff : s > 0 ? s : 0;
+function u48(ms: number, up = false): number {
+  const v = up ? Math.ceil(ms) : Math.floor(ms);
+  return v > U48_MAX ? U48_MAX : v > 0 ? v : 0;
 }
 
 export function encodeRecrawlState(s: RecrawlState): Buffer {
   const etag = s.etag !== undefined && ETAG_OK.test(s.etag) ? s.etag : undefined;
   const digest = s.digest && s.digest.length <= 64 ? s.digest : undefined;
   const lm = s.lastModified !== undefined && Number.isFinite(s.lastModified) && s.lastModified >= 0 ? s.lastModified : undefined;
-  const size = FIXED + (lm !== undefined ? 4 : 0) + (digest ? 1 + digest.length : 0) + (etag ? 1 + etag.length : 0);
+  const size = FIXED + (lm !== undefined ? 6 : 0) + (digest ? 1 + digest.length : 0) + (etag ? 1 + etag.length : 0);
   const b = Buffer.allocUnsafe(size);
   b[0] = VERSION;
   b[1] = (etag ? F_ETAG : 0) | (lm !== undefined ? F_LM : 0) | (digest ? F_DIGEST : 0);
-  b.writeUInt32BE(u32s(s.intervalMs), 2);
-  b.writeUInt32BE(u32s(s.fetchedAt), 6);
-  b.writeUInt32BE(u32s(s.capturedAt), 10);
-  b.writeUInt32BE(u32s(s.nextDueAt, true), 14);
-  b.writeUInt16BE(Math.min(Math.max(s.fetches | 0, 0), 0xffff), 18);
-  b.writeUInt16BE(Math.min(Math.max(s.changes | 0, 0), 0xffff), 20);
+  b.writeUIntBE(u48(s.intervalMs), 2, 6);
+  b.writeUIntBE(u48(s.fetchedAt), 8, 6);
+  b.writeUIntBE(u48(s.capturedAt), 14, 6);
+  b.writeUIntBE(u48(s.nextDueAt, true), 20, 6);
+  b.writeUInt16BE(Math.min(Math.max(s.fetches | 0, 0), 0xffff), 26);
+  b.writeUInt16BE(Math.min(Math.max(s.changes | 0, 0), 0xffff), 28);
   let o = FIXED;
-  if (lm !== undefined) { b.writeUInt32BE(u32s(lm), o); o += 4; }
+  if (lm !== undefined) { b.writeUIntBE(u48(lm), o, 6); o += 6; }
   if (digest) { b[o++] = digest.length; b.set(digest, o); o += digest.length; }
   if (etag) { b[o++] = etag.length; b.write(etag, o, 'latin1'); o += etag.length; }
   return b;
@@ -317,18 +381,18 @@ export function decodeRecrawlState(b: Uint8Array): RecrawlState | null {
   const flags = buf[1]!;
   if (flags & ~(F_ETAG | F_LM | F_DIGEST)) return null;
   const s: RecrawlState = {
-    intervalMs: buf.readUInt32BE(2) * 1000,
-    fetchedAt: buf.readUInt32BE(6) * 1000,
-    capturedAt: buf.readUInt32BE(10) * 1000,
-    nextDueAt: buf.readUInt32BE(14) * 1000,
-    fetches: buf.readUInt16BE(18),
-    changes: buf.readUInt16BE(20),
+    intervalMs: buf.readUIntBE(2, 6),
+    fetchedAt: buf.readUIntBE(8, 6),
+    capturedAt: buf.readUIntBE(14, 6),
+    nextDueAt: buf.readUIntBE(20, 6),
+    fetches: buf.readUInt16BE(26),
+    changes: buf.readUInt16BE(28),
   };
   let o = FIXED;
   if (flags & F_LM) {
-    if (o + 4 > buf.length) return null;
-    s.lastModified = buf.readUInt32BE(o) * 1000;
-    o += 4;
+    if (o + 6 > buf.length) return null;
+    s.lastModified = buf.readUIntBE(o, 6);
+    o += 6;
   }
   if (flags & F_DIGEST) {
     const n = buf[o++];

@@ -10,6 +10,7 @@
 //   /2019/05/a-title           → /#/#/a-title   (titles keep pages apart)
 // An endless calendar or pager is one pattern; the ordinary pages of a site are
 // spread over many.
+import { fmix32 } from '../hash/mix.js';
 
 /** Characters of the abstracted path + query are written here (reused). */
 let scratch = new Uint16Array(4096);
@@ -95,14 +96,6 @@ export function urlPattern(url: string, host: string): string {
 // h1: FNV-1a; h2: a rotate-xor-multiply hash; both finished with murmur3's
 // fmix32 so that the low bits (the table index) depend on every input bit.
 
-function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
 
 const SEED1 = 0x811c9dc5 | 0;
 const SEED2 = 0x2545f491;

@@ -54,6 +54,12 @@ export interface Store {
   simhash: Sublevel;
   /** Payload digest → first capture (src/dedup/digests.ts). */
   digests: Sublevel;
+  /** Recrawl state per fetched URL, seen key → RecrawlState (src/recrawl/schedule.ts). */
+  recrawl: Sublevel;
+  /** Recrawl due index: due ms ‖ seen key → depth ‖ URL (src/recrawl/store.ts). */
+  recrawlDue: Sublevel;
+  /** Sitemap hints not yet used, seen key → lastmod/changefreq/priority (src/recrawl/store.ts). */
+  recrawlHints: Sublevel;
   close(): Promise<void>;
 }
 
@@ -106,6 +112,9 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     inbox: sub('inbox'),
     simhash: sub('simhash'),
     digests: sub('digests'),
+    recrawl: sub('recrawl'),
+    recrawlDue: sub('recrawl-due'),
+    recrawlHints: sub('recrawl-hints'),
     close: () => db.close(),
   };
 }

@@ -29,3 +29,15 @@ export function prefixEnd(prefix: Buffer): Buffer {
   // All 0xff: no finite bound; callers use an open range instead.
   return Buffer.alloc(prefix.length + 1, 0xff);
 }
+
+/**
+ * 24-byte recrawl due-index key: due time (u64 BE epoch ms) ‖ seen key (host
+ * hash ‖ url hash). Sorted by time first, so everything due by `t` is the one
+ * range below dueKey(t + 1, …) (src/recrawl/store.ts).
+ */
+export function dueKey(dueAt: number, seenKeyBytes: Buffer): Buffer {
+  const b = Buffer.allocUnsafe(24);
+  b.writeBigUInt64BE(BigInt(Math.max(0, Math.ceil(dueAt))), 0);
+  seenKeyBytes.copy(b, 8, 0, 16);
+  return b;
+}

@@ -371,8 +371,9 @@ export async function encodeRevisit(rv: RevisitInput, level: number): Promise<En
   warc.push(['WARC-Refers-To-Target-URI', cleanHeaderValue(rv.refersToUri)]);
   warc.push(['WARC-Refers-To-Date', warcDate(rv.refersToDate)]);
   if (rv.refersToRecordId) warc.push(['WARC-Refers-To', normaliseRecordId(rv.refersToRecordId)]);
-  const payloadDigest = cleanHeaderValue(rv.payloadDigest);
-  warc.push(['WARC-Payload-Digest', payloadDigest]);
+  const payloadDigest = cleanHeaderValue(rv.payloadDigest ?? '');
+  // server-not-modified (§6.7.3) may not know the earlier payload's digest: then the field is left out.
+  if (payloadDigest) warc.push(['WARC-Payload-Digest', payloadDigest]);
   const rec = WARCRecord.create({ url: rv.url, date, type: 'revisit', warcVersion: WARC_1_1, warcHeaders: warc }, []);
   // warcio presets the identical-payload-digest profile; set the one asked for.
   rec.warcHeaders.headers.set('WARC-Profile', PROFILE_URI[rv.profile] ?? PROFILE_URI['identical-payload-digest']);
