@@ -94,6 +94,7 @@ test('an agent SIGKILLed for good: the survivors finish everything they can stil
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
     assert.equal((await a1.done).signal, 'SIGKILL');
 
+    if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, 'requests-lost.json'), JSON.stringify({ killedAt, requests: web.requests() }));
     const counts = pageCounts(web);
     const missed = [...expected].filter((u) => !counts.has(u));
     const twice = [...counts].filter(([, n]) => n > 1).map(([u]) => u);

@@ -483,6 +483,8 @@ class Agent implements AgentHandle, AgentView {
       this.handoff.ringChanged(mesh.membership.ring, mesh.members().filter((m) => !m.self).map((m) => m.id), c.added, now);
       this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
     }
+    // Hosts go back to earlier owners, which may have handed on URLs we sent them.
+    if (c.removed.length) mesh.outbox.forgetRecent();
     for (const id of c.removed) this.rerouteOutbox(id);
     // Seen entries go out at once, not behind earlier handoffs still waiting for
     // in-flight fetches: the new owners must know what we fetched before they start.
