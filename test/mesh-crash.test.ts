@@ -102,10 +102,24 @@ test('an agent SIGKILLed for good: the survivors finish everything they can stil
     const missedOnA1Hosts = missed.filter((u) => byA1.has(new URL(u).hostname));
     // What the survivors could still reach: everything linked (transitively) from the pages
     // they fetched once the dead agent was out of their rings (declared dead after
-    // DEAD_AFTER of silence, checked every heartbeat; 1.5 s margin for load).
+    // DEAD_AFTER of silence, checked every heartbeat; 1.5 s margin for load) — expanding only
+    // pages a survivor fetched: a page the dead agent fetched is settled for the survivors
+    // (replicated seen entry), and its links may have died with it.
     const after = killedAt + DEAD_AFTER + 1500;
+    const bySurvivor = new Set(web.requests().filter((r) => agentOf(r.userAgent) !== 'a1' && r.url).map((r) => r.url!));
     const fromSurvivors = [...new Set(web.requests().filter((r) => agentOf(r.userAgent) !== 'a1' && r.start > after && r.url && !r.path.startsWith('/robots')).map((r) => r.url!))];
-    const reachableAfter = web.reachable({ seeds: fromSurvivors }).reachableAllowed;
+    const reachableAfter = new Set<string>();
+    const todo = fromSurvivors.filter((u) => expected.has(u));
+    while (todo.length) {
+      const u = todo.pop()!;
+      if (reachableAfter.has(u)) continue;
+      reachableAfter.add(u);
+      if (!bySurvivor.has(u)) continue;
+      const info = web.describe(u);
+      for (const next of [...(info?.links.map((l) => l.url) ?? []), ...(info?.location ? [info.location] : [])]) {
+        if (expected.has(next) && !reachableAfter.has(next)) todo.push(next);
+      }
+    }
     const unreached = [...reachableAfter].filter((u) => !counts.has(u));
     t.diagnostic(`kill for good: ${expected.size} pages expected, ${counts.size} fetched, ${missed.length} missed (${missedOnA1Hosts.length} on hosts the dead agent had crawled), ` +
       `${twice.length} fetched twice (the dead agent's seen entries died with it), ${reachableAfter.size} reachable from the survivors' pages after the death, ${unreached.length} of those not fetched`);
