@@ -44,6 +44,7 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
     const killedAt = Date.now();
     a1.proc.kill('SIGKILL');
     assert.equal((await a1.done).signal, 'SIGKILL');
+    const diedAt = Date.now(); // the signal takes a few ms: requests up to here may be the victim's last
     // Back a little later (the others have declared it dead and taken its hosts over by then).
     await new Promise((r) => setTimeout(r, DEAD_AFTER + 700));
     const restartedAt = Date.now();
@@ -65,7 +66,7 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
     // the killed agent had requested before it died, fetched once more afterwards.
     const outside = twice.filter((u) => {
       const rs = web.requests().filter((r) => r.url === u).sort((x, y) => x.start - y.start);
-      return rs.length > 2 || agentOf(rs[0]!.userAgent) !== 'a1' || rs[0]!.start > killedAt || rs[0]!.start < killedAt - IN_FLIGHT_WINDOW_MS;
+      return rs.length > 2 || agentOf(rs[0]!.userAgent) !== 'a1' || rs[0]!.start > diedAt || rs[0]!.start < killedAt - IN_FLIGHT_WINDOW_MS;
     });
     assert.deepEqual(outside.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], `no page fetched twice outside the killed agent's in-flight window (killed at ${Math.round(killedAt)})`);
     // Its hosts came back: after the restart it crawls again, and a host it fetched after
@@ -90,6 +91,8 @@ test('an agent SIGKILLed for good: the survivors finish everything they can stil
     await waitFor(() => pageCounts(web).size >= expected.size * 0.25 && web.requests().filter((r) => agentOf(r.userAgent) === 'a1').length >= 150, 60_000, 'a quarter of the crawl');
     const killedAt = Date.now();
     a1.proc.kill('SIGKILL');
+    let diedAt = Infinity; // the signal takes a few ms: requests up to then may be the victim's last
+    void a1.done.then(() => { diedAt = Date.now(); });
     const results = await Promise.all([a0.done, a2.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
     assert.equal((await a1.done).signal, 'SIGKILL');
@@ -130,7 +133,7 @@ test('an agent SIGKILLed for good: the survivors finish everything they can stil
     assert.deepEqual(survivorsTwice.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'the survivors never fetch a page twice');
     const outside = twice.filter((u) => {
       const rs = web.requests().filter((r) => r.url === u).sort((x, y) => x.start - y.start);
-      return agentOf(rs[0]!.userAgent) !== 'a1' || rs[0]!.start > killedAt || rs[0]!.start < killedAt - IN_FLIGHT_WINDOW_MS;
+      return agentOf(rs[0]!.userAgent) !== 'a1' || rs[0]!.start > diedAt || rs[0]!.start < killedAt - IN_FLIGHT_WINDOW_MS;
     });
     assert.deepEqual(outside.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'a page the dead agent fetched is fetched again only if it was in its in-flight window (replicated seen entries)');
     assert.deepEqual(checkPoliteness(web.requests(), MIN_DELAY, { toleranceMs: 15 }).slice(0, 5), [], 'per-host delay held through the crash');
