@@ -125,7 +125,7 @@ test('an agent SIGKILLed for good: the survivors finish everything they can stil
     }
     const unreached = [...reachableAfter].filter((u) => !counts.has(u));
     t.diagnostic(`kill for good: ${expected.size} pages expected, ${counts.size} fetched, ${missed.length} missed (${missedOnA1Hosts.length} on hosts the dead agent had crawled), ` +
-      `${twice.length} fetched twice (the dead agent's seen entries died with it), ${reachableAfter.size} reachable from the survivors' pages after the death, ${unreached.length} of those not fetched`);
+      `${twice.length} fetched twice (its in-flight window), ${reachableAfter.size} reachable from the survivors' pages after the death, ${unreached.length} of those not fetched`);
     assert.deepEqual(unreached.slice(0, 5), [], 'everything reachable from what the survivors crawled after the death is fetched');
     // Pages the dead agent fetched are fetched again only if the survivors reach them: never a
     // page fetched twice by the survivors themselves.
