@@ -106,18 +106,18 @@ test('an agent SIGKILLed for good: the survivors finish everything they can stil
     // What the survivors could still reach: everything linked (transitively) from the pages
     // they fetched once the dead agent was out of their rings (declared dead after
     // DEAD_AFTER of silence, checked every heartbeat; 1.5 s margin for load) — expanding only
-    // pages a survivor fetched: a page the dead agent fetched is settled for the survivors
-    // (replicated seen entry), and its links may have died with it.
+    // pages a survivor fetched after the death: a page fetched earlier is settled, and its
+    // links may have gone to the dead agent (a survivor's, acknowledged by it; or its own).
     const after = killedAt + DEAD_AFTER + 1500;
-    const bySurvivor = new Set(web.requests().filter((r) => agentOf(r.userAgent) !== 'a1' && r.url).map((r) => r.url!));
     const fromSurvivors = [...new Set(web.requests().filter((r) => agentOf(r.userAgent) !== 'a1' && r.start > after && r.url && !r.path.startsWith('/robots')).map((r) => r.url!))];
+    const postDeath = new Set(fromSurvivors);
     const reachableAfter = new Set<string>();
     const todo = fromSurvivors.filter((u) => expected.has(u));
     while (todo.length) {
       const u = todo.pop()!;
       if (reachableAfter.has(u)) continue;
       reachableAfter.add(u);
-      if (!bySurvivor.has(u)) continue;
+      if (!postDeath.has(u)) continue;
       const info = web.describe(u);
       for (const next of [...(info?.links.map((l) => l.url) ?? []), ...(info?.location ? [info.location] : [])]) {
         if (expected.has(next) && !reachableAfter.has(next)) todo.push(next);
