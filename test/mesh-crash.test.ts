@@ -9,7 +9,7 @@ import {
   MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, meshWeb, whoFetched, type AgentProc,
 } from './mesh-agents.js';
 
-const PORT0 = 47_000 + (process.pid % 1000) * 2;
+const PORT0 = 49_000 + (process.pid % 1000) * 2; // clear of mesh-crawl (46–49 k) and api-mesh (47–49 k)
 /** --dead-after of the test agents (mesh-agents.ts), ms. */
 const DEAD_AFTER = 1500;
 /**
