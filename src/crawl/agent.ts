@@ -32,7 +32,8 @@ import { startApiServer, type ApiServer } from '../api/server.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
-import { SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { HandoffGate } from './handoff.js';
+import { SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
 import { SitemapGrants } from '../sitemap/grants.js';
@@ -149,13 +150,16 @@ class Agent implements AgentHandle, AgentView {
   private rebalancePending = false;
   private forwarded = 0;
   private received = 0;
-  private ringChangedAt = 0;
+  /** Hosts we own but may not contact until their previous owners said "handoff complete" (src/crawl/handoff.ts). */
+  private handoff: HandoffGate | undefined;
+  private handoffTimer: NodeJS.Timeout | undefined;
+  /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
+  private readonly settledOnly = new Map<string, Buffer>();
   /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it).
    * In memory and bounded: a grant is lost across a restart, or when another agent fetches the sitemap.
    */
   private readonly sitemapGrants: SitemapGrants;
-  private readonly handoffGraceMs: number;
   private readonly fetcher: Fetcher;
   readonly politeness: PolitenessControl;
   private readonly robots: RobotsCache;
@@ -190,7 +194,6 @@ class Agent implements AgentHandle, AgentView {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
-    this.handoffGraceMs = Math.max(5000, 8 * config.mesh.heartbeatMs);
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns));
     this.politeness = new PolitenessControl(politenessConfig(config));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
@@ -202,12 +205,8 @@ class Agent implements AgentHandle, AgentView {
       headSize: config.frontier.headSize,
       createData: newHostData,
       // In a mesh a host new to us may have just been contacted by its previous
-      // owner, whose handoff (with the URLs it already fetched) may still be on
-      // its way after a ring change: wait for the politeness floor, and for the
-      // handoff grace period after a change.
-      initialNextAllowed: () => (this.mesh
-        ? Math.max(Date.now() + this.config.minDelayMs, this.ringChangedAt + this.handoffGraceMs)
-        : 0),
+      // owner: wait for the politeness floor (the handoff gate does the rest).
+      initialNextAllowed: () => (this.mesh ? Date.now() + this.config.minDelayMs : 0),
     });
     this.frontier.onReady = (h) => { this.prefetchDns(h); this.schedulePump(); };
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
@@ -250,6 +249,11 @@ class Agent implements AgentHandle, AgentView {
     // The digest filter fills in the background; lookups go to the store until it is ready.
     this.dedup?.load().catch((err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
     if (this.config.mesh.enabled) {
+      this.handoff = new HandoffGate('', {
+        // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
+        timeoutMs: this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs,
+        floorMs: this.config.minDelayMs,
+      });
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
         accept: (items, from) => this.acceptFromPeer(items, from),
         onChange: (c) => this.onMembershipChange(c),
@@ -257,6 +261,7 @@ class Agent implements AgentHandle, AgentView {
         localIdle: () => this.localIdle(),
       }, this.log);
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
+      this.startHandoffGate(this.mesh);
     }
     this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
     if (this.config.warc.enabled) {
@@ -413,18 +418,39 @@ class Agent implements AgentHandle, AgentView {
     await Promise.all(jobs);
   }
 
-  /** URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or to pass on). */
+  /** URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or to pass on), or handoff markers. */
   private async acceptFromPeer(items: UrlItem[], from: string): Promise<void> {
+    const mesh = this.mesh;
     const cands: Candidate[] = [];
     const settled: Buffer[] = [];
+    const settledUrls: string[] = [];
+    const passOn = new Map<string, UrlItem[]>();
+    const markers: bigint[] = [];
     let bad = 0;
     for (const it of items) {
+      if (isHandoffMarker(it)) {
+        const rid = decodeHandoffMarker(it);
+        if (rid === null) bad++; else markers.push(rid);
+        continue;
+      }
       if (it.hops & SEEN_ONLY_FLAG) {
         const host = hostOf(it.url);
         if (!host) { bad++; continue; }
-        settled.push(seenKey(hostKey(host), it.url));
+        // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
+        const owner = mesh ? mesh.ownerOf(host) : undefined;
+        const hops = it.hops & HOPS_MASK;
+        if (mesh && owner !== mesh.id && hops < this.config.mesh.maxHops && it.hops !== REPLICA_SEEN_HOPS) {
+          const l = passOn.get(owner!);
+          const item = { url: it.url, depth: 0, hops: SEEN_ONLY_FLAG | (hops + 1) };
+          if (l) l.push(item); else passOn.set(owner!, [item]);
+          continue;
+        }
+        const hk = hostKey(host);
+        settled.push(seenKey(hk, it.url));
+        settledUrls.push(it.url);
         const h = this.frontier.host(host);
         if (h) h.data.checkSeen = true;
+        else if (it.hops !== REPLICA_SEEN_HOPS && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
         continue;
       }
       const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
@@ -435,12 +461,25 @@ class Agent implements AgentHandle, AgentView {
     }
     if (settled.length) {
       const value = Buffer.from([SEEN_ELSEWHERE]);
+      const now = Date.now();
       await this.drum.exclusive(async () => {
-        await this.store.seen.batch(settled.map((key) => ({ type: 'put' as const, key, value })));
+        // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
+        const have = await this.store.fetches.getMany(settled);
+        const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: this.store.seen, key, value }));
+        for (let i = 0; i < settled.length; i++) {
+          if (!have[i]) ops.push({ type: 'put', sublevel: this.store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
+        }
+        await this.store.db.batch(ops as never);
         this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }
-    await this.route(cands);
+    await Promise.all([this.route(cands), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
+    // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
+    for (const rid of markers) {
+      this.handoff?.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
+      this.log.info({ from: from.slice(-12), ring: rid.toString(16), waitingFor: this.handoff?.waitingFor().map((p) => p.slice(-12)) }, 'handoff marker received');
+    }
+    if (markers.length) this.schedulePump();
     this.received += items.length;
     this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
   }
@@ -450,13 +489,15 @@ class Agent implements AgentHandle, AgentView {
     if (!mesh) return;
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
     this.metrics.setMembers({ active: c.members.length });
-    if (c.added.length || c.removed.length) this.ringChangedAt = Date.now();
-    for (const id of c.removed) {
-      if (id === mesh.id || mesh.outbox.queued(id) === 0) continue;
-      // A dead or departed peer's queue goes to the hosts' new owners (ourselves included).
-      void mesh.outbox.reassign(id, (it) => { const o = mesh.ownerOf(hostOf(it.url)); return o === mesh.id ? null : o; },
-        (its) => this.acceptFromPeer(its, id)).catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+    if (this.handoff) {
+      const now = Date.now();
+      for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once
+      this.handoff.ringChanged(mesh.membership.ring, mesh.members().filter((m) => !m.self).map((m) => m.id), c.added, now);
+      this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
     }
+    // Hosts go back to earlier owners, which may have handed on URLs we sent them.
+    if (c.removed.length) mesh.outbox.forgetRecent();
+    for (const id of c.removed) this.rerouteOutbox(id);
     // Seen entries go out at once, not behind earlier handoffs still waiting for
     // in-flight fetches: the new owners must know what we fetched before they start.
     const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
@@ -473,12 +514,74 @@ class Agent implements AgentHandle, AgentView {
       this.rebalancePending = false;
       const mesh = this.mesh;
       if (!mesh) return;
+      const rid = this.handoff?.ringId;
+      let failed = false;
       const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
       for (const h of moving) {
-        try { await this.handOff(h); } catch (err) { this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
+        try { await this.handOff(h); } catch (err) { failed = true; this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
       }
       if (moving.length) this.log.info({ hosts: moving.length }, 'hosts handed over');
+      // Hosts we only hold seen entries for (no frontier state) move too.
+      for (const [host, hk] of this.settledOnly) {
+        const owner = mesh.ownerOf(host);
+        if (owner === mesh.id || this.frontier.host(host)) continue;
+        try {
+          const items = await this.settledItems(hk);
+          if (items.length) await mesh.forward(owner, items, true);
+          this.settledOnly.delete(host);
+        } catch (err) { failed = true; this.log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
+      }
+      if (!failed) await this.sendMarkers(rid);
     });
+  }
+
+  /**
+   * "Handoff complete" for ring `rid` to every member that has not had ours
+   * yet: queued after everything this pass handed over, on the same ordered
+   * streams. Skipped when the ring moved on during the pass (the next pass marks).
+   */
+  private async sendMarkers(rid: bigint | undefined): Promise<void> {
+    const mesh = this.mesh;
+    const gate = this.handoff;
+    if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return;
+    const due = gate.markersDue(mesh.membership.ring.members());
+    if (due.length) this.log.info({ ring: rid.toString(16), to: due.map((p) => p.slice(-12)) }, 'handoff markers sent');
+    await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
+  }
+
+  /** A dead or departed peer's queue goes to the hosts' new owners (ourselves included). */
+  private rerouteOutbox(id: string): void {
+    const mesh = this.mesh!;
+    if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
+    const ring = mesh.membership.ring;
+    void mesh.outbox.reassign(id, (it) => {
+      if (isHandoffMarker(it)) return null; // meant for that peer only: dropped below
+      if (it.hops === REPLICA_SEEN_HOPS) { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
+      const o = mesh.ownerOf(hostOf(it.url));
+      return o === mesh.id ? null : o;
+    }, (its) => this.acceptFromPeer(its.filter((it) => !isHandoffMarker(it) && it.hops !== REPLICA_SEEN_HOPS), id))
+      .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+  }
+
+  private startHandoffGate(mesh: AgentMesh): void {
+    const gate = this.handoff!;
+    gate.setSelf(mesh.id);
+    // Every member known at start is new to us: it may hold hosts we own (we were away, or never here).
+    const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
+    gate.ringChanged(mesh.membership.ring, others, others, Date.now());
+    // A peer restarted without a ring change waits for our marker again.
+    mesh.membership.on('heartbeat', (m) => { if (gate.heard(m.id, m.incarnation)) this.scheduleRebalance(); });
+    const startedAt = Date.now();
+    this.handoffTimer = setInterval(() => {
+      gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
+      // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
+      // once it could have been heard of, it goes to the hosts' owners.
+      if (Date.now() - startedAt > this.config.mesh.deadAfterMs) {
+        for (const p of mesh.outbox.peers()) if (!mesh.membership.member(p)) this.rerouteOutbox(p);
+      }
+    }, this.config.mesh.heartbeatMs);
+    this.handoffTimer.unref();
+    this.scheduleRebalance();
   }
 
   /**
@@ -505,9 +608,13 @@ class Agent implements AgentHandle, AgentView {
       }
       await this.attachGrants(queued);
       // Seen entries again: those of pages that finished while we waited above.
-      const settled = await this.settledItems(h);
+      const settled = await this.settledItems(h.key);
       await mesh.forward(owner, [...settled, ...queued], true);
-      await this.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
+      // Their seen entries go too: "queued" is no longer true here, and should the host come
+      // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
+      const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: this.store.seen, key: seenKey(h.key, q.url) }));
+      await this.store.db.batch([...entries.map(([key]) => ({ type: 'del' as const, sublevel: this.store.frontier, key })), ...unseen] as never);
+      if (unseen.length) this.drum.forgetCached();
       this.frontier.dropHost(h, entries.length);
       return queued.length;
     });
@@ -515,9 +622,9 @@ class Agent implements AgentHandle, AgentView {
   }
 
   /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
-  private async settledItems(h: HostState<HostData>): Promise<UrlItem[]> {
+  private async settledItems(hk: Buffer): Promise<UrlItem[]> {
     const out: UrlItem[] = [];
-    for (const [, v] of await this.store.fetches.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all()) {
+    for (const [, v] of await this.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
       const r = decodeFetchRecord(v);
       if (r) out.push({ url: r.url, depth: 0, hops: SEEN_ONLY_FLAG });
     }
@@ -530,7 +637,7 @@ class Agent implements AgentHandle, AgentView {
     for (const h of hosts) {
       const owner = mesh.ownerOf(h.name);
       if (owner === mesh.id) continue;
-      const items = await this.settledItems(h);
+      const items = await this.settledItems(h.key);
       if (!items.length) continue;
       const l = byOwner.get(owner);
       if (l) l.push(...items); else byOwner.set(owner, items);
@@ -604,6 +711,8 @@ class Agent implements AgentHandle, AgentView {
       this.scheduleRebalance();
       return;
     }
+    const gated = this.handoff ? this.handoff.notBefore(h.name, Date.now()) : 0;
+    if (gated > 0) { this.frontier.release(h, gated); return; } // the previous owner's handoff is not complete yet
     for (;;) {
       const q = this.takeDue(h);
       if (q === null) return; // only retries waiting: the host was released until the first is due
@@ -1040,11 +1149,25 @@ class Agent implements AgentHandle, AgentView {
       if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
       await this.store.db.batch(ops as never);
       this.frontier.acknowledged(1, h);
+      if (base !== SEEN_ELSEWHERE) this.replicateSettled(h.name, q.url);
     } catch (err) {
       this.onFatal(err as Error);
     } finally {
       h.data.pendingAcks--;
     }
+  }
+
+  /**
+   * The host's next owner on the ring (who takes it over should we die) learns
+   * what we settled, so a crash of ours costs no second fetch of it beyond the
+   * replication lag (docs/mesh.md "Crashes"). Queued durably, not awaited.
+   */
+  private replicateSettled(host: string, url: string): void {
+    const mesh = this.mesh;
+    if (!mesh) return;
+    const next = mesh.membership.ring.nextOwnersOf(host, 2)[1];
+    if (!next || next === mesh.id) return;
+    mesh.forward(next, [{ url, depth: 0, hops: REPLICA_SEEN_HOPS }], true).catch((err: Error) => this.log.debug({ err: err.message }, 'replicating a seen entry failed'));
   }
 
   private indexLater(path: string): void {
@@ -1118,6 +1241,7 @@ class Agent implements AgentHandle, AgentView {
     this.running = false;
     this.lifecycle = 'leaving';
     if (this.sampler) clearInterval(this.sampler);
+    if (this.handoffTimer) clearInterval(this.handoffTimer);
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     if (this.durationTimer) clearTimeout(this.durationTimer);
     await this.recrawl?.stop().catch((err: Error) => this.log.error({ err: err.message }, 'recrawl stop failed'));

@@ -137,6 +137,8 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   private readonly log: MeshLogger;
   private readonly recent: RecentHashes | null;
   private readonly recentSeeds = new Map<string, [number, number]>();
+  /** Mixed into the per-peer seeds: bumping it forgets every "recently forwarded" entry at once. */
+  private recentSalt = 0;
   private readonly segMaxUrls: number;
   private readonly segMaxBytes: number;
   private readonly peersState = new Map<string, PeerState>();
@@ -594,10 +596,20 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     return st;
   }
 
+  /**
+   * Forgets what was recently forwarded to whom. Needed when hosts go back to
+   * an earlier owner (a member left or died): a URL sent to that owner before,
+   * and handed on by it since, must be sent to it again.
+   */
+  forgetRecent(): void {
+    this.recentSalt++;
+    this.recentSeeds.clear();
+  }
+
   private recentSeed(peer: string): [number, number] {
     let s = this.recentSeeds.get(peer);
     if (s === undefined) {
-      hash64(peer);
+      hash64(this.recentSalt ? `${peer}#${this.recentSalt}` : peer);
       s = [H[0]!, H[1]!];
       if (this.recentSeeds.size > 65536) this.recentSeeds.clear();
       this.recentSeeds.set(peer, s);

@@ -43,6 +43,21 @@ export const SITEMAP_FLAG = 0x40;
 export const GRANT_FLAG = 0x20;
 /** The hop count proper: the hops byte without its flag bits. */
 export const HOPS_MASK = 0x1f;
+/**
+ * Both flag bits together (a "seen" sitemap means nothing) mark a *control
+ * item*: the "handoff complete" marker (docs/mesh.md "Handoff protocol").
+ */
+export const HANDOFF_MARKER_HOPS = SEEN_ONLY_FLAG | SITEMAP_FLAG;
+/**
+ * A *replica* seen entry: the sender owns the host and settled this URL; the
+ * receiver is the host's next owner on the ring and keeps the entry (never
+ * passes it on) so that, should the sender die, it does not fetch the page
+ * again (DESIGN.md "Replicated handoff", seen entries only).
+ */
+export const REPLICA_SEEN_HOPS = SEEN_ONLY_FLAG | HOPS_MASK;
+// A reserved name (RFC 6761 §6.4: .invalid never resolves), so a marker can
+// travel as an ordinary item through the outbox and the URL exchange.
+const HANDOFF_MARKER_PREFIX = 'http://handoff.ubicrawl.invalid/v1/';
 /** Counters and sequence numbers are integers below 2^53 (exact in a JS number). */
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
@@ -187,6 +202,31 @@ export function isWireItem(it: UrlItem): boolean {
     && Number.isInteger(it.depth) && it.depth >= 0 && it.depth <= MAX_DEPTH
     && Number.isInteger(it.hops) && it.hops >= 0 && it.hops <= MAX_HOPS
     && ((it.hops & GRANT_FLAG) === 0 || (typeof it.grant === 'string' && isWireUrl(it.grant)));
+}
+
+/**
+ * The "handoff complete" marker for ring `ringId` (a u64, see
+ * src/crawl/handoff.ts ringIdOf): the sender holds nothing (no queued URL, no
+ * seen entry unsent) for the hosts it does not own under that ring; everything
+ * it had for them was queued before this marker on the same ordered stream.
+ */
+export function encodeHandoffMarker(ringId: bigint): UrlItem {
+  return { url: HANDOFF_MARKER_PREFIX + ringId.toString(16).padStart(16, '0'), depth: 0, hops: HANDOFF_MARKER_HOPS };
+}
+
+export function isHandoffMarker(it: UrlItem): boolean {
+  return it.hops === HANDOFF_MARKER_HOPS;
+}
+
+/** The ring id a marker carries, or null when the item is not a well-formed marker. */
+export function decodeHandoffMarker(it: UrlItem): bigint | null {
+  if (it.hops !== HANDOFF_MARKER_HOPS || it.depth !== 0 || it.url.length !== HANDOFF_MARKER_PREFIX.length + 16 || !it.url.startsWith(HANDOFF_MARKER_PREFIX)) return null;
+  const hex = it.url.slice(HANDOFF_MARKER_PREFIX.length);
+  for (let i = 0; i < 16; i++) {
+    const c = hex.charCodeAt(i);
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return null;
+  }
+  return BigInt('0x' + hex);
 }
 
 // Same check as isWireUrl, on bytes already in a buffer (receiver side, before

@@ -164,6 +164,11 @@ export class KeySet {
 
   get size(): number { return this.young.count + this.old.count; }
 
+  clear(): void {
+    this.young.clear();
+    this.old.clear();
+  }
+
   has(key: Uint8Array): boolean {
     if (key.length !== 16) return false;
     return this.young.has(key) || this.old.has(key);

@@ -174,6 +174,17 @@ export class Drum<T extends DrumItem> {
     for (const k of keys) this.note(k);
   }
 
+  /**
+   * Someone else deleted seen entries (a host handed over with its queue, so
+   * that its URLs are taken again should they come back): the positive cache
+   * may hold some of them and must never claim more than the store holds, so
+   * it is dropped. Handoffs are rare; the cache refills from the next rounds.
+   * The filter keeps them (a false "maybe" only costs a read).
+   */
+  forgetCached(): void {
+    this.cache.clear();
+  }
+
   private note(key: Buffer): void {
     if (this.filter) this.filter.add(key);
     else if (this.early) this.early.push(key);

@@ -1,0 +1,199 @@
+// The receiving side of a host handoff (docs/mesh.md "Handoff protocol"):
+// which hosts this agent owns but must not contact yet, because an agent that
+// may have held them (their previous owner, or a member we just learned of)
+// has not said "handoff complete" for our current ring.
+//
+// Pure and synchronous (the clock is passed in); src/crawl/agent.ts feeds it
+// ring changes, markers and deaths, and asks `notBefore(host)` before a turn.
+import { HostRing, hostPoint } from '../assign/ring.js';
+import { xxh64 } from '../hash/xxhash.js';
+
+/**
+ * A ring's identity: xxhash64 of its sorted `id:capacity` list. Two agents
+ * with the same view compute the same id, so a marker names exactly the
+ * assignment it was made under.
+ */
+export function ringIdOf(ring: HostRing): bigint {
+  return xxh64(ring.members().map((id) => `${id}:${ring.capacityOf(id)}`).join(','));
+}
+
+/** A frozen copy of a ring (the live one is updated in place by Membership). */
+export function snapshotRing(ring: HostRing): HostRing {
+  const copy = new HostRing({ replicas: ring.replicas, maxCapacity: ring.maxCapacity });
+  for (const id of ring.members()) copy.add(id, ring.capacityOf(id));
+  return copy;
+}
+
+interface Gate {
+  /** Hosts this gate holds: those `before` did not give us; null = every host we own. */
+  before: HostRing | null;
+  /** Peers whose marker for our current ring we still wait for. */
+  waiting: Set<string>;
+  createdAt: number;
+  deadline: number;
+  /** When `waiting` became empty (or the deadline passed); NaN while open. */
+  clearedAt: number;
+}
+
+export interface HandoffGateOptions {
+  /** Longest wait for a live peer's marker (the fallback for a lost marker or a wedged peer), ms. */
+  timeoutMs: number;
+  /** After a gate clears, its hosts wait this long more (politeness floor: the previous owner's last request may have just ended), ms. */
+  floorMs: number;
+  /** How soon a blocked host is looked at again, ms. */
+  recheckMs?: number;
+}
+
+export interface HandoffGateStats {
+  gates: number;
+  markers: number;
+  /** Peers that stopped being waited for because they died or vanished. */
+  deadCleared: number;
+  /** Gates that gave up waiting (timeout fallback). */
+  timedOut: number;
+}
+
+export class HandoffGate {
+  readonly stats: HandoffGateStats = { gates: 0, markers: 0, deadCleared: 0, timedOut: 0 };
+  private gates: Gate[] = [];
+  private ring: HostRing | null = null;
+  private rid = -1n;
+  /** Latest marker ring id per peer (a peer may be ahead of us: its marker counts once we catch up). */
+  private readonly lastMarker = new Map<string, bigint>();
+  /** Leavers whose marker came after they stopped owning anything: it holds for every later ring. */
+  private readonly finished = new Set<string>();
+  private readonly recheckMs: number;
+  /** Ring id of the last marker we queued for each peer (sending side). */
+  private readonly sent = new Map<string, bigint>();
+  /** Last incarnation seen per peer: a higher one is a restart, which needs our marker again. */
+  private readonly incarnations = new Map<string, number>();
+
+  /**
+   * `self` may be set later (`setSelf`): the agent creates the gate before its
+   * node exists, so that markers arriving while it starts are not lost.
+   */
+  constructor(private self: string, private readonly opts: HandoffGateOptions) {
+    this.recheckMs = opts.recheckMs ?? 200;
+  }
+
+  setSelf(id: string): void { this.self = id; }
+
+  /** Our current ring id (what our own markers carry). */
+  get ringId(): bigint { return this.rid; }
+
+  /**
+   * The ring changed to `ring`. `alive`: the other live members (active or
+   * leaving); `added`: members new to the ring in this change. Two gates:
+   * the hosts we gained (previous ring's owner was someone else) wait for
+   * every live peer; and when a member appeared, every host we own waits for
+   * it (it may have crawled them while we did not know it: a joiner before it
+   * saw the mesh, an agent restarted after a crash).
+   */
+  ringChanged(ring: HostRing, alive: readonly string[], added: readonly string[], now: number): void {
+    for (const p of added) this.finished.delete(p); // a leaver back as a member owns hosts again
+    const before = this.ring;
+    this.ring = snapshotRing(ring);
+    this.rid = ringIdOf(this.ring);
+    for (const g of this.gates) for (const p of g.waiting) if (this.lastMarker.get(p) === this.rid) g.waiting.delete(p);
+    const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p) !== this.rid && !this.finished.has(p));
+    if (before && others.length) this.open(before, others, now);
+    const newcomers = added.filter((p) => p !== this.self && alive.includes(p) && this.lastMarker.get(p) !== this.rid);
+    if (newcomers.length) this.open(null, newcomers, now);
+    this.sweep(now);
+  }
+
+  /**
+   * A peer's marker arrived (after everything it queued for us before it).
+   * `leaving`: the sender is leaving and owns nothing, so "I hold nothing for
+   * hosts I do not own" is true under any ring: it clears every wait on it.
+   */
+  marker(from: string, ringId: bigint, now: number, leaving = false): void {
+    this.stats.markers++;
+    this.lastMarker.set(from, ringId);
+    if (leaving) this.finished.add(from);
+    else if (ringId !== this.rid) return;
+    for (const g of this.gates) g.waiting.delete(from);
+    this.sweep(now);
+  }
+
+  /** A peer was declared dead (or is gone): take over at once, do not wait for it. */
+  gone(peer: string, now: number): void {
+    this.lastMarker.delete(peer);
+    this.finished.delete(peer);
+    this.sent.delete(peer);
+    for (const g of this.gates) if (g.waiting.delete(peer)) this.stats.deadCleared++;
+    this.sweep(now);
+  }
+
+  /** Drops waits on peers that are no longer members (a leaver that went silent is not always a ring change). */
+  prune(isMember: (id: string) => boolean, now: number): void {
+    for (const g of this.gates) for (const p of g.waiting) if (!isMember(p)) { g.waiting.delete(p); this.stats.deadCleared++; }
+    for (const p of this.lastMarker.keys()) if (!isMember(p)) this.lastMarker.delete(p);
+    for (const p of this.finished) if (!isMember(p)) this.finished.delete(p);
+    for (const p of this.sent.keys()) if (!isMember(p)) this.sent.delete(p);
+    for (const p of this.incarnations.keys()) if (!isMember(p)) this.incarnations.delete(p);
+    this.sweep(now);
+  }
+
+  /**
+   * 0 when `host` (which the caller owns by its current ring) may be contacted
+   * now; otherwise the earliest time to look again.
+   */
+  notBefore(host: string, now: number): number {
+    if (this.gates.length === 0) return 0;
+    this.sweep(now);
+    const p = hostPoint(host);
+    let until = 0;
+    for (const g of this.gates) {
+      if (g.before && g.before.ownerOfPoint(p) === this.self) continue;
+      if (g.waiting.size > 0) return now + this.recheckMs;
+      const t = g.clearedAt + this.opts.floorMs;
+      if (t > now && t > until) until = t;
+    }
+    return until;
+  }
+
+  // ---- sending side: which peers still need our marker for the current ring
+
+  /** Of `peers` (the ring's members), those not yet sent our marker for the current ring. */
+  markersDue(peers: readonly string[]): string[] {
+    return peers.filter((p) => p !== this.self && this.sent.get(p) !== this.rid);
+  }
+
+  markerSent(peer: string, ringId: bigint): void { this.sent.set(peer, ringId); }
+
+  /** A heartbeat's incarnation; true when the peer restarted (it waits for our marker again). */
+  heard(peer: string, incarnation: number): boolean {
+    const known = this.incarnations.get(peer);
+    this.incarnations.set(peer, incarnation);
+    if (known === undefined || incarnation <= known) return false;
+    this.sent.delete(peer);
+    this.finished.delete(peer);
+    return true;
+  }
+
+  /** Peers still waited for (status, logs). */
+  waitingFor(): string[] {
+    const s = new Set<string>();
+    for (const g of this.gates) for (const p of g.waiting) s.add(p);
+    return [...s];
+  }
+
+  /** Expires gates past their deadline, closes empty ones, forgets cleared ones past the floor. */
+  sweep(now: number): void {
+    let drop = false;
+    for (const g of this.gates) {
+      if (Number.isNaN(g.clearedAt)) {
+        if (g.waiting.size === 0) g.clearedAt = now;
+        else if (now >= g.deadline) { this.stats.timedOut++; g.waiting.clear(); g.clearedAt = now; }
+      }
+      if (!Number.isNaN(g.clearedAt) && now >= g.clearedAt + this.opts.floorMs) drop = true;
+    }
+    if (drop) this.gates = this.gates.filter((g) => Number.isNaN(g.clearedAt) || now < g.clearedAt + this.opts.floorMs);
+  }
+
+  private open(before: HostRing | null, waiting: string[], now: number): void {
+    this.stats.gates++;
+    this.gates.push({ before, waiting: new Set(waiting), createdAt: now, deadline: now + this.opts.timeoutMs, clearedAt: NaN });
+  }
+}

@@ -1,0 +1,107 @@
+// Helpers for the multi-process mesh tests: agent processes on loopback over
+// one synthetic web. Each agent has its own User-Agent comment so the web's
+// request log tells which agent fetched what (the product token stays `ubicrawl`).
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
+import { tempDir } from './helpers.js';
+
+const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'ubicrawl.js');
+export const MIN_DELAY = 150;
+export const CONCURRENCY = 16;
+
+export interface AgentExit { code: number | null; signal: string | null; out: string; err: string }
+export interface AgentProc { name: string; proc: ChildProcess; done: Promise<AgentExit> }
+
+export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, extra: string[]): AgentProc {
+  const args = ['join', '--data-dir', join(dir, name), '--until-idle', '--min-delay', String(MIN_DELAY), '--delay-factor', '0',
+    '--concurrency', String(CONCURRENCY), '--progress', 'off', '--log-level', process.env.MESH_LOG ?? 'warn', '--no-sitemaps', '--heartbeat', '250', '--dead-after', '1500',
+    '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
+  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stdout!.on('data', (d: Buffer) => { out += d; });
+  proc.stderr!.on('data', (d: Buffer) => { err += d; });
+  const done = new Promise<AgentExit>((resolve) => {
+    proc.once('close', (code, signal) => {
+      // MESH_LOG=info MESH_LOG_DIR=… keeps each agent's log for a post-mortem.
+      if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, `${name}.${proc.pid}.log`), err + out);
+      resolve({ code, signal, out, err });
+    });
+  });
+  return { name, proc, done };
+}
+
+export function agentOf(userAgent: string | null | undefined): string {
+  return /\((a\d+)\)/.exec(userAgent ?? '')?.[1] ?? '?';
+}
+
+/** Page requests (robots.txt excluded) per canonical URL. */
+export function pageCounts(web: SyntheticWeb): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of web.requests()) {
+    if (r.path.startsWith('/robots')) continue;
+    const u = r.url ?? `${r.host}${r.path}`;
+    counts.set(u, (counts.get(u) ?? 0) + 1);
+  }
+  return counts;
+}
+
+export async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Resolves once something accepts TCP connections on 127.0.0.1:port (the first agent is up). */
+export async function waitPort(port: number): Promise<void> {
+  const { connect } = await import('node:net');
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1');
+      s.once('connect', () => { s.destroy(); resolve(true); });
+      s.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on ${port}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Polls an agent's API until it sees `n` active members. */
+export async function waitMembers(apiPort: number, n: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${apiPort}/status`);
+      const st = await res.json() as { mesh: { members: Array<{ state: string }> } };
+      if (st.mesh.members.filter((m) => m.state === 'active').length >= n) return;
+    } catch { /* not up yet */ }
+    if (Date.now() > deadline) throw new Error(`agent on API port ${apiPort} never saw ${n} members`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function seedThroughApi(apiPort: number, urls: string[]): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${apiPort}/seeds`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ urls }) });
+  assert.equal(res.status, 200, await res.text());
+}
+
+export async function meshWeb(hosts: number, pages: number) {
+  const web = await startSyntheticWeb({ seed: hosts, hosts, pagesPerHost: pages, outLinks: 6, crossHostShare: 0.3, pageBytes: { min: 1500, max: 3000 } });
+  const dir = tempDir();
+  const seeds = join(dir, 'seeds.txt');
+  writeFileSync(seeds, web.roots().join('\n') + '\n');
+  return { web, dir, seeds, expected: web.reachable().reachableAllowed };
+}
+
+/** Who fetched a URL, and when (for failure messages). */
+export function whoFetched(web: SyntheticWeb, url: string): string {
+  return web.requests().filter((r) => r.url === url).map((r) => `${agentOf(r.userAgent)}@${Math.round(r.start)}`).join(' ');
+}

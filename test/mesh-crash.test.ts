@@ -1,0 +1,143 @@
+// Issue 5 acceptance, crash cases (docs/mesh.md "Crashes"): an agent process is
+// SIGKILLed mid-crawl, and either restarted with its data dir or never again.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
+import {
+  MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, meshWeb, whoFetched, type AgentProc,
+} from './mesh-agents.js';
+
+const PORT0 = 49_000 + (process.pid % 1000) * 2; // clear of mesh-crawl (46–49 k) and api-mesh (47–49 k)
+/** --dead-after of the test agents (mesh-agents.ts), ms. */
+const DEAD_AFTER = 1500;
+/**
+ * The in-flight window of a killed agent (docs/mesh.md "Crashes"): pages whose
+ * request it had sent but whose completion had not reached the host's next
+ * owner — either not yet written in its own LevelDB (at most one request per
+ * fetch slot plus 4 fetched pages per slot waiting to be processed,
+ * src/crawl/agent.ts maxProcessing), or written but its replicated seen entry
+ * not yet acknowledged by the next owner (outbox linger + one DRUM round there;
+ * under a second on this loaded 2-core machine). Asserted as: every page
+ * fetched twice was first requested by the killed agent, within this many ms
+ * before the kill, and fetched at most twice.
+ */
+const IN_FLIGHT_WINDOW_MS = 5000;
+
+async function threeAgents(web: SyntheticWeb, dir: string, seeds: string, port: number): Promise<AgentProc[]> {
+  const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${port}`]);
+  await waitPort(port);
+  const a1Args = ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`];
+  const a1 = startAgentProcess(web, dir, 'a1', a1Args);
+  const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--seed', seeds]);
+  return [a0, a1, a2];
+}
+
+test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing missed, nothing twice outside its in-flight window, its hosts come back to it', async (t) => {
+  const { web, dir, seeds, expected } = await meshWeb(150, 20);
+  try {
+    const port = PORT0;
+    const [a0, a1, a2] = await threeAgents(web, dir, seeds, port);
+    // Mid-crawl, once the victim has done a fair part of its share.
+    await waitFor(() => pageCounts(web).size >= expected.size * 0.25 && web.requests().filter((r) => agentOf(r.userAgent) === 'a1').length >= 150, 60_000, 'a quarter of the crawl');
+    const killedAt = Date.now();
+    a1.proc.kill('SIGKILL');
+    assert.equal((await a1.done).signal, 'SIGKILL');
+    const diedAt = Date.now(); // the signal takes a few ms: requests up to here may be the victim's last
+    // Back a little later (the others have declared it dead and taken its hosts over by then).
+    await new Promise((r) => setTimeout(r, DEAD_AFTER + 700));
+    const restartedAt = Date.now();
+    const a1b = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`]);
+    const results = await Promise.all([a0.done, a2.done, a1b.done]);
+    for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
+
+    if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, 'requests.json'), JSON.stringify({ killedAt, restartedAt, requests: web.requests() }));
+    const counts = pageCounts(web);
+    const missed = [...expected].filter((u) => !counts.has(u));
+    const twice = [...counts].filter(([, n]) => n > 1).map(([u]) => u);
+    const a1AfterRestart = web.requests().filter((r) => agentOf(r.userAgent) === 'a1' && r.start >= restartedAt && !r.path.startsWith('/robots'));
+    const hostsBack = new Set(a1AfterRestart.map((r) => r.host));
+    const a1Before = web.requests().filter((r) => agentOf(r.userAgent) === 'a1' && r.start <= killedAt && !r.path.startsWith('/robots')).length;
+    t.diagnostic(`kill+restart: ${expected.size} pages expected, ${counts.size} fetched, ${missed.length} missed, ${twice.length} fetched twice ` +
+      `(a1 had requested ${a1Before} pages before the kill), a1 fetched ${a1AfterRestart.length} pages on ${hostsBack.size} hosts after its restart`);
+    assert.deepEqual(missed.slice(0, 5), [], 'every reachable page fetched');
+    // Outside the in-flight window nothing is fetched twice: every duplicate is a page
+    // the killed agent had requested before it died, fetched once more afterwards.
+    const outside = twice.filter((u) => {
+      const rs = web.requests().filter((r) => r.url === u).sort((x, y) => x.start - y.start);
+      return rs.length > 2 || agentOf(rs[0]!.userAgent) !== 'a1' || rs[0]!.start > diedAt || rs[0]!.start < killedAt - IN_FLIGHT_WINDOW_MS;
+    });
+    assert.deepEqual(outside.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], `no page fetched twice outside the killed agent's in-flight window (killed at ${Math.round(killedAt)})`);
+    // Its hosts came back: after the restart it crawls again, and a host it fetched after
+    // its return was not fetched by anyone else from then on.
+    assert.ok(hostsBack.size >= 5, `the restarted agent crawled its hosts again (${hostsBack.size} hosts)`);
+    const firstBack = new Map<string, number>();
+    for (const r of a1AfterRestart) if (!firstBack.has(r.host) || r.start < firstBack.get(r.host)!) firstBack.set(r.host, r.start);
+    const stolen = web.requests().filter((r) => firstBack.has(r.host) && agentOf(r.userAgent) !== 'a1' && r.start > firstBack.get(r.host)!);
+    assert.deepEqual(stolen.slice(0, 4).map((r) => `${r.host}${r.path} ${agentOf(r.userAgent)}`), [], 'hosts returned to the restarted agent are its alone');
+    assert.deepEqual(checkPoliteness(web.requests(), MIN_DELAY, { toleranceMs: 15 }).slice(0, 5), [], 'per-host delay held through the crash and the return');
+  } finally {
+    await web.close();
+  }
+});
+
+test('an agent SIGKILLed for good: the survivors finish everything they can still reach; what was lost is only what the dead agent alone held', async (t) => {
+  const { web, dir, seeds, expected } = await meshWeb(150, 20);
+  try {
+    const port = PORT0 + 1;
+    const [a0, a1, a2] = await threeAgents(web, dir, seeds, port);
+    // Mid-crawl, once the victim has done a fair part of its share.
+    await waitFor(() => pageCounts(web).size >= expected.size * 0.25 && web.requests().filter((r) => agentOf(r.userAgent) === 'a1').length >= 150, 60_000, 'a quarter of the crawl');
+    const killedAt = Date.now();
+    a1.proc.kill('SIGKILL');
+    let diedAt = Infinity; // the signal takes a few ms: requests up to then may be the victim's last
+    void a1.done.then(() => { diedAt = Date.now(); });
+    const results = await Promise.all([a0.done, a2.done]);
+    for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
+    assert.equal((await a1.done).signal, 'SIGKILL');
+
+    if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, 'requests-lost.json'), JSON.stringify({ killedAt, requests: web.requests() }));
+    const counts = pageCounts(web);
+    const missed = [...expected].filter((u) => !counts.has(u));
+    const twice = [...counts].filter(([, n]) => n > 1).map(([u]) => u);
+    const byA1 = new Set(web.requests().filter((r) => agentOf(r.userAgent) === 'a1').map((r) => r.host));
+    const missedOnA1Hosts = missed.filter((u) => byA1.has(new URL(u).hostname));
+    // What the survivors could still reach: everything linked (transitively) from the pages
+    // they fetched once the dead agent was out of their rings (declared dead after
+    // DEAD_AFTER of silence, checked every heartbeat; 1.5 s margin for load) — expanding only
+    // pages a survivor fetched after the death: a page fetched earlier is settled, and its
+    // links may have gone to the dead agent (a survivor's, acknowledged by it; or its own).
+    const after = killedAt + DEAD_AFTER + 1500;
+    const fromSurvivors = [...new Set(web.requests().filter((r) => agentOf(r.userAgent) !== 'a1' && r.start > after && r.url && !r.path.startsWith('/robots')).map((r) => r.url!))];
+    const postDeath = new Set(fromSurvivors);
+    const reachableAfter = new Set<string>();
+    const todo = fromSurvivors.filter((u) => expected.has(u));
+    while (todo.length) {
+      const u = todo.pop()!;
+      if (reachableAfter.has(u)) continue;
+      reachableAfter.add(u);
+      if (!postDeath.has(u)) continue;
+      const info = web.describe(u);
+      for (const next of [...(info?.links.map((l) => l.url) ?? []), ...(info?.location ? [info.location] : [])]) {
+        if (expected.has(next) && !reachableAfter.has(next)) todo.push(next);
+      }
+    }
+    const unreached = [...reachableAfter].filter((u) => !counts.has(u));
+    t.diagnostic(`kill for good: ${expected.size} pages expected, ${counts.size} fetched, ${missed.length} missed (${missedOnA1Hosts.length} on hosts the dead agent had crawled), ` +
+      `${twice.length} fetched twice (its in-flight window), ${reachableAfter.size} reachable from the survivors' pages after the death, ${unreached.length} of those not fetched`);
+    assert.deepEqual(unreached.slice(0, 5), [], 'everything reachable from what the survivors crawled after the death is fetched');
+    // Pages the dead agent fetched are fetched again only if the survivors reach them: never a
+    // page fetched twice by the survivors themselves.
+    const survivorsTwice = twice.filter((u) => web.requests().filter((r) => r.url === u && agentOf(r.userAgent) !== 'a1').length > 1);
+    assert.deepEqual(survivorsTwice.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'the survivors never fetch a page twice');
+    const outside = twice.filter((u) => {
+      const rs = web.requests().filter((r) => r.url === u).sort((x, y) => x.start - y.start);
+      return agentOf(rs[0]!.userAgent) !== 'a1' || rs[0]!.start > diedAt || rs[0]!.start < killedAt - IN_FLIGHT_WINDOW_MS;
+    });
+    assert.deepEqual(outside.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'a page the dead agent fetched is fetched again only if it was in its in-flight window (replicated seen entries)');
+    assert.deepEqual(checkPoliteness(web.requests(), MIN_DELAY, { toleranceMs: 15 }).slice(0, 5), [], 'per-host delay held through the crash');
+  } finally {
+    await web.close();
+  }
+});

@@ -1,0 +1,127 @@
+// The handoff gate (src/crawl/handoff.ts) and the marker's wire form
+// (src/mesh/wire.ts): docs/mesh.md "Handoff protocol".
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HostRing } from '../src/assign/ring.js';
+import { HandoffGate, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
+import { encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, isWireItem, REPLICA_SEEN_HOPS, SEEN_ONLY_FLAG, HOPS_MASK } from '../src/mesh/index.js';
+
+const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+const C = '12D3KooWCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC';
+const HOSTS = Array.from({ length: 400 }, (_, i) => `h${i}.example`);
+
+function ring(...ids: string[]): HostRing {
+  const r = new HostRing({ replicas: 64 });
+  for (const id of ids) r.add(id);
+  return r;
+}
+
+test('handoff marker: a wire item of its own kind, round-trips its ring id, rejects look-alikes', () => {
+  const m = encodeHandoffMarker(0xfedcba9876543210n);
+  assert.ok(isWireItem(m), 'travels through the outbox and the exchange like any item');
+  assert.ok(isHandoffMarker(m));
+  assert.equal(decodeHandoffMarker(m), 0xfedcba9876543210n);
+  assert.equal(decodeHandoffMarker(encodeHandoffMarker(0n)), 0n);
+  assert.equal(decodeHandoffMarker({ ...m, url: m.url.slice(0, -1) + 'g' }), null, 'bad hex');
+  assert.equal(decodeHandoffMarker({ ...m, url: m.url + '0' }), null, 'bad length');
+  assert.equal(decodeHandoffMarker({ ...m, depth: 1 }), null);
+  assert.equal(decodeHandoffMarker({ url: 'http://a.example/', depth: 0, hops: 0 }), null);
+  assert.notEqual(REPLICA_SEEN_HOPS, m.hops, 'a replica seen entry is not a marker');
+  assert.equal(REPLICA_SEEN_HOPS & SEEN_ONLY_FLAG, SEEN_ONLY_FLAG);
+  assert.equal(REPLICA_SEEN_HOPS & HOPS_MASK, HOPS_MASK, 'past any hop limit: never passed on');
+});
+
+test('ring id: equal for equal views (any insertion order), different when a member or a capacity differs', () => {
+  const r1 = ring(A, B, C);
+  const r2 = ring(C, A, B);
+  assert.equal(ringIdOf(r1), ringIdOf(r2));
+  assert.notEqual(ringIdOf(r1), ringIdOf(ring(A, B)));
+  const r3 = ring(A, B);
+  r3.add(C, 2);
+  assert.notEqual(ringIdOf(r1), ringIdOf(r3));
+  const snap = snapshotRing(r1);
+  r1.remove(C);
+  assert.equal(ringIdOf(snap), ringIdOf(r2), 'a snapshot does not follow the live ring');
+});
+
+test('gate: hosts gained on a leave wait for the live peers\' markers for the new ring; other hosts do not wait', () => {
+  const g = new HandoffGate(A, { timeoutMs: 10_000, floorMs: 100 });
+  const r = ring(A, B, C);
+  g.ringChanged(r, [B, C], [], 0);
+  for (const h of HOSTS) assert.equal(g.notBefore(h, 0), 0, 'nothing moved yet');
+  const before = snapshotRing(r);
+  r.remove(C); // C leaves gracefully: its hosts go to A and B
+  g.ringChanged(r, [B, C], [], 1000);
+  const gained = HOSTS.filter((h) => before.ownerOf(h) === C && r.ownerOf(h) === A);
+  const kept = HOSTS.filter((h) => before.ownerOf(h) === A);
+  assert.ok(gained.length > 20 && kept.length > 20);
+  for (const h of gained) assert.ok(g.notBefore(h, 1000) > 1000, `${h} waits`);
+  for (const h of kept) assert.equal(g.notBefore(h, 1000), 0, `${h} was ours already`);
+  g.marker(C, ringIdOf(ring(A)), 1100); // a marker for another ring does not count
+  assert.ok(g.notBefore(gained[0]!, 1100) > 1100);
+  g.marker(C, ringIdOf(r), 1200);
+  assert.deepEqual(g.waitingFor(), [B]);
+  g.marker(B, ringIdOf(r), 1300);
+  assert.deepEqual(g.waitingFor(), []);
+  // Cleared at 1300: the politeness floor (100 ms) still holds the gained hosts, not the kept ones.
+  assert.equal(g.notBefore(gained[0]!, 1350), 1400);
+  assert.equal(g.notBefore(kept[0]!, 1350), 0);
+  assert.equal(g.notBefore(gained[0]!, 1400), 0);
+});
+
+test('gate: a member that appears holds every host we own until its marker (joiner, restarted agent)', () => {
+  const g = new HandoffGate(A, { timeoutMs: 10_000, floorMs: 0 });
+  const r = ring(A, B);
+  g.ringChanged(r, [B], [], 0);
+  r.add(C);
+  g.ringChanged(r, [B, C], [C], 10);
+  const ours = HOSTS.filter((h) => r.ownerOf(h) === A);
+  for (const h of ours) assert.ok(g.notBefore(h, 10) > 10);
+  g.marker(C, ringIdOf(r), 20);
+  g.marker(B, ringIdOf(r), 20);
+  for (const h of ours) assert.equal(g.notBefore(h, 20), 0);
+});
+
+test('gate: a marker for a ring we reach later counts once we reach it; a dead peer is not waited for; a lost marker times out', () => {
+  const g = new HandoffGate('', { timeoutMs: 5000, floorMs: 0 });
+  g.marker(B, ringIdOf(ring(A, B, C)), 0); // arrives while we start, before we know our id
+  g.setSelf(A);
+  const r = ring(A);
+  g.ringChanged(r, [B, C], [B, C], 0);
+  const h = HOSTS[0]!;
+  assert.ok(g.notBefore(h, 0) > 0);
+  r.add(B); r.add(C);
+  g.ringChanged(r, [B, C], [B, C], 100);
+  assert.deepEqual(g.waitingFor(), [C], 'B\'s early marker was for this ring');
+  g.gone(C, 200); // declared dead: take over at once
+  assert.deepEqual(g.waitingFor(), []);
+  const g2 = new HandoffGate(A, { timeoutMs: 5000, floorMs: 0 });
+  g2.ringChanged(ring(A, B), [B], [B], 0);
+  const mine = HOSTS.find((x) => ring(A, B).ownerOf(x) === A)!;
+  assert.ok(g2.notBefore(mine, 4999) > 4999);
+  assert.equal(g2.notBefore(mine, 5000), 0, 'timeout fallback');
+  assert.equal(g2.stats.timedOut, 1);
+  g2.ringChanged(ring(A, B, C), [B, C], [C], 6000);
+  g2.prune((id) => id !== C, 6001);
+  assert.deepEqual(g2.waitingFor(), [B], 'a member that vanished is not waited for (B, alive, still is)');
+});
+
+test('gate: a leaver\'s marker holds for later rings; markers are due once per peer and ring, again after a restart', () => {
+  const g = new HandoffGate(A, { timeoutMs: 10_000, floorMs: 0 });
+  const r = ring(A, B, C);
+  g.ringChanged(r, [B, C], [], 0);
+  r.remove(C);
+  g.ringChanged(r, [B, C], [], 10);
+  g.marker(C, ringIdOf(r), 20, true);
+  r.add('12D3KooWDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD');
+  g.ringChanged(r, [B, C, '12D3KooWDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD'], ['12D3KooWDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD'], 30);
+  assert.ok(!g.waitingFor().includes(C), 'the leaver is not waited for again');
+  assert.deepEqual(g.markersDue(r.members()).sort(), [B, '12D3KooWDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD'].sort());
+  for (const p of r.members()) g.markerSent(p, g.ringId);
+  assert.deepEqual(g.markersDue(r.members()), []);
+  assert.equal(g.heard(B, 1), false, 'first heartbeat');
+  assert.equal(g.heard(B, 1), false);
+  assert.equal(g.heard(B, 2), true, 'restarted');
+  assert.deepEqual(g.markersDue(r.members()), [B]);
+});
