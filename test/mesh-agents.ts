@@ -16,9 +16,11 @@ export const CONCURRENCY = 16;
 export interface AgentExit { code: number | null; signal: string | null; out: string; err: string }
 export interface AgentProc { name: string; proc: ChildProcess; done: Promise<AgentExit> }
 
-export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, extra: string[]): AgentProc {
+/** An agent process on the web; links only (no sitemaps) unless `opts.sitemaps`. */
+export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, extra: string[], opts: { sitemaps?: boolean } = {}): AgentProc {
   const args = ['join', '--data-dir', join(dir, name), '--until-idle', '--min-delay', String(MIN_DELAY), '--delay-factor', '0',
-    '--concurrency', String(CONCURRENCY), '--progress', 'off', '--log-level', process.env.MESH_LOG ?? 'warn', '--no-sitemaps', '--heartbeat', '250', '--dead-after', '1500',
+    '--concurrency', String(CONCURRENCY), '--progress', 'off', '--log-level', process.env.MESH_LOG ?? 'warn', ...(opts.sitemaps ? [] : ['--no-sitemaps']),
+    '--heartbeat', '250', '--dead-after', '1500',
     '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
   const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
