@@ -17,7 +17,7 @@ async function freePort(): Promise<number> {
   const { createServer } = await import('node:net');
   // Four consecutive ports: p2p for agent a, then the three APIs.
   for (;;) {
-    const p = 20_000 + Math.floor(Math.random() * 30_000);
+    const p = 20_000 + Math.floor(Math.random() * 12_000); // below the ephemeral range (32768+)
     const ok = await Promise.all([0, 1, 2, 3].map((i) => new Promise<boolean>((resolve) => {
       const srv = createServer().once('error', () => resolve(false)).listen(p + i, '127.0.0.1', () => srv.close(() => resolve(true)));
     })));

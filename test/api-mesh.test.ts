@@ -40,7 +40,7 @@ interface Status { agent: { id: string; counters: { fetched: number; queued: num
 test('three agents: every endpoint answers; inspect names owner and WARC location; warc get returns the served bytes', async () => {
   const web = await startSyntheticWeb({ seed: 4, hosts: 30, pagesPerHost: 3, pageBytes: { min: 1000, max: 2000 } });
   const dir = tempDir();
-  const p2p = 47_000 + (process.pid % 500) * 4;
+  const p2p = 20_000 + (process.pid % 500) * 4; // below the ephemeral range (32768+), where outgoing connections take ports
   const apis = [p2p + 1, p2p + 2, p2p + 3].map((p) => `127.0.0.1:${p}`);
   const start = (api: string, i: number) => spawn(process.execPath, [BIN, 'join', '--data-dir', join(dir, `a${i}`), '--api', api,
     '--listen', `/ip4/127.0.0.1/tcp/${i === 0 ? p2p : 0}`, ...(i > 0 ? ['--seed', `127.0.0.1:${p2p}`] : []),
@@ -48,10 +48,10 @@ test('three agents: every endpoint answers; inspect names owner and WARC locatio
     ...web.resolveArgs.flatMap((r) => ['--resolve', r])], { stdio: ['ignore', 'ignore', 'inherit'] });
   // The first agent starts the mesh; the others join once its API (hence its node) is up.
   const procs = [start(apis[0]!, 0)];
-  await until(async () => { try { await json<Status>(`http://${apis[0]}/status`); return true; } catch { return false; } }, 30_000, 'first agent up');
-  procs.push(start(apis[1]!, 1), start(apis[2]!, 2));
-  const exited = procs.map((p) => new Promise<number | null>((r) => p.once('close', r)));
   try {
+    await until(async () => { try { await json<Status>(`http://${apis[0]}/status`); return true; } catch { return false; } }, 30_000, 'first agent up');
+    procs.push(start(apis[1]!, 1), start(apis[2]!, 2));
+    const exited = procs.map((p) => new Promise<number | null>((r) => p.once('close', r)));
     const base = apis.map((a) => `http://${a}`);
     for (const b of base) {
       await until(async () => {

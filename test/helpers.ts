@@ -45,6 +45,8 @@ export interface AgentProcess {
   closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+const spawned = new Set<ChildProcess>();
+
 /**
  * Runs bin/ubicrawl.js asynchronously (never spawnSync: the synthetic web
  * serves from the test's own event loop). With `capture`, stdout and stderr
@@ -52,6 +54,10 @@ export interface AgentProcess {
  */
 export function spawnAgent(args: string[], capture = true): AgentProcess {
   const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', capture ? 'pipe' : 'ignore', capture ? 'pipe' : 'inherit'] });
+  // One a failed test left running would keep the test file alive: killed when the file's tests end.
+  if (spawned.size === 0) after(() => { for (const p of spawned) p.kill('SIGKILL'); });
+  spawned.add(proc);
+  proc.once('exit', () => spawned.delete(proc));
   const run: AgentProcess = {
     proc, stdout: '', stderr: '',
     closed: new Promise((resolve) => proc.once('close', (code, signal) => resolve({ code, signal }))),

@@ -2,6 +2,7 @@
 // one synthetic web. Each agent has its own User-Agent comment so the web's
 // request log tells which agent fetched what (the product token stays `ubicrawl`).
 import assert from 'node:assert/strict';
+import { after } from 'node:test';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
@@ -10,6 +11,10 @@ import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
 import { tempDir } from './helpers.js';
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'ubicrawl.js');
+
+// Agents a failed test left running would keep the test file alive (their pipes hold the event loop).
+const running = new Set<ChildProcess>();
+after(() => { for (const p of running) p.kill('SIGKILL'); });
 export const MIN_DELAY = 150;
 export const CONCURRENCY = 16;
 
@@ -23,6 +28,8 @@ export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, 
     '--heartbeat', '250', '--dead-after', '1500',
     '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
   const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   let out = '';
   let err = '';
   proc.stdout!.on('data', (d: Buffer) => { out += d; });

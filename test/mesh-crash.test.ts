@@ -9,7 +9,7 @@ import {
   MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, meshWeb, whoFetched, type AgentProc,
 } from './mesh-agents.js';
 
-const PORT0 = 49_000 + (process.pid % 1000) * 2; // clear of mesh-crawl (46–49 k) and api-mesh (47–49 k)
+const PORT0 = 26_000 + (process.pid % 1000) * 2; // 26–28 k: below the ephemeral range, clear of mesh-crawl and api-mesh
 /** --dead-after of the test agents (mesh-agents.ts), ms. */
 const DEAD_AFTER = 1500;
 /**

@@ -9,7 +9,7 @@ import { generateSwarmKey } from '../src/mesh/index.js';
 import { tempDir } from './helpers.js';
 import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, waitMembers, seedThroughApi, meshWeb, whoFetched } from './mesh-agents.js';
 
-const PORT0 = 46_000 + (process.pid % 1000) * 3;
+const PORT0 = 22_000 + (process.pid % 1000) * 3; // 22–25.5 k: below the ephemeral range (32768+), clear of the other mesh tests
 
 test('3 agents crawl a 300-host web: every page once, each host by one agent, per-host delay held across the mesh', async () => {
   const { web, dir, seeds, expected } = await meshWeb(300, 4);

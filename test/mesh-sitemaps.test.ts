@@ -8,7 +8,7 @@ import { startSyntheticWeb } from '../bench/web/index.js';
 import { tempDir } from './helpers.js';
 import { startAgentProcess, agentOf, pageCounts, waitPort, waitMembers, seedThroughApi } from './mesh-agents.js';
 
-const PORT0 = 44_000 + (process.pid % 1000) * 2; // clear of mesh-crawl, api-mesh and mesh-crash
+const PORT0 = 28_000 + (process.pid % 1000) * 2; // 28–30 k: below the ephemeral range, clear of the other mesh tests
 
 test('Sitemaps 0.90 cross submits in a mesh: a grant learnt by one agent is honoured by the agent that fetches the sitemap', async () => {
   const HOSTS = 16;
