@@ -68,7 +68,7 @@ test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an
     const share = st.mesh.members.find((m) => m.self)!.share;
     assert.ok(share > 0.18 && share < 0.32, `the 4th agent's share of the ring is about a quarter (${share.toFixed(3)})`);
     // The leave comes once the newcomer crawls, past half of the crawl.
-    await waitFor(() => pageCounts(web).size >= expected.size * 0.55 && web.requests().some((r) => agentOf(r.userAgent) === 'a3'), 60_000, 'half of the crawl');
+    await waitFor(() => pageCounts(web).size >= expected.size * 0.55 && web.requests().some((r) => agentOf(r.userAgent) === 'a3'), 120_000, 'half of the crawl');
     a1.proc.kill('SIGTERM'); // graceful leave: hands its hosts over
     const results = await Promise.all([a0.done, a1.done, a2.done, a3.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
