@@ -147,6 +147,7 @@ test('Sitemaps 0.90: found through robots.txt and /sitemap.xml; pages only liste
     const agent = await startAgent({
       dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 50, delayFactor: 0,
       resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+      politeness: { retryBaseMs: 50, backoffBaseMs: 50, maxRetries: 1 }, // the 503 robots.txt (Retry-After: 5) is asked twice
     });
     const summary = await agent.done;
     const expected = web.reachable({ viaSitemaps: true });
@@ -196,6 +197,40 @@ test('Sitemaps 0.90 cross submits: a sitemap on another host may list a host\'s 
     assert.deepEqual(paths(1), ['/', '/elsewhere', '/maps/own.xml', '/maps/page', '/maps/shop.xml'], 'a sitemap lists its own directory, or the hosts whose robots.txt names it');
     const sm = summary.sitemaps as Record<string, number>;
     assert.equal(sm.rejected, 2, JSON.stringify(sm));
+  } finally {
+    await web.close();
+  }
+});
+
+test('RFC 9309 §2.3.1.4: while robots.txt is unreachable nothing is fetched; its URLs wait for the retries, then follow the rules it serves, or fail', async () => {
+  const robotsAsked = [0, 0];
+  const web = await startSyntheticWeb({
+    hosts: 2, pagesPerHost: 1,
+    intercept: (req) => {
+      const i = req.hostIndex;
+      if (req.path === '/robots.txt') {
+        // Host 0 recovers on the third request; host 1 never does.
+        const n = ++robotsAsked[i]!;
+        if (i === 1 || n <= 2) return { status: 503, headers: { 'content-type': 'text/plain' }, body: 'busy' };
+        return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'User-agent: *\nDisallow: /private\n' };
+      }
+      return { status: 200, headers: { 'content-type': 'text/html' }, body: '<a href="/a">a</a> <a href="/private">p</a>' };
+    },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 0, delayFactor: 0, sitemaps: { enabled: false },
+      resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent', politeness: { retryBaseMs: 100, backoffBaseMs: 100, maxRetries: 3 },
+    });
+    const summary = await agent.done;
+    const paths = (i: number) => web.requests().filter((r) => r.host === web.hostName(i) && r.path !== '/robots.txt').map((r) => r.path).sort();
+    assert.deepEqual(paths(0), ['/', '/a'], 'the recovered host is crawled by the rules it then served');
+    assert.equal(robotsAsked[0], 3);
+    assert.deepEqual(paths(1), [], 'nothing is fetched from a host whose robots.txt stays unreachable');
+    assert.equal(robotsAsked[1], 4, 'asked once, then retried 3 times');
+    const rejected = summary.rejected as Record<string, number>;
+    assert.equal(rejected['robots-unreachable'], 1, 'its URL is then recorded as failed, with the reason');
   } finally {
     await web.close();
   }

@@ -43,7 +43,7 @@ import { priorityClass } from '../frontier/priority.js';
 import { prefixEnd } from '../store/keys.js';
 import { decodeFetchRecord } from './records.js';
 import { indexWarcFile } from '../warc/cdxj.js';
-import { newHostPoliteness, politenessConfig, unpark, type HostPoliteness } from '../politeness/host.js';
+import { newHostPoliteness, politenessConfig, retryDelayMs, unpark, type HostPoliteness } from '../politeness/host.js';
 import { PolitenessControl, type Verdict } from '../politeness/control.js';
 import { DnsError } from '../fetch/dns.js';
 import { CrawlStats, bump } from './stats.js';
@@ -69,6 +69,8 @@ export interface HostData {
   pendingAcks: number;
   /** Another agent told us it settled some of this host's URLs: check the seen-set before fetching. */
   checkSeen: boolean;
+  /** robots.txt fetches in a row that found it unreachable (5xx, 429, network): its URLs wait while this is within the retry limit. */
+  robotsFailures: number;
 }
 
 export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
@@ -78,7 +80,7 @@ const RECENT_PER_HOST = 10;
 function newHostData(): HostData {
   return {
     robots: new Map(), polite: newHostPoliteness(), dnsCheckAt: 0, pages: 0, errors: {}, recent: [],
-    policy: { minDelayMs: null, pageBudget: null }, pendingAcks: 0, checkSeen: false,
+    policy: { minDelayMs: null, pageBudget: null }, pendingAcks: 0, checkSeen: false, robotsFailures: 0,
   };
 }
 
@@ -750,6 +752,13 @@ class Agent implements AgentHandle, AgentView {
         const entry = await this.robots.fetch(origin, log);
         this.stats.robotsFetches++;
         this.metrics.robotsFetched(entry.verdict);
+        // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
+        if (entry.verdict === 'unreachable') {
+          const n = h.data.robotsFailures++;
+          if (n < this.politeness.cfg.maxRetries) entry.expires = Math.min(entry.expires, Date.now() + retryDelayMs(n, this.politeness.cfg));
+        } else {
+          h.data.robotsFailures = 0;
+        }
         h.data.robots.set(origin, entry);
         h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
         for (const out of log.outcomes) if (out.ok) await this.writeWarc(out);
@@ -768,6 +777,14 @@ class Agent implements AgentHandle, AgentView {
         return;
       }
       if (robots.rules.crawlDelay(this.token) !== undefined) h.data.polite.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
+      if (robots.verdict === 'unreachable' && h.data.robotsFailures <= this.politeness.cfg.maxRetries && !h.data.polite.parked) {
+        // RFC 9309 §2.3.1.4: nothing may be fetched while robots.txt is unreachable; the URLs wait for it (a transient
+        // failure, retried like one: src/politeness/host.ts) rather than failing at once.
+        this.frontier.unshift(h, q);
+        h.data.pendingAcks--;
+        this.frontier.release(h, Math.max(robots.expires, h.data.polite.nextAllowedAt));
+        return;
+      }
       if (!robots.rules.isAllowed(q.url, this.token)) {
         this.stats.robotsBlocked++;
         const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
