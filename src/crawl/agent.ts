@@ -734,8 +734,8 @@ class Agent implements AgentHandle, AgentView {
     } else if (out.status >= 200 && out.status < 300) {
       if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
       else if (!exact?.original) {
-        const text = this.extractLinks(q, out, links, record);
-        if (text && exact) await this.noteNearDup(out, record, text, stored);
+        const fp = this.extractLinks(q, out, links, record);
+        if (fp && exact) await this.noteNearDup(out, record, fp, stored);
       }
     }
     if (this.recrawl && q.kind === 'sitemap') await this.recrawl.flushHints();
@@ -763,8 +763,8 @@ class Agent implements AgentHandle, AgentView {
   }
 
   /** SimHash of the visible text: a near-duplicate is noted in the fetch record and a WARC metadata record; the fingerprint is indexed before the page completes. */
-  private async noteNearDup(out: FetchResponse, record: FetchRecord, text: string, stored: WriteResult | undefined): Promise<void> {
-    const near = await this.dedup!.checkNear(out.url, text);
+  private async noteNearDup(out: FetchResponse, record: FetchRecord, fp: bigint, stored: WriteResult | undefined): Promise<void> {
+    const near = await this.dedup!.checkNearFingerprint(out.url, fp);
     if (!near) return;
     record.simhash = near.hex;
     if (near.match) {
@@ -847,8 +847,8 @@ class Agent implements AgentHandle, AgentView {
     if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
   }
 
-  /** Returns the page's visible text when dedup asked for it. */
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): string | undefined {
+  /** Returns the simhash64 of the page's visible text when dedup asked for it. */
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): bigint | undefined {
     const ct = out.header('content-type');
     let page;
     try {
@@ -857,7 +857,7 @@ class Agent implements AgentHandle, AgentView {
         contentType: ct,
         xRobotsTag: out.responseHeaders.filter(([k]) => k === 'x-robots-tag').map(([, v]) => v),
         robotsToken: this.token,
-        wantText: this.dedup?.wantsText ?? false,
+        wantFingerprint: this.dedup?.wantsText ?? false,
       });
     } catch (err) {
       bump(this.stats.errors, 'parse');
@@ -869,7 +869,7 @@ class Agent implements AgentHandle, AgentView {
     if (page.directives.noindex) { this.stats.noindex++; record.noindex = true; }
     if (!page.isHtml) return;
     if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
-    if (page.directives.nofollow) { this.stats.nofollowPages++; return page.text; }
+    if (page.directives.nofollow) { this.stats.nofollowPages++; return page.fingerprint; }
     if (page.canonical) this.stats.canonicals++;
     if (page.metaRefresh) this.stats.metaRefreshes++;
     this.stats.linksExtracted += page.links.length;
@@ -882,7 +882,7 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(link.url, undefined, q.depth + 1);
       if (c) into.push(c);
     }
-    return page.text;
+    return page.fingerprint;
   }
 
   /** Normalises and filters a discovered URL; null if it is turned away (counted). */
