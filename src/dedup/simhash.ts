@@ -321,25 +321,33 @@ function vote(ta: Int32Array, tb: Int32Array, n: number, k: number): bigint {
 function votePass(t: Int32Array, features: number, span: number, rot: number, at: number): void {
   const back = 32 - rot;
   const rot2 = (2 * rot) & 31, back2 = 32 - rot2;
-  // Byte-lane vote accumulators: lane l of cj counts bit 8l + j; ≤ 255 each, so flushed every 255 features.
+  // Two levels of lane counters (bit-parallel adds, no per-bit loop): nibble
+  // lane l of nj counts bit 4l + j (≤ 15, so moved on every 15 features);
+  // byte lane l of cj counts bit 8l + j (≤ 255, so flushed every 255).
   let c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
   for (let i = 0; i < features;) {
-    const stop = Math.min(features, i + 255);
-    for (; i < stop; i++) {
-      let x: number;
-      if (span === 3) {
-        // rotl(rotl(t0, r) ^ t1, r) ^ t2 = rotl(t0, 2r) ^ rotl(t1, r) ^ t2
-        const t0 = t[i]!, t1 = t[i + 1]!;
-        x = ((t0 << rot2) | (t0 >>> back2)) ^ ((t1 << rot) | (t1 >>> back)) ^ t[i + 2]!;
-      } else {
-        x = 0;
-        for (let j = i, end = i + span; j < end; j++) x = ((x << rot) | (x >>> back)) ^ t[j]!;
+    const stop255 = Math.min(features, i + 255);
+    while (i < stop255) {
+      const stop = Math.min(stop255, i + 15);
+      let n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+      for (; i < stop; i++) {
+        let x: number;
+        if (span === 3) {
+          // rotl(rotl(t0, r) ^ t1, r) ^ t2 = rotl(t0, 2r) ^ rotl(t1, r) ^ t2
+          const t0 = t[i]!, t1 = t[i + 1]!;
+          x = ((t0 << rot2) | (t0 >>> back2)) ^ ((t1 << rot) | (t1 >>> back)) ^ t[i + 2]!;
+        } else {
+          x = 0;
+          for (let j = i, end = i + span; j < end; j++) x = ((x << rot) | (x >>> back)) ^ t[j]!;
+        }
+        const h = fmix32(x ^ span);
+        n0 += h & 0x11111111; n1 += (h >>> 1) & 0x11111111;
+        n2 += (h >>> 2) & 0x11111111; n3 += (h >>> 3) & 0x11111111;
       }
-      const h = fmix32(x ^ span);
-      c0 += h & 0x01010101; c1 += (h >>> 1) & 0x01010101;
-      c2 += (h >>> 2) & 0x01010101; c3 += (h >>> 3) & 0x01010101;
-      c4 += (h >>> 4) & 0x01010101; c5 += (h >>> 5) & 0x01010101;
-      c6 += (h >>> 6) & 0x01010101; c7 += (h >>> 7) & 0x01010101;
+      c0 += n0 & 0x0f0f0f0f; c4 += (n0 >>> 4) & 0x0f0f0f0f;
+      c1 += n1 & 0x0f0f0f0f; c5 += (n1 >>> 4) & 0x0f0f0f0f;
+      c2 += n2 & 0x0f0f0f0f; c6 += (n2 >>> 4) & 0x0f0f0f0f;
+      c3 += n3 & 0x0f0f0f0f; c7 += (n3 >>> 4) & 0x0f0f0f0f;
     }
     acc[0] = c0; acc[1] = c1; acc[2] = c2; acc[3] = c3; acc[4] = c4; acc[5] = c5; acc[6] = c6; acc[7] = c7;
     flushLanes8(at);
