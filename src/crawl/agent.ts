@@ -722,6 +722,7 @@ class Agent implements AgentHandle, AgentView {
       if (out.status >= 200 && out.status < 300) recrawlOutcome.digest = payloadDigestBytes(stored?.payloadDigest, out.body);
     }
     const links: Candidate[] = [];
+    let near: Promise<void> | undefined;
     if (out.status === 304) {
       // Not modified: nothing new to parse, its links were taken from the capture.
     } else if (out.status >= 300 && out.status < 400) {
@@ -735,12 +736,13 @@ class Agent implements AgentHandle, AgentView {
       if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
       else if (!exact?.original) {
         const fp = this.extractLinks(q, out, links, record);
-        if (fp && exact) await this.noteNearDup(out, record, fp, stored);
+        // The SimHash check runs while the links are made durable; the page completes after both.
+        if (fp && exact) { near = this.noteNearDup(out, record, fp, stored); near.catch(() => {}); } // failures surface in finish
       }
     }
     if (this.recrawl && q.kind === 'sitemap') await this.recrawl.flushHints();
     // The first capture's digest entry only once its response record is in a WARC file (or WARC is off).
-    await this.finish(q, h, links, record, recrawlOutcome, stored || !this.warc ? exact?.ops : undefined);
+    await this.finish(q, h, links, record, recrawlOutcome, stored || !this.warc ? exact?.ops : undefined, near);
     this.dedup?.committed(exact);
   }
 
@@ -902,9 +904,10 @@ class Agent implements AgentHandle, AgentView {
    * is removed, its seen entry marked with the outcome and its fetch record
    * written — in one batch, after the links.
    */
-  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome, extraOps: BatchOp[] = []): Promise<void> {
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome, extraOps: BatchOp[] = [], before?: Promise<void>): Promise<void> {
     try {
       await this.route(links);
+      if (before) await before; // e.g. the page's SimHash indexed (src/dedup/content.ts), before it is marked fetched
       const key = seenKey(h.key, q.url);
       // Seen states: 2 fetched, 3 failed or not fetched (robots, budget); bit 0x10 flags noindex.
       const base = record.failure === 'settled-elsewhere' ? SEEN_ELSEWHERE : record.failure ? 3 : 2;
