@@ -31,10 +31,12 @@
 // what SimHash's per-bit vote needs; the rotations keep word order (a bag of
 // words would match reordered pages). docs/performance.md has the figures.
 //
-// Hot path: one scan of the lower-cased string's code units, token hashes
-// into reused typed arrays, bit votes accumulated in plain 32-bit numbers,
-// eight bit positions per add (byte lanes) — no BigInt per bit, no string or
-// buffer per shingle.
+// Hot path: one scan of the text's code units with lower-casing and the word
+// test in one table lookup each (no lower-cased copy; the text may also be
+// given as pieces of a larger string, simhashPieces), token hashes into
+// reused typed arrays, bit votes accumulated in plain 32-bit numbers, eight
+// bit positions per add (nibble then byte lanes), the low and high halves in
+// separate passes — no BigInt per bit, no string or buffer per shingle.
 
 /** Words per shingle by default. 3 keeps word order (a bag of words would
  * match reordered pages) while one edited word touches only 3 features. */
