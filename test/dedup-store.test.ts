@@ -261,3 +261,55 @@ test('WARC/1.1 §6.7.2: digest index keeps the first capture for revisit records
   assert.deepEqual(decodeDigestRecord(encodeDigestRecord({ ...first, uri: 'https://a.test/ü?q=1' })), { ...first, uri: 'https://a.test/ü?q=1' });
   await store.close();
 });
+
+test('SimhashStore bucket cache: interleaved adds, removes and queries answer as without it; a reopened store agrees', async () => {
+  const dir = tempDir();
+  let store = await openStore(dir);
+  // A tiny cache (resets often) and a normal one, against a model kept in memory.
+  const small = new SimhashStore(store.simhash, SIMHASH_TABLES, { cacheBytes: 2048 });
+  const r = prng(31);
+  // Few distinct buckets, so queries and writes keep meeting in the same ones.
+  const bases = Array.from({ length: 6 }, () => rnd64(r));
+  const model = new Map<string, bigint>(); // id → fp (indexed now)
+  const settledQuery = async (q: bigint) => {
+    const want = new Map<string, number>();
+    for (const [id, fp] of model) { const d = hamming64(fp, q); if (d <= 3) want.set(id, d); }
+    const got = new Map((await small.query(q, 3)).map((h) => [h.id, h.distance] as const));
+    assert.deepEqual(got, want);
+  };
+  for (let step = 0; step < 60; step++) {
+    // A burst of concurrent operations; queries made meanwhile must not crash or invent ids.
+    const ops: Array<Promise<unknown>> = [];
+    const known = new Set(model.keys());
+    for (let j = 0; j < 12; j++) {
+      const fp = flip(bases[Math.floor(r() * bases.length)]!, Math.floor(r() * 3), r);
+      const x = r();
+      if (x < 0.5) {
+        const id = `u${Math.floor(r() * 40)}`;
+        if (model.has(id)) continue; // one fingerprint per id in this model
+        model.set(id, fp); known.add(id);
+        ops.push(small.add(fp, id));
+      } else if (x < 0.65 && model.size > 0) {
+        const ids = [...model.keys()];
+        const id = ids[Math.floor(r() * ids.length)]!;
+        ops.push(small.remove(model.get(id)!, id));
+        model.delete(id);
+      } else {
+        ops.push(small.query(fp, 3).then((hits) => { for (const h of hits) assert.ok(known.has(h.id), h.id); }));
+      }
+    }
+    await Promise.all(ops);
+    // Once everything has resolved, answers are exact.
+    await settledQuery(flip(bases[step % bases.length]!, 1, r));
+  }
+  assert.ok(small.stats.cacheHits > 0);
+  await store.close();
+  store = await openStore(dir);
+  const reopened = new SimhashStore(store.simhash);
+  for (const b of bases) {
+    const want = new Map<string, number>();
+    for (const [id, fp] of model) { const d = hamming64(fp, b); if (d <= 3) want.set(id, d); }
+    assert.deepEqual(new Map((await reopened.query(b, 3)).map((h) => [h.id, h.distance] as const)), want);
+  }
+  await store.close();
+});

@@ -4,8 +4,9 @@ import {
   simhash64, hamming64, simhashHex, parseSimhashHex, popcount32,
   SIMHASH_TABLES, SIMHASH_TABLES_16, simhashLayout, type SimhashLayout,
   permute, unpermute, tableKeys, candidatePrefixes, candidateRanges, fingerprintFromKey,
-  SimhashIndex, TABLE_KEY_BYTES,
+  SimhashIndex, TABLE_KEY_BYTES, simhashPieces, PIECE_BREAK, PIECE_ENTITY,
 } from '../src/dedup/simhash.js';
+import { extractPage } from '../src/parse/html.js';
 import { article, prng } from '../bench/textgen.js';
 
 // Straightforward reference of the definition in simhash.ts (regex tokens,
@@ -104,6 +105,71 @@ test('matches the bit-per-feature reference on long texts (lane flushes, buffer 
   // Mixed scripts and a large text (~3 MB of UTF-8) that does not fit the kept buffer.
   const big = ('Ελληνικά κείμενα και 日本語テキスト mixed with English words 42. ').repeat(50000);
   assert.equal(simhash64(big), referenceSimhash(big));
+});
+
+// Characters whose lower case is not a one-unit, context-free map (Σ: Final_Sigma;
+// İ: two units; the Kelvin sign: lower-cases to ASCII k), surrogates (pairs,
+// lone, Deseret letters with a case), combining marks, no-break space.
+const TRICKY = ['a', 'B', '7', ' ', '.', 'é', 'É', 'ß', 'İ', 'ı', 'Σ', 'σ', 'ς', '\u212a', '\u00a0', 'ǅ', 'Ⅰ', 'Ⓐ', '\u0301',
+  '東', '\u{10400}', '\u{10428}', '\u{1F600}', '\ud800', '\udc00', '\u{1D49C}'];
+function trickyText(r: () => number, len: number): string {
+  let t = '';
+  for (let i = 0; i < len; i++) t += r() < 0.5 ? TRICKY[Math.floor(r() * TRICKY.length)] : 'abcdefgh'[Math.floor(r() * 8)];
+  return t;
+}
+
+test('lower-casing in place equals String.prototype.toLowerCase (Σ, İ, Kelvin sign, surrogates)', () => {
+  const r = prng(77);
+  for (let i = 0; i < 3000; i++) {
+    const t = trickyText(r, 1 + Math.floor(r() * 30));
+    assert.equal(simhash64(t), referenceSimhash(t), JSON.stringify(t));
+  }
+  assert.equal(simhash64('\u212a\u212a\u212a'), simhash64('kkk'));
+  assert.equal(simhash64('ΟΔΟΣ ΟΔΟΣ.Α'), referenceSimhash('ΟΔΟΣ ΟΔΟΣ.Α')); // Final_Sigma depends on the neighbours
+});
+
+test('simhashPieces: equal to simhash64 of the concatenated pieces, or null (then the caller builds the text)', () => {
+  const r = prng(78);
+  let nulls = 0;
+  for (let i = 0; i < 3000; i++) {
+    const src = trickyText(r, 40);
+    const pieces: number[] = [];
+    let text = '';
+    for (let p = 0, n = 1 + Math.floor(r() * 8); p < n; p++) {
+      const x = r();
+      if (x < 0.2) { pieces.push(PIECE_BREAK, 0); text += ' '; }
+      else if (x < 0.35) { const cp = [0x26, 0xe9, 0x3a3, 0x1f600, 0x10400, 0x41][Math.floor(r() * 6)]!; pieces.push(PIECE_ENTITY, cp); text += String.fromCodePoint(cp); }
+      else { const a = Math.floor(r() * 40), b = a + Math.floor(r() * (41 - a)); pieces.push(a, b); text += src.slice(a, b); }
+    }
+    const fp = simhashPieces(src, Int32Array.from(pieces), pieces.length / 2);
+    if (fp === null) { nulls++; continue; }
+    assert.equal(fp, simhash64(text), JSON.stringify(text));
+  }
+  assert.ok(nulls < 3000);
+  assert.equal(simhashPieces('foobar', Int32Array.from([0, 3, PIECE_BREAK, 0, 3, 6]), 3), simhash64('foo bar'));
+  assert.equal(simhashPieces('foobar', Int32Array.from([0, 3, 3, 6]), 2), simhash64('foobar'));
+});
+
+test('extractPage wantFingerprint: simhash64 of the text wantText returns (inline tags, entities, cap)', () => {
+  const r = prng(79);
+  const tags = ['<b>', '</b>', '<p>', '</p>', '<br>', '<span>', '&amp;', '&eacute;', '&Sigma;', '&#x1F600;', '&nbsp;', '<script>x y</script>', '<!-- c -->', '<title>t</title>'];
+  for (let i = 0; i < 1500; i++) {
+    let h = '<html><body>';
+    for (let j = 0, n = Math.floor(r() * 30); j < n; j++) h += r() < 0.3 ? tags[Math.floor(r() * tags.length)] : trickyText(r, 1 + Math.floor(r() * 6));
+    const body = Buffer.from(h + '</body></html>');
+    const maxTextChars = i % 5 === 0 ? 1 + Math.floor(r() * 20) : undefined; // past the cap the text is collapsed and cut
+    const opts = { url: 'http://a.test/', contentType: 'text/html; charset=utf-8', robotsToken: 'ubicrawl', maxTextChars };
+    const text = extractPage(body, { ...opts, wantText: true }).text!;
+    const only = extractPage(body, { ...opts, wantFingerprint: true });
+    assert.equal(only.fingerprint, simhash64(text), h);
+    assert.equal(only.text, undefined);
+    const both = extractPage(body, { ...opts, wantText: true, wantFingerprint: true });
+    assert.equal(both.text, text);
+    assert.equal(both.fingerprint, simhash64(text));
+  }
+  const page = Buffer.from('<p>Caf&eacute;<b>s</b> and <i>bars</i></p><div>next</div>');
+  const ex = extractPage(page, { url: 'http://a.test/', contentType: 'text/html', robotsToken: 'ubicrawl', wantFingerprint: true });
+  assert.equal(ex.fingerprint, simhash64('Cafés and bars next'));
 });
 
 test('hamming64 and popcount32', () => {

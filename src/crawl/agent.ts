@@ -970,6 +970,7 @@ class Agent implements AgentHandle, AgentView {
       if (out.status >= 200 && out.status < 300) recrawlOutcome.digest = payloadDigestBytes(stored?.payloadDigest, out.body);
     }
     const links: Candidate[] = [];
+    let near: Promise<void> | undefined;
     if (out.status === 304) {
       // Not modified: nothing new to parse, its links were taken from the capture.
     } else if (out.status >= 300 && out.status < 400) {
@@ -982,13 +983,14 @@ class Agent implements AgentHandle, AgentView {
     } else if (out.status >= 200 && out.status < 300) {
       if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
       else if (!exact?.original) {
-        const text = this.extractLinks(q, out, links, record);
-        if (text && exact) await this.noteNearDup(out, record, text, stored);
+        const fp = this.extractLinks(q, out, links, record);
+        // The SimHash check runs while the links are made durable; the page completes after both.
+        if (fp && exact) { near = this.noteNearDup(out, record, fp, stored); near.catch(() => {}); } // failures surface in finish
       }
     }
     if (this.recrawl && q.kind === 'sitemap') await this.recrawl.flushHints();
     // The first capture's digest entry only once its response record is in a WARC file (or WARC is off).
-    await this.finish(q, h, links, record, recrawlOutcome, stored || !this.warc ? exact?.ops : undefined);
+    await this.finish(q, h, links, record, recrawlOutcome, stored || !this.warc ? exact?.ops : undefined, near);
     this.dedup?.committed(exact);
   }
 
@@ -1011,8 +1013,8 @@ class Agent implements AgentHandle, AgentView {
   }
 
   /** SimHash of the visible text: a near-duplicate is noted in the fetch record and a WARC metadata record; the fingerprint is indexed before the page completes. */
-  private async noteNearDup(out: FetchResponse, record: FetchRecord, text: string, stored: WriteResult | undefined): Promise<void> {
-    const near = await this.dedup!.checkNear(out.url, text);
+  private async noteNearDup(out: FetchResponse, record: FetchRecord, fp: bigint, stored: WriteResult | undefined): Promise<void> {
+    const near = await this.dedup!.checkNearFingerprint(out.url, fp);
     if (!near) return;
     record.simhash = near.hex;
     if (near.match) {
@@ -1095,8 +1097,8 @@ class Agent implements AgentHandle, AgentView {
     if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
   }
 
-  /** Returns the page's visible text when dedup asked for it. */
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): string | undefined {
+  /** Returns the simhash64 of the page's visible text when dedup asked for it. */
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): bigint | undefined {
     const ct = out.header('content-type');
     let page;
     try {
@@ -1105,7 +1107,7 @@ class Agent implements AgentHandle, AgentView {
         contentType: ct,
         xRobotsTag: out.responseHeaders.filter(([k]) => k === 'x-robots-tag').map(([, v]) => v),
         robotsToken: this.token,
-        wantText: this.dedup?.wantsText ?? false,
+        wantFingerprint: this.dedup?.wantsText ?? false,
       });
     } catch (err) {
       bump(this.stats.errors, 'parse');
@@ -1117,7 +1119,7 @@ class Agent implements AgentHandle, AgentView {
     if (page.directives.noindex) { this.stats.noindex++; record.noindex = true; }
     if (!page.isHtml) return;
     if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
-    if (page.directives.nofollow) { this.stats.nofollowPages++; return page.text; }
+    if (page.directives.nofollow) { this.stats.nofollowPages++; return page.fingerprint; }
     if (page.canonical) this.stats.canonicals++;
     if (page.metaRefresh) this.stats.metaRefreshes++;
     this.stats.linksExtracted += page.links.length;
@@ -1130,7 +1132,7 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(link.url, undefined, q.depth + 1);
       if (c) into.push(c);
     }
-    return page.text;
+    return page.fingerprint;
   }
 
   /** Normalises and filters a discovered URL; null if it is turned away (counted). */
@@ -1150,9 +1152,10 @@ class Agent implements AgentHandle, AgentView {
    * is removed, its seen entry marked with the outcome and its fetch record
    * written — in one batch, after the links.
    */
-  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome, extraOps: BatchOp[] = []): Promise<void> {
+  private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome, extraOps: BatchOp[] = [], before?: Promise<void>): Promise<void> {
     try {
       await this.route(links);
+      if (before) await before; // e.g. the page's SimHash indexed (src/dedup/content.ts), before it is marked fetched
       const key = seenKey(h.key, q.url);
       // Seen states: 2 fetched, 3 failed or not fetched (robots, budget); bit 0x10 flags noindex.
       const base = record.failure === 'settled-elsewhere' ? SEEN_ELSEWHERE : record.failure ? 3 : 2;

@@ -198,7 +198,7 @@ export class ContentDedup {
     this.filterReady = true;
   }
 
-  /** Whether the HTML extraction should collect visible text. */
+  /** Whether the HTML extraction should fingerprint the visible text (wantFingerprint). */
   get wantsText(): boolean {
     return this.config.near;
   }
@@ -284,7 +284,16 @@ export class ContentDedup {
    */
   async checkNear(url: string, text: string): Promise<NearCheck | undefined> {
     if (!this.config.near) return undefined;
-    const fp = simhash64(text);
+    return this.checkNearFingerprint(url, simhash64(text));
+  }
+
+  /**
+   * checkNear with the fingerprint already taken: `fp` = simhash64 of the
+   * page's visible text, e.g. `extractPage(…, { wantFingerprint: true })`
+   * (which takes it without building the text string: docs/performance.md).
+   */
+  async checkNearFingerprint(url: string, fp: bigint): Promise<NearCheck | undefined> {
+    if (!this.config.near) return undefined;
     if (fp === 0n) return undefined; // no word: nothing to compare, and every such page would match
     this.counts.fingerprinted++;
     const max = this.config.maxDistance;

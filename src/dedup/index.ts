@@ -86,6 +86,8 @@ export interface SimhashStoreOptions {
   queryRounds?: number;
   /** Most add/remove requests applied by one read-modify-write round (default 4096). */
   maxWriteRound?: number;
+  /** Bytes of bucket values kept in the write-through bucket cache (default 16 MiB; 0 = off). */
+  cacheBytes?: number;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -186,8 +188,25 @@ export class SimhashStore {
   private readonly maxQueryBatch: number;
   private readonly maxQueryRounds: number;
   private readonly maxWriteRound: number;
-  /** Counters: queries answered, buckets read, candidates compared, write rounds. */
-  readonly stats = { queries: 0, bucketReads: 0, candidates: 0, writeRounds: 0 };
+  /** Counters: queries answered, buckets read, candidates compared, write rounds; bucket reads answered by the cache, store reads (getMany calls). */
+  readonly stats = { queries: 0, bucketReads: 0, candidates: 0, writeRounds: 0, cacheHits: 0, storeReads: 0 };
+  /**
+   * Write-through cache of bucket values: what a query read is exactly what
+   * the add of the same fingerprint rewrites next, so the write round then
+   * needs no read (each store read takes an implicit LevelDB snapshot under
+   * the DB mutex on the JS thread: docs/performance.md "Content dedup in the
+   * crawl"). An entry is the bucket's value as of the last write round
+   * (writes are serialised here, the only writer of the sublevel) or as read
+   * by a query that no write round could have overtaken (see `dirty`).
+   */
+  private readonly cache = new Map<number | string, Buffer>();
+  private cacheSize = 0;
+  private readonly cacheBytes: number;
+  /** Bucket → id of the last write round that rewrote it (since the last cache reset). */
+  private readonly dirty = new Map<number | string, number>();
+  /** Ids of write rounds started so far; round id of the last cache reset. */
+  private rounds = 0;
+  private resetAt = 0;
 
   constructor(private readonly sub: Sublevel, layout: SimhashLayout = SIMHASH_TABLES, opts: SimhashStoreOptions = {}) {
     if (layout.tables.length < 1 || layout.tables.length > 255) throw new RangeError('1..255 tables');
@@ -207,6 +226,41 @@ export class SimhashStore {
     this.maxQueryBatch = Math.max(1, opts.maxQueryBatch ?? 512);
     this.maxQueryRounds = Math.max(1, opts.queryRounds ?? 2);
     this.maxWriteRound = Math.max(1, opts.maxWriteRound ?? 4096);
+    this.cacheBytes = Math.max(0, opts.cacheBytes ?? 16 * 1024 * 1024);
+  }
+
+  // ---- bucket cache -------------------------------------------------------
+
+  private cachePut(b: number | string, v: Buffer): void {
+    if (this.cacheBytes === 0) return;
+    const old = this.cache.get(b);
+    this.cacheSize += v.length + 64 - (old === undefined ? 0 : old.length + 64);
+    this.cache.set(b, v);
+    if (this.cacheSize > this.cacheBytes) this.cacheReset();
+  }
+
+  /** Drops the cache (too big, or a failed write left it unsure). Reads issued before now are not cached. */
+  private cacheReset(): void {
+    this.cache.clear();
+    this.dirty.clear();
+    this.cacheSize = 0;
+    this.resetAt = this.rounds + 1;
+  }
+
+  /**
+   * The first write round a read issued now might miss: the round in flight
+   * (its batch may land after the read's snapshot) or else the next one.
+   */
+  private unsafeFrom(): number {
+    return this.writing ? this.rounds : this.rounds + 1;
+  }
+
+  /** Caches a value read by a query issued when unsafeFrom() was `from`, unless a write round since may have changed it. */
+  private cacheRead(b: number | string, v: Buffer | undefined, from: number): void {
+    if (from <= this.resetAt || this.cache.has(b)) return;
+    const w = this.dirty.get(b);
+    if (w !== undefined && w >= from) return;
+    this.cachePut(b, v ?? EMPTY);
   }
 
   /** Indexes `fp` for document `id`; resolves once durable. Adding the same (fp, id) twice is a no-op. */
@@ -311,9 +365,36 @@ export class SimhashStore {
         reqSlots[i * nt + t] = sl;
       }
     }
+    const round = ++this.rounds;
     const bucketKeys = this.readKeys(list);
     const docKeys = reqs.map((r) => this.docKeyFor(r.idHash, r.fp));
-    const values = await this.getMany(bucketKeys.concat(docKeys), true);
+    // Bucket values: from the cache, the rest with one getMany.
+    const values = new Array<Buffer | undefined>(list.length);
+    const missing: number[] = [];
+    for (let sl = 0; sl < list.length; sl++) {
+      const c = this.cache.get(list[sl]!);
+      if (c !== undefined) { values[sl] = c; this.stats.cacheHits++; } else missing.push(sl);
+    }
+    if (missing.length > 0) {
+      this.stats.storeReads++;
+      const got = await this.getMany(missing.map((sl) => bucketKeys[sl]!), true);
+      for (let j = 0; j < missing.length; j++) values[missing[j]!] = got[j];
+    }
+    // Whether a pair is indexed: its entry is in its table-0 bucket (buckets and
+    // doc record are written in one batch, so this is the doc record's presence).
+    const indexed = (i: number): boolean => {
+      const v = values[reqSlots[i * nt]!];
+      if (v === undefined) return false;
+      const r = reqs[i]!;
+      u64[0] = r.fp;
+      const fhi = u32[HI]!, flo = u32[LO]!;
+      u64[0] = r.idHash;
+      const ihi = u32[HI]!, ilo = u32[LO]!;
+      for (let o = 0; o + SIMHASH_ENTRY_BYTES <= v.length; o += SIMHASH_ENTRY_BYTES) {
+        if (v.readUInt32BE(o) === fhi && v.readUInt32BE(o + 4) === flo && v.readUInt32BE(o + 8) === ihi && v.readUInt32BE(o + 12) === ilo) return true;
+      }
+      return false;
+    };
     // Pairs indexed as the round goes: the store's state, then each request in order.
     const present = new Map<string, boolean>();
     const adds: number[][] = list.map(() => []);
@@ -323,7 +404,7 @@ export class SimhashStore {
     for (let i = 0; i < reqs.length; i++) {
       const r = reqs[i]!;
       const dn = docKeys[i]!.toString('latin1');
-      const was = present.get(dn) ?? values[nb + i] !== undefined;
+      const was = present.get(dn) ?? indexed(i);
       if (r.del === !was) continue; // remove of an absent pair, add of a present one
       present.set(dn, !r.del);
       for (let t = 0; t < nt; t++) {
@@ -335,13 +416,16 @@ export class SimhashStore {
       }
       ops.push(r.del ? { type: 'del', key: docKeys[i]! } : { type: 'put', key: docKeys[i]!, value: Buffer.from(r.id, 'utf8') });
     }
+    const next: Array<[number | string, Buffer]> = [];
     for (let sl = 0; sl < nb; sl++) {
       const add = adds[sl]!, del = dels[sl]!;
-      if (add.length === 0 && del.length === 0) continue;
+      // Every bucket read is now known (the cache keeps values read, written or not).
+      if (add.length === 0 && del.length === 0) { next.push([list[sl]!, values[sl] ?? EMPTY]); continue; }
+      this.dirty.set(list[sl]!, round);
       let old = values[sl] ?? EMPTY;
       if (del.length > 0) old = withoutEntries(old, del.map((i) => entryOf(reqs[i]!.fp, reqs[i]!.idHash)));
       const size = old.length + add.length * SIMHASH_ENTRY_BYTES;
-      if (size === 0) { ops.push({ type: 'del', key: bucketKeys[sl]! }); continue; }
+      if (size === 0) { ops.push({ type: 'del', key: bucketKeys[sl]! }); next.push([list[sl]!, EMPTY]); continue; }
       const v = Buffer.allocUnsafe(size);
       old.copy(v, 0);
       let o = old.length;
@@ -351,10 +435,20 @@ export class SimhashStore {
         o += SIMHASH_ENTRY_BYTES;
       }
       ops.push({ type: 'put', key: bucketKeys[sl]!, value: v });
+      next.push([list[sl]!, v]);
     }
-    if (ops.length === 0) return;
-    if (this.root !== undefined) await this.root.batch(ops);
-    else await this.sub.batch(ops);
+    if (ops.length > 0) {
+      try {
+        if (this.root !== undefined) await this.root.batch(ops);
+        else await this.sub.batch(ops);
+      } catch (err) {
+        this.cacheReset(); // the batch may or may not have landed
+        throw err;
+      }
+    }
+    // Round `round` is durable: its values are the buckets' values now (always
+    // stored, even past a reset: a cached value from before it would be stale).
+    for (const [b, v] of next) this.cachePut(b, v);
   }
 
   /** Doc record key, with the root prefix when reads and writes go to the root database. */
@@ -429,7 +523,23 @@ export class SimhashStore {
     for (const q of batch) {
       for (const b of q.buckets) if (!slot.has(b)) { slot.set(b, list.length); list.push(b); }
     }
-    const values = await this.getMany(this.readKeys(list), true);
+    // Cached buckets are current (a pending write round's values are cached only once durable).
+    const from = this.unsafeFrom();
+    const values = new Array<Buffer | undefined>(list.length);
+    const missing: Array<number | string> = [];
+    const at: number[] = [];
+    for (let i = 0; i < list.length; i++) {
+      const c = this.cache.get(list[i]!);
+      if (c !== undefined) { values[i] = c; this.stats.cacheHits++; } else { missing.push(list[i]!); at.push(i); }
+    }
+    if (missing.length > 0) {
+      this.stats.storeReads++;
+      const got = await this.getMany(this.readKeys(missing), true);
+      for (let j = 0; j < missing.length; j++) {
+        values[at[j]!] = got[j];
+        this.cacheRead(missing[j]!, got[j], from);
+      }
+    }
     this.stats.bucketReads += list.length;
     this.stats.queries += batch.length;
     // Per query: matching entries (fp ‖ id hash) → distance; doc records to read.
@@ -462,6 +572,7 @@ export class SimhashStore {
       }
       perQuery.push(found);
     }
+    if (docKeys.length > 0) this.stats.storeReads++;
     const ids = docKeys.length > 0 ? await this.getMany(docKeys, true) : [];
     for (let i = 0; i < batch.length; i++) {
       const found = perQuery[i]!;

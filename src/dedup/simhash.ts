@@ -31,10 +31,12 @@
 // what SimHash's per-bit vote needs; the rotations keep word order (a bag of
 // words would match reordered pages). docs/performance.md has the figures.
 //
-// Hot path: one scan of the lower-cased string's code units, token hashes
-// into reused typed arrays, bit votes accumulated in plain 32-bit numbers,
-// eight bit positions per add (byte lanes) — no BigInt per bit, no string or
-// buffer per shingle.
+// Hot path: one scan of the text's code units with lower-casing and the word
+// test in one table lookup each (no lower-cased copy; the text may also be
+// given as pieces of a larger string, simhashPieces), token hashes into
+// reused typed arrays, bit votes accumulated in plain 32-bit numbers, eight
+// bit positions per add (nibble then byte lanes), the low and high halves in
+// separate passes — no BigInt per bit, no string or buffer per shingle.
 
 /** Words per shingle by default. 3 keeps word order (a bag of words would
  * match reordered pages) while one edited word touches only 3 features. */
@@ -108,20 +110,16 @@ const u32 = new Uint32Array(u64.buffer);
 // Index of the low/high 32-bit word of u64[0] inside u32 (platform endianness).
 const LO = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1 ? 0 : 1;
 const HI = 1 - LO;
-/** Byte-lane vote accumulators, as handed to flushLanes: lane l of acc[j] counts
- * bit 8l + j of the low word (acc[0..7]) or of the high word (acc[8..15]). */
-const acc = new Int32Array(16);
+/** Byte-lane vote accumulators, as handed to flushLanes8: lane l of acc[j] counts bit 8l + j of a 32-bit half. */
+const acc = new Int32Array(8);
 /** Votes per fingerprint bit, 0..63 (bit 0 = least significant). */
 const votes = new Float64Array(64);
 
-function flushLanes(): void {
+function flushLanes8(at: number): void {
   for (let j = 0; j < 8; j++) {
-    const a = acc[j]!, b = acc[8 + j]!;
-    votes[j] += a & 0xff; votes[8 + j] += (a >>> 8) & 0xff;
-    votes[16 + j] += (a >>> 16) & 0xff; votes[24 + j] += a >>> 24;
-    votes[32 + j] += b & 0xff; votes[40 + j] += (b >>> 8) & 0xff;
-    votes[48 + j] += (b >>> 16) & 0xff; votes[56 + j] += b >>> 24;
-    acc[j] = 0; acc[8 + j] = 0;
+    const a = acc[j]!;
+    votes[at + j] += a & 0xff; votes[at + 8 + j] += (a >>> 8) & 0xff;
+    votes[at + 16 + j] += (a >>> 16) & 0xff; votes[at + 24 + j] += a >>> 24;
   }
 }
 
@@ -151,63 +149,276 @@ function scan(s: string, ta: Int32Array, tb: Int32Array): number {
   return n;
 }
 
-/**
- * 64-bit SimHash of `text` (see the definition at the top of this file).
- * Returns 0n for a text without any letter or digit.
- */
-export function simhash64(text: string, opts?: SimhashOptions): bigint {
-  let k = opts?.shingle ?? DEFAULT_SHINGLE;
-  if (!(k >= 1)) k = 1;
-  k = Math.floor(k);
-  if (typeof text !== 'string' || text.length === 0) return 0n;
-  const s = text.toLowerCase();
-  // A token and its separator take ≥ 2 code units, bar the last.
-  const maxTokens = (s.length >> 1) + 1;
+// ---------------------------------------------------------------------------
+// Fast scanner: lower-casing and the word test in one table lookup per code
+// unit, with no lower-cased copy of the text, and usable on pieces of a
+// string (the text nodes the HTML parser saw, src/parse/html.ts) as well as
+// on one string. It must give exactly the tokens of step 1 on
+// text.toLowerCase(): String.prototype.toLowerCase is a per-code-point map
+// (Unicode default case conversion) except for Final_Sigma (Σ → ς at a word
+// end, SpecialCasing.txt) and a few one-to-many mappings (U+0130 → i̇); a text
+// with any of those takes the reference path above (toLowerCase, then scan).
+
+/** Per UTF-16 code unit: 0 = not a word character, LW_SLOW = needs the
+ * reference path, LW_SURR = a surrogate (pairs are looked at in context);
+ * otherwise the lower-cased unit, which is a word character. */
+const LW_SLOW = 1;
+const LW_SURR = 2;
+const LW = new Uint16Array(65536);
+for (let c = 48; c <= 57; c++) LW[c] = c;
+for (let c = 65; c <= 90; c++) LW[c] = c + 32;
+for (let c = 97; c <= 122; c++) LW[c] = c;
+let lwFull = false;
+/** Fills the non-ASCII part of LW (~10 ms, once, on the first non-ASCII unit). */
+function buildLw(): void {
+  lwFull = true;
+  for (let c = 0x80; c < 0x10000; c++) {
+    if (c >= 0xd800 && c < 0xe000) { LW[c] = LW_SURR; continue; }
+    const l = String.fromCharCode(c).toLowerCase();
+    if (l.length !== 1 || c === 0x03a3) { LW[c] = LW_SLOW; continue; } // U+0130 → 2 units; Σ: Final_Sigma
+    const lc = l.charCodeAt(0);
+    LW[c] = lc >= 0xd800 && lc < 0xe000 ? LW_SLOW : (lc < 0x80 ? ASCII_WORD[lc] === 1 : isWordCodePoint(lc)) ? lc : 0;
+  }
+}
+
+/** Lower-cased astral code point when it is a word character, 0 when not, -1 for the reference path. */
+const astralLower = new Map<number, number>();
+function lowerAstral(cp: number): number {
+  let v = astralLower.get(cp);
+  if (v === undefined) {
+    const l = String.fromCodePoint(cp).toLowerCase();
+    const lc = l.codePointAt(0)!;
+    v = l.length !== 2 || lc < 0x10000 ? -1 : isWordCodePoint(lc) ? lc : 0;
+    if (astralLower.size < 4096) astralLower.set(cp, v);
+  }
+  return v;
+}
+
+/** Scanner state across pieces: tokens so far, the open token's FNV state. */
+let sN = 0;
+let sIn = false;
+let sH = 0;
+/** Token hash arrays of the scan in progress (capacity checked by the caller). */
+let sTa = tokA, sTb = tokB;
+
+function ensureTokens(maxTokens: number): void {
+  if (!lwFull) buildLw();
   let ta = tokA, tb = tokB;
   if (ta.length < maxTokens) {
     ta = new Int32Array(maxTokens);
     tb = new Int32Array(maxTokens);
     if (maxTokens <= KEEP_TOKENS) { tokA = ta; tokB = tb; }
   }
-  const n = scan(s, ta, tb);
+  sTa = ta; sTb = tb;
+  sN = 0; sIn = false; sH = 0;
+}
+
+function endToken(): void {
+  if (!sIn) return;
+  sTa[sN] = fmix32(sH);
+  sTb[sN] = fmix32(sH ^ 0x9e3779b9);
+  sN++;
+  sIn = false;
+}
+
+/**
+ * Steps 1–2 over s[start, end), continuing the token left open by the
+ * previous piece (no separator between pieces: the caller ends the token
+ * where its text has a word break). False when the text needs the reference
+ * path (see above); `edges`: a lone surrogate at either end of the piece
+ * might pair with a neighbouring piece, so it also asks for the reference path.
+ */
+function scanPiece(s: string, start: number, end: number, edges: boolean): boolean {
+  let i = start;
+  for (;;) {
+    i = scanRun(s, i, end);
+    if (i < 0) return true;
+    i = special(s, i, start, end, edges);
+    if (i < 0) return false;
+  }
+}
+
+/**
+ * The common case of scanPiece: from s[i] up to the end (returns -1) or up
+ * to a LW_SLOW or surrogate unit (returns its index). State in sN/sIn/sH.
+ */
+function scanRun(s: string, i: number, end: number): number {
+  const lw = LW, ta = sTa, tb = sTb;
+  let n = sN, a = sH, inTok = sIn, l = 0;
+  for (;;) {
+    if (inTok) {
+      // The rest of the open token.
+      for (; i < end; i++) {
+        l = lw[s.charCodeAt(i)]!;
+        if (l <= LW_SURR) break;
+        a = Math.imul(a ^ l, 0x01000193);
+      }
+      if (i >= end) break;
+      if (l !== 0) { sN = n; sIn = true; sH = a; return i; }
+      ta[n] = fmix32(a); tb[n] = fmix32(a ^ 0x9e3779b9); n++;
+      inTok = false;
+      i++;
+    }
+    // Separators, up to the next token.
+    for (; i < end; i++) {
+      l = lw[s.charCodeAt(i)]!;
+      if (l !== 0) break;
+    }
+    if (i >= end) break;
+    if (l <= LW_SURR) { sN = n; sIn = false; sH = a; return i; }
+    a = Math.imul(0x811c9dc5 ^ l, 0x01000193);
+    inTok = true;
+    i++;
+  }
+  sN = n; sIn = inTok; sH = a;
+  return -1;
+}
+
+/**
+ * One LW_SLOW or surrogate unit at s[i] (rare, so plain): the index to go on
+ * from, or -1 for the reference path.
+ */
+function special(s: string, i: number, start: number, end: number, edges: boolean): number {
+  const c = s.charCodeAt(i);
+  if (LW[c] === LW_SLOW) return -1;
+  // A surrogate: a pair is one code point (lower-cased as one), a lone one separates.
+  const d = i + 1 < end ? s.charCodeAt(i + 1) : 0;
+  if (c < 0xdc00 && d >= 0xdc00 && d < 0xe000) {
+    const lc = lowerAstral(0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00));
+    if (lc < 0) return -1;
+    if (lc === 0) { endToken(); return i + 2; }
+    if (!sIn) { sIn = true; sH = 0x811c9dc5 | 0; }
+    sH = Math.imul(sH ^ (0xd800 + ((lc - 0x10000) >> 10)), 0x01000193);
+    sH = Math.imul(sH ^ (0xdc00 + ((lc - 0x10000) & 0x3ff)), 0x01000193);
+    return i + 2;
+  }
+  // A lone surrogate at the edge of a piece may pair with the neighbouring piece's.
+  if (edges && ((c < 0xdc00 && i + 1 === end) || (c >= 0xdc00 && i === start))) return -1;
+  endToken();
+  return i + 1;
+}
+
+/** Steps 3–4 over the n token hashes in ta/tb. */
+function vote(ta: Int32Array, tb: Int32Array, n: number, k: number): bigint {
   if (n === 0) return 0n;
   votes.fill(0);
   const features = n >= k ? n - k + 1 : 1;
   const span = n >= k ? k : n;
-  // Byte-lane vote accumulators in locals (registers): lane l of cj counts bit
-  // 8l + j of the low word, of dj bit 8l + j of the high word; ≤ 255 each.
-  let c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
-  let d0 = 0, d1 = 0, d2 = 0, d3 = 0, d4 = 0, d5 = 0, d6 = 0, d7 = 0;
-  for (let i = 0; i < features;) {
-    const stop = Math.min(features, i + 255);
-    for (; i < stop; i++) {
-      let x = 0, y = 0;
-      for (let j = i, end = i + span; j < end; j++) {
-        x = ((x << 11) | (x >>> 21)) ^ ta[j]!;
-        y = ((y << 13) | (y >>> 19)) ^ tb[j]!;
-      }
-      const lo = fmix32(x ^ span), hi = fmix32(y ^ span);
-      c0 += lo & 0x01010101; c1 += (lo >>> 1) & 0x01010101;
-      c2 += (lo >>> 2) & 0x01010101; c3 += (lo >>> 3) & 0x01010101;
-      c4 += (lo >>> 4) & 0x01010101; c5 += (lo >>> 5) & 0x01010101;
-      c6 += (lo >>> 6) & 0x01010101; c7 += (lo >>> 7) & 0x01010101;
-      d0 += hi & 0x01010101; d1 += (hi >>> 1) & 0x01010101;
-      d2 += (hi >>> 2) & 0x01010101; d3 += (hi >>> 3) & 0x01010101;
-      d4 += (hi >>> 4) & 0x01010101; d5 += (hi >>> 5) & 0x01010101;
-      d6 += (hi >>> 6) & 0x01010101; d7 += (hi >>> 7) & 0x01010101;
-    }
-    acc[0] = c0; acc[1] = c1; acc[2] = c2; acc[3] = c3; acc[4] = c4; acc[5] = c5; acc[6] = c6; acc[7] = c7;
-    acc[8] = d0; acc[9] = d1; acc[10] = d2; acc[11] = d3; acc[12] = d4; acc[13] = d5; acc[14] = d6; acc[15] = d7;
-    flushLanes();
-    c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = 0;
-    d0 = d1 = d2 = d3 = d4 = d5 = d6 = d7 = 0;
-  }
+  // The low and the high 32 bits of the feature hashes depend on ta and on tb
+  // only: two passes of eight accumulators each stay in registers.
+  votePass(ta, features, span, 11, 0);
+  votePass(tb, features, span, 13, 32);
   let lo = 0, hi = 0;
   for (let b = 0; b < 32; b++) {
     if (votes[b]! * 2 > features) lo |= 1 << b;
     if (votes[32 + b]! * 2 > features) hi |= 1 << b;
   }
   return (BigInt(hi >>> 0) << 32n) | BigInt(lo >>> 0);
+}
+
+/**
+ * Adds to votes[at .. at + 31] the bits of fmix32(x XOR span) for every
+ * feature, x = the feature's tokens' hashes t[j] folded with rotl32(x, rot).
+ */
+function votePass(t: Int32Array, features: number, span: number, rot: number, at: number): void {
+  const back = 32 - rot;
+  const rot2 = (2 * rot) & 31, back2 = 32 - rot2;
+  // Two levels of lane counters (bit-parallel adds, no per-bit loop): nibble
+  // lane l of nj counts bit 4l + j (≤ 15, so moved on every 15 features);
+  // byte lane l of cj counts bit 8l + j (≤ 255, so flushed every 255).
+  let c0 = 0, c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0, c6 = 0, c7 = 0;
+  for (let i = 0; i < features;) {
+    const stop255 = Math.min(features, i + 255);
+    while (i < stop255) {
+      const stop = Math.min(stop255, i + 15);
+      let n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+      for (; i < stop; i++) {
+        let x: number;
+        if (span === 3) {
+          // rotl(rotl(t0, r) ^ t1, r) ^ t2 = rotl(t0, 2r) ^ rotl(t1, r) ^ t2
+          const t0 = t[i]!, t1 = t[i + 1]!;
+          x = ((t0 << rot2) | (t0 >>> back2)) ^ ((t1 << rot) | (t1 >>> back)) ^ t[i + 2]!;
+        } else {
+          x = 0;
+          for (let j = i, end = i + span; j < end; j++) x = ((x << rot) | (x >>> back)) ^ t[j]!;
+        }
+        const h = fmix32(x ^ span);
+        n0 += h & 0x11111111; n1 += (h >>> 1) & 0x11111111;
+        n2 += (h >>> 2) & 0x11111111; n3 += (h >>> 3) & 0x11111111;
+      }
+      c0 += n0 & 0x0f0f0f0f; c4 += (n0 >>> 4) & 0x0f0f0f0f;
+      c1 += n1 & 0x0f0f0f0f; c5 += (n1 >>> 4) & 0x0f0f0f0f;
+      c2 += n2 & 0x0f0f0f0f; c6 += (n2 >>> 4) & 0x0f0f0f0f;
+      c3 += n3 & 0x0f0f0f0f; c7 += (n3 >>> 4) & 0x0f0f0f0f;
+    }
+    acc[0] = c0; acc[1] = c1; acc[2] = c2; acc[3] = c3; acc[4] = c4; acc[5] = c5; acc[6] = c6; acc[7] = c7;
+    flushLanes8(at);
+    c0 = c1 = c2 = c3 = c4 = c5 = c6 = c7 = 0;
+  }
+}
+
+function shingleOf(opts: SimhashOptions | undefined): number {
+  const k = opts?.shingle ?? DEFAULT_SHINGLE;
+  return k >= 1 ? Math.floor(k) : 1;
+}
+
+/** The reference path: step 1 literally (toLowerCase of the whole text), then scan. */
+function simhashReference(text: string, k: number): bigint {
+  const s = text.toLowerCase();
+  // A token and its separator take ≥ 2 code units, bar the last.
+  ensureTokens((s.length >> 1) + 1);
+  const n = scan(s, sTa, sTb);
+  return vote(sTa, sTb, n, k);
+}
+
+/**
+ * 64-bit SimHash of `text` (see the definition at the top of this file).
+ * Returns 0n for a text without any letter or digit.
+ */
+export function simhash64(text: string, opts?: SimhashOptions): bigint {
+  const k = shingleOf(opts);
+  if (typeof text !== 'string' || text.length === 0) return 0n;
+  ensureTokens((text.length >> 1) + 1);
+  if (!scanPiece(text, 0, text.length, false)) return simhashReference(text, k);
+  endToken();
+  return vote(sTa, sTb, sN, k);
+}
+
+/** Record tags of a text-piece list (see {@link simhashPieces}). */
+export const PIECE_ENTITY = -1;
+export const PIECE_BREAK = -2;
+
+/**
+ * simhash64 of a text given as pieces of `src`, without building it: `pieces`
+ * holds `count` pairs — [start, end) of a run of src, [PIECE_ENTITY, code
+ * point] for one decoded character, [PIECE_BREAK, 0] for a word break (a
+ * space) — and the text is their concatenation. Equal to simhash64 of that
+ * text (this is how the HTML parser fingerprints a page's visible text,
+ * src/parse/html.ts). Null when the text has a character whose lower case
+ * depends on context (Σ, …) or a surrogate split between pieces: build the
+ * text and call simhash64 then.
+ */
+export function simhashPieces(src: string, pieces: Int32Array, count: number, opts?: SimhashOptions): bigint | null {
+  const k = shingleOf(opts);
+  let units = 0;
+  for (let p = 0; p < count; p++) {
+    const a = pieces[2 * p]!;
+    units += a >= 0 ? pieces[2 * p + 1]! - a : 2;
+  }
+  ensureTokens((units >> 1) + count + 1);
+  for (let p = 0; p < count; p++) {
+    const a = pieces[2 * p]!, b = pieces[2 * p + 1]!;
+    if (a === PIECE_BREAK) { endToken(); continue; }
+    if (a === PIECE_ENTITY) {
+      if (b >= 0xd800 && b < 0xe000) return null;
+      const e = String.fromCodePoint(b);
+      if (!scanPiece(e, 0, e.length, true)) return null;
+      continue;
+    }
+    if (!scanPiece(src, a, b, true)) return null;
+  }
+  endToken();
+  return vote(sTa, sTb, sN, k);
 }
 
 /** Number of 1 bits of a 32-bit integer (SWAR popcount). */

@@ -18,6 +18,7 @@ import { emptyDirectives, parseMetaRobots, parseXRobotsTag, productToken, type R
 import { parseLinkHeader } from './linkheader.js';
 import { isHtmlEssence, isUnknownEssence, parseContentType, sniffHtml } from './mime.js';
 import { parseRefresh } from './refresh.js';
+import { PIECE_BREAK, PIECE_ENTITY, simhash64, simhashPieces } from '../dedup/simhash.js';
 
 export type LinkTag = 'a' | 'area' | 'link' | 'frame' | 'iframe' | 'refresh' | 'canonical';
 
@@ -48,6 +49,12 @@ export interface ExtractOptions {
   maxLinks?: number;
   /** Collect visible text (for SimHash). Default false. */
   wantText?: boolean;
+  /**
+   * Fingerprint the visible text: `fingerprint` = simhash64 of the text that
+   * wantText returns, computed from the text nodes in place (no text string
+   * is built unless wantText is set too). Default false.
+   */
+  wantFingerprint?: boolean;
   /** Cap on collected text, in UTF-16 code units after whitespace collapsing. Default 200,000. */
   maxTextChars?: number;
   /** Clock for `unavailable_after` (epoch ms). Default Date.now(). */
@@ -74,6 +81,8 @@ export interface PageExtract {
   directives: RobotsDirectives;
   title?: string;
   text?: string;
+  /** simhash64 of the visible text (wantFingerprint; 0n when it has no word). */
+  fingerprint?: bigint;
   isHtml: boolean;
 }
 
@@ -300,6 +309,8 @@ class Extractor implements TokenizerCallbacks {
   includeResources = false;
   maxLinks = 2000;
   wantText = false;
+  wantFp = false;
+  fp = 0n;
   maxText = 200_000;
   pageNofollowKnown = false; // X-Robots-Tag said nofollow: do not collect links at all
 
@@ -347,6 +358,12 @@ class Extractor implements TokenizerCallbacks {
   textRaw = 0;
   pendingSpace = false;
   textDone = false;
+  // Fingerprint only (no wantText): the text as pieces of `s` (simhashPieces's
+  // format), not strings; turned into strings only past the cap or for a text
+  // simhashPieces cannot take.
+  pieceMode = false;
+  pieces = new Int32Array(512);
+  pieceCount = 0;
 
   readonly tokenizer: Tokenizer;
 
@@ -383,6 +400,8 @@ class Extractor implements TokenizerCallbacks {
     this.textRaw = 0;
     this.pendingSpace = false;
     this.textDone = false;
+    this.pieceMode = false;
+    this.pieceCount = 0;
     this.tokenizer.reset();
   }
 
@@ -397,9 +416,14 @@ class Extractor implements TokenizerCallbacks {
 
   run(s: string): void {
     this.s = s;
-    this.tokenizer.write(s);
-    this.tokenizer.end();
-    this.s = '';
+    try {
+      this.tokenizer.write(s);
+      this.tokenizer.end();
+    } finally {
+      // Pieces index `s`: the fingerprint is taken while it is at hand.
+      if (this.wantFp) this.fp = this.fingerprint();
+      this.s = '';
+    }
   }
 
   // --- tokenizer callbacks -------------------------------------------------------------------
@@ -563,7 +587,10 @@ class Extractor implements TokenizerCallbacks {
       return;
     }
     this.inHead = false;
-    if (want) this.addText(this.s.slice(start, end));
+    if (want) {
+      if (this.pieceMode) this.addPiece(start, end, end - start);
+      else this.addText(this.s.slice(start, end));
+    }
   }
 
   ontextentity(cp: number, _end: number): void {
@@ -578,7 +605,8 @@ class Extractor implements TokenizerCallbacks {
     }
     this.inHead = false;
     if (!this.wantText || this.textDone || this.noscript > 0 || this.template > 0) return;
-    this.addText(String.fromCodePoint(cp));
+    if (this.pieceMode) this.addPiece(PIECE_ENTITY, cp, cp > 0xffff ? 2 : 1);
+    else this.addText(String.fromCodePoint(cp));
   }
 
   oncdata(): void {}
@@ -725,6 +753,60 @@ class Extractor implements TokenizerCallbacks {
     this.textParts.push(t);
     this.textRaw += t.length;
     if (this.textRaw > this.maxText) this.compactText();
+  }
+
+  /** addText for piece mode: the same counting, a record instead of a string. */
+  addPiece(a: number, b: number, len: number): void {
+    let n = this.pieceCount;
+    if (this.pendingSpace) {
+      this.pendingSpace = false;
+      if (n > 0) {
+        this.pushPiece(n++, PIECE_BREAK, 0);
+        this.textRaw++;
+      }
+    }
+    this.pushPiece(n++, a, b);
+    this.pieceCount = n;
+    this.textRaw += len;
+    // Past the cap the text is collapsed and cut (compactText): leave piece mode, with the same result.
+    if (this.textRaw > this.maxText) this.piecesToText();
+  }
+
+  pushPiece(n: number, a: number, b: number): void {
+    if (2 * n + 2 > this.pieces.length) {
+      const grown = new Int32Array(this.pieces.length * 2);
+      grown.set(this.pieces);
+      this.pieces = grown;
+    }
+    this.pieces[2 * n] = a;
+    this.pieces[2 * n + 1] = b;
+  }
+
+  /** Replays the pieces through addText: from here on, the text is collected as strings. */
+  piecesToText(): void {
+    const pending = this.pendingSpace;
+    const p = this.pieces, n = this.pieceCount;
+    this.pieceMode = false;
+    this.pieceCount = 0;
+    this.textParts = [];
+    this.textRaw = 0;
+    this.pendingSpace = false;
+    for (let i = 0; i < n && !this.textDone; i++) {
+      const a = p[2 * i]!, b = p[2 * i + 1]!;
+      if (a === PIECE_BREAK) this.pendingSpace = true;
+      else this.addText(a === PIECE_ENTITY ? String.fromCodePoint(b) : this.s.slice(a, b));
+    }
+    this.pendingSpace = pending;
+  }
+
+  /** simhash64 of text(); in piece mode without building the text (call before run() returns: pieces index `s`). */
+  fingerprint(): bigint {
+    if (this.pieceMode) {
+      const fp = simhashPieces(this.s, this.pieces, this.pieceCount);
+      if (fp !== null) return fp;
+      this.piecesToText();
+    }
+    return simhash64(this.text());
   }
 
   /** Collapse what was collected so far; stop once the collapsed text reaches the cap. */
@@ -896,7 +978,10 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
     ex.followNofollow = opts.followNofollowLinks === true;
     ex.includeResources = opts.includeResources === true;
     ex.maxLinks = opts.maxLinks !== undefined && opts.maxLinks >= 0 ? opts.maxLinks : 2000;
-    ex.wantText = opts.wantText === true;
+    // A fingerprint needs the text collected; as strings only when the text itself is asked for.
+    ex.wantText = opts.wantText === true || opts.wantFingerprint === true;
+    ex.wantFp = opts.wantFingerprint === true;
+    ex.pieceMode = ex.wantFp && opts.wantText !== true;
     ex.maxText = opts.maxTextChars !== undefined && opts.maxTextChars >= 0 ? opts.maxTextChars : 200_000;
     ex.pageNofollowKnown = directives.nofollow;
     ex.directives = directives;
@@ -930,7 +1015,8 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
       isHtml: true,
     };
     if (ex.title !== null) out.title = ex.title;
-    if (ex.wantText) out.text = ex.text();
+    if (opts.wantText === true) out.text = ex.text();
+    if (ex.wantFp) out.fingerprint = ex.fp;
 
     // canonical and refresh are recorded even under page-level nofollow: they say what this page
     // is / where it goes, not which links to follow. Only http(s) targets count.
