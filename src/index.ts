@@ -53,3 +53,4 @@ export { serverNotModifiedRevisit } from './warc/notmodified.js';
 // Frontier priority (Mercator front queues)
 export { priorityClass, clampClass, PRIORITY_CLASSES, MAX_PRIORITY, type PriorityHints } from './frontier/priority.js';
 export type { UrlKind } from './frontier/frontier.js';
+export { simhashPieces, PIECE_BREAK, PIECE_ENTITY } from './dedup/simhash.js';
