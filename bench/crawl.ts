@@ -7,7 +7,7 @@
 // crawler; the crawler runs in this process and is measured with
 // process.cpuUsage() (user + system) and sampled RSS.
 //
-//   node dist/bench/crawl.js [--runs 5] [--hosts 200] [--pages 50] [--concurrency 32] [--page-kb 10-30]
+//   node dist/bench/crawl.js [--runs 5] [--hosts 200] [--pages 50] [--concurrency 32] [--page-kb 10-30] [--no-near-dup]
 import '../src/polyfill.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,10 +19,10 @@ import { startAgent } from '../src/crawl/agent.js';
 import { parseResolveRule } from '../src/config.js';
 import { median } from './measure.js';
 
-interface Args { runs: number; hosts: number; pages: number; concurrency: number; minKb: number; maxKb: number; profile: boolean }
+interface Args { runs: number; hosts: number; pages: number; concurrency: number; minKb: number; maxKb: number; profile: boolean; nearDup: boolean }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { runs: 5, hosts: 200, pages: 50, concurrency: 32, minKb: 10, maxKb: 30, profile: false };
+  const a: Args = { runs: 5, hosts: 200, pages: 50, concurrency: 32, minKb: 10, maxKb: 30, profile: false, nearDup: true };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = argv[i + 1];
@@ -31,7 +31,8 @@ function parseArgs(argv: string[]): Args {
     else if (k === '--pages') { a.pages = Number(v); i++; }
     else if (k === '--concurrency') { a.concurrency = Number(v); i++; }
     else if (k === '--page-kb') { const [lo, hi] = String(v).split('-').map(Number); a.minKb = lo!; a.maxKb = hi ?? lo!; i++; }
-    else if (k === '--help') { process.stdout.write('node dist/bench/crawl.js [--runs N] [--hosts N] [--pages N] [--concurrency N] [--page-kb MIN-MAX]\n'); process.exit(0); }
+    else if (k === '--no-near-dup') a.nearDup = false;
+    else if (k === '--help') { process.stdout.write('node dist/bench/crawl.js [--runs N] [--hosts N] [--pages N] [--concurrency N] [--page-kb MIN-MAX] [--no-near-dup]\n'); process.exit(0); }
   }
   return a;
 }
@@ -62,6 +63,7 @@ async function runOnce(a: Args, web: WebInfo): Promise<{ pages: number; pagesPer
     const agent = await startAgent({
       dataDir: dir, seeds: web.roots, untilIdle: true, minDelayMs: 0, delayFactor: 0,
       concurrency: a.concurrency, resolve: web.resolve.map(parseResolveRule), logLevel: 'warn',
+      ...(a.nearDup ? {} : { dedup: { near: false } }),
     });
     const summary = await agent.done;
     const secs = (performance.now() - t0) / 1000;
