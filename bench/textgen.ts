@@ -2,15 +2,9 @@
 // mix of common English words and generated content words, from a seeded PRNG
 // (mulberry32), so every run sees the same texts.
 
-export function prng(seed: number): () => number {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../src/hash/mix.js';
+
+export const prng = mulberry32;
 
 const COMMON = (
   'the of and to a in is that for it as was with be by on not he i this are or his from at which but have an ' +

@@ -104,12 +104,4 @@ export function waitUntil(cond: () => boolean, timeoutMs: number, everyMs = 5): 
 }
 
 /** A small seeded PRNG (mulberry32) for reproducible random test schedules. */
-export function seededRandom(seed: number): () => number {
-  let s = seed | 0;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 as seededRandom } from '../src/hash/mix.js';

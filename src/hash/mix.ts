@@ -9,3 +9,14 @@ export function fmix32(h: number): number {
   h ^= h >>> 16;
   return h >>> 0;
 }
+
+/** mulberry32 (Tommy Ettinger): a small seeded PRNG in [0, 1), for reproducible tests, benchmarks and jitter. */
+export function mulberry32(seed: number): () => number {
+  let s = seed | 0;
+  return () => {
+    s = (s + 0x6d2b79f5) | 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

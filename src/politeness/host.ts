@@ -349,17 +349,8 @@ export function describeHost(s: HostPoliteness, now: number): Record<string, unk
   };
 }
 
-/** Deterministic random in [0, 1) for tests and reproducible runs (mulberry32). */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic random in [0, 1) for tests and reproducible runs. */
+export { mulberry32 as seededRandom } from '../hash/mix.js';
 
 // ---- per-IP clock -----------------------------------------------------------
 
