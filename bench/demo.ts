@@ -58,7 +58,7 @@ async function main(): Promise<void> {
   const startAgent = (name: string, i: number) => {
     const args = ['join', '--data-dir', join(DATA, name), '--until-idle', '--min-delay', '200', '--concurrency', '16',
       '--progress', 'off', '--log-level', 'warn', '--listen', `/ip4/127.0.0.1/tcp/${i === 0 ? base : 0}`, '--api', `127.0.0.1:${base + 1 + i}`,
-      '--summary', join(DATA, `${name}-summary.json`), '--heartbeat', '500', '--retry-delay', '500', '--user-agent', `ubicrawl/0.1 (${name})`,
+      '--summary', join(DATA, `${name}-summary.json`), '--heartbeat', '500', '--retries', '1', '--retry-delay', '500', '--user-agent', `ubicrawl/0.1 (${name})`,
       ...(i > 0 ? ['--seed', `127.0.0.1:${base}`] : []), ...web.resolveArgs.flatMap((r) => ['--resolve', r])];
     const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'ignore', 'inherit'] });
     children.push(child);
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   say('\neach agent\'s share (hosts are owned by exactly one agent, by consistent hashing of the host name):');
   for (const a of agents) {
     const mine = log.filter((r) => (r.userAgent ?? '').includes(`(${a.name})`));
-    say(`  agent ${a.name}: ${new Set(mine.map((r) => r.host)).size} hosts, ${mine.filter((r) => !r.path.startsWith('/robots')).length} pages`);
+    say(`  agent ${a.name}: ${new Set(mine.map((r) => r.host)).size} hosts, ${mine.filter((r) => !r.path.startsWith('/robots')).length} page requests`);
   }
   let pages = 0;
   let blocked = 0;
@@ -106,7 +106,11 @@ async function main(): Promise<void> {
     pages += sm.pages!;
     blocked += sm.robotsBlocked!;
   }
-  say(`\ncrawl finished: ${pages} pages, ${blocked} URLs blocked by robots.txt, none fetched twice: ${new Set(log.map((r) => r.url)).size === log.length ? 'yes' : 'no'}`);
+  // A 5xx or 429 answer is retried on purpose (--retries): only the other answers must be one per URL.
+  const pageLog = log.filter((r) => !r.path.startsWith('/robots'));
+  const answered = pageLog.filter((r) => r.status < 500 && r.status !== 429);
+  say(`\ncrawl finished: ${pages} pages, ${blocked} URLs blocked by robots.txt, none fetched twice: ${new Set(answered.map((r) => r.url)).size === answered.length ? 'yes' : 'no'}` +
+    ` (${pageLog.length - answered.length} 5xx/429 answers retried by design)`);
   const files: string[] = [];
   for (const a of agents) {
     const warcDir = join(DATA, a.name, 'warc');
