@@ -158,8 +158,8 @@ class Agent implements AgentHandle, AgentView {
   /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
   private readonly settledOnly = new Map<string, Buffer>();
   /**
-   * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it).
-   * In memory and bounded: a grant is lost across a restart, or when another agent fetches the sitemap.
+   * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it): kept in LevelDB, and sent
+   * along with the sitemap URL to the agent that fetches it (src/sitemap/grants.ts).
    */
   private readonly sitemapGrants: SitemapGrants;
   private readonly fetcher: Fetcher;

@@ -56,9 +56,9 @@ export interface Store {
   digests: Sublevel;
   /** Recrawl state per fetched URL, seen key → RecrawlState (src/recrawl/schedule.ts). */
   recrawl: Sublevel;
-  /** Recrawl due index: due ms ‖ seen key → depth ‖ URL (src/recrawl/store.ts). */
+  /** Recrawl due index: due ms ‖ seen key → depth ‖ URL (src/recrawl/recrawler.ts). */
   recrawlDue: Sublevel;
-  /** Sitemap hints not yet used, seen key → lastmod/changefreq/priority (src/recrawl/store.ts). */
+  /** Sitemap hints not yet used, seen key → lastmod/changefreq/priority (src/recrawl/recrawler.ts). */
   recrawlHints: Sublevel;
   close(): Promise<void>;
 }

@@ -33,7 +33,7 @@ export function prefixEnd(prefix: Buffer): Buffer {
 /**
  * 24-byte recrawl due-index key: due time (u64 BE epoch ms) ‖ seen key (host
  * hash ‖ url hash). Sorted by time first, so everything due by `t` is the one
- * range below dueKey(t + 1, …) (src/recrawl/store.ts).
+ * range below dueKey(t + 1, …) (src/recrawl/recrawler.ts).
  */
 export function dueKey(dueAt: number, seenKeyBytes: Buffer): Buffer {
   const b = Buffer.allocUnsafe(24);
