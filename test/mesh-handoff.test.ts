@@ -125,3 +125,21 @@ test('gate: a leaver\'s marker holds for later rings; markers are due once per p
   assert.equal(g.heard(B, 2), true, 'restarted');
   assert.deepEqual(g.markersDue(r.members()), [B]);
 });
+
+test('handoff gate: a marker from a peer we do not know yet survives a prune and counts once our ring catches up', () => {
+  const gate = new HandoffGate(C, { timeoutMs: 60_000, floorMs: 0, recheckMs: 10 });
+  gate.ringChanged(ring(A, C), [A], [A], 0);
+  gate.marker(A, ringIdOf(ring(A, C)), 1);
+  // B, already in the 3-member ring, sends its marker before our membership view has B in it.
+  gate.marker(B, ringIdOf(ring(A, B, C)), 2);
+  gate.prune((id) => id === A || id === C, 3);
+  gate.ringChanged(ring(A, B, C), [A, B], [B], 4);
+  gate.marker(A, ringIdOf(ring(A, B, C)), 5);
+  assert.deepEqual(gate.waitingFor(), [], 'B is not waited for: its marker for this ring is in');
+  for (const h of HOSTS) assert.equal(gate.notBefore(h, 6), 0, `${h} may be contacted`);
+  // A stale marker from a peer that is long gone is forgotten.
+  gate.prune((id) => id === A || id === C, 61_000);
+  gate.ringChanged(ring(A, C), [A], [], 61_001);
+  gate.ringChanged(ring(A, B, C), [A, B], [B], 61_002);
+  assert.ok(gate.waitingFor().includes(B), 'after the timeout a forgotten marker no longer counts');
+});

@@ -58,8 +58,11 @@ export class HandoffGate {
   private gates: Gate[] = [];
   private ring: HostRing | null = null;
   private rid = -1n;
-  /** Latest marker ring id per peer (a peer may be ahead of us: its marker counts once we catch up). */
-  private readonly lastMarker = new Map<string, bigint>();
+  /**
+   * Latest marker ring id per peer, and when it came. A peer may be ahead of us — its marker may even come
+   * before we know it as a member — and its marker counts once we catch up.
+   */
+  private readonly lastMarker = new Map<string, { ring: bigint; at: number }>();
   /** Leavers whose marker came after they stopped owning anything: it holds for every later ring. */
   private readonly finished = new Set<string>();
   private readonly recheckMs: number;
@@ -94,10 +97,10 @@ export class HandoffGate {
     const before = this.ring;
     this.ring = snapshotRing(ring);
     this.rid = ringIdOf(this.ring);
-    for (const g of this.gates) for (const p of g.waiting) if (this.lastMarker.get(p) === this.rid) g.waiting.delete(p);
-    const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p) !== this.rid && !this.finished.has(p));
+    for (const g of this.gates) for (const p of g.waiting) if (this.lastMarker.get(p)?.ring === this.rid) g.waiting.delete(p);
+    const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p)?.ring !== this.rid && !this.finished.has(p));
     if (before && others.length) this.open(before, others, now);
-    const newcomers = added.filter((p) => p !== this.self && alive.includes(p) && this.lastMarker.get(p) !== this.rid);
+    const newcomers = added.filter((p) => p !== this.self && alive.includes(p) && this.lastMarker.get(p)?.ring !== this.rid);
     if (newcomers.length) this.open(null, newcomers, now);
     this.sweep(now);
   }
@@ -109,7 +112,7 @@ export class HandoffGate {
    */
   marker(from: string, ringId: bigint, now: number, leaving = false): void {
     this.stats.markers++;
-    this.lastMarker.set(from, ringId);
+    this.lastMarker.set(from, { ring: ringId, at: now });
     if (leaving) this.finished.add(from);
     else if (ringId !== this.rid) return;
     for (const g of this.gates) g.waiting.delete(from);
@@ -128,7 +131,8 @@ export class HandoffGate {
   /** Drops waits on peers that are no longer members (a leaver that went silent is not always a ring change). */
   prune(isMember: (id: string) => boolean, now: number): void {
     for (const g of this.gates) for (const p of g.waiting) if (!isMember(p)) { g.waiting.delete(p); this.stats.deadCleared++; }
-    for (const p of this.lastMarker.keys()) if (!isMember(p)) this.lastMarker.delete(p);
+    // A marker from a peer we do not know yet is kept a while: it may be ahead of our membership view.
+    for (const [p, m] of this.lastMarker) if (!isMember(p) && now - m.at > this.opts.timeoutMs) this.lastMarker.delete(p);
     for (const p of this.finished) if (!isMember(p)) this.finished.delete(p);
     for (const p of this.sent.keys()) if (!isMember(p)) this.sent.delete(p);
     for (const p of this.incarnations.keys()) if (!isMember(p)) this.incarnations.delete(p);
