@@ -566,12 +566,7 @@ export class Frontier<D> {
     if (!h.heads || m === 0) return undefined;
     const r = lowest(m);
     if ((h.headMask & (1 << r)) === 0) { this.maybeLoad(h); return undefined; }
-    const arr = h.heads[r]!;
-    const q = arr.shift()!;
-    if (arr.length === 0) h.headMask &= ~(1 << r);
-    h.headCount--;
-    this.maybeLoad(h);
-    return q;
+    return this.removeAt(h, r, 0);
   }
 
   /**
@@ -611,14 +606,20 @@ export class Frontier<D> {
    */
   remove(h: HostState<D>, q: QueuedUrl): boolean {
     const r = MAX_PRIORITY - q.priority;
-    const arr = h.heads?.[r];
-    const i = arr ? arr.indexOf(q) : -1;
+    const i = h.heads?.[r]?.indexOf(q) ?? -1;
     if (i < 0) return false;
-    arr!.splice(i, 1);
-    if (arr!.length === 0) h.headMask &= ~(1 << r);
+    this.removeAt(h, r, i);
+    return true;
+  }
+
+  /** Takes the i-th URL of a host's rank-r head out (keeping the masks and counts), and tops the head up. */
+  private removeAt(h: HostState<D>, r: number, i: number): QueuedUrl {
+    const arr = h.heads![r]!;
+    const q = i === 0 ? arr.shift()! : arr.splice(i, 1)[0]!;
+    if (arr.length === 0) h.headMask &= ~(1 << r);
     h.headCount--;
     this.maybeLoad(h);
-    return true;
+    return q;
   }
 
   /** Ends a host's turn; it may be contacted again from `nextAllowed` on. */

@@ -436,6 +436,21 @@ export interface DecodedBatch extends Batch {
 export type BatchDecoded = { ok: true; value: DecodedBatch } | { ok: false; reason: BatchRejectReason };
 
 /**
+ * Reads a varint length and skips that many bytes at `rdPos` (a URL or a
+ * grant: 1..MAX_URL_BYTES): the field's start offset, `rdPos` left at its end;
+ * or the reason the frame is malformed.
+ */
+function readUrlField(b: Uint8Array, end: number): number | 'truncated' | 'url-length' {
+  const len = readVarint(b, end);
+  if (len < 0) return 'truncated';
+  if (len < 1 || len > MAX_URL_BYTES) return 'url-length';
+  if (rdPos + len > end) return 'truncated';
+  const start = rdPos;
+  rdPos += len;
+  return start;
+}
+
+/**
  * Decodes a batch frame payload (without its length prefix). Framing and
  * schema errors reject the whole frame; an item whose URL fails the syntax
  * check is dropped and counted, so one bad URL cannot wedge an honest
@@ -485,25 +500,18 @@ export function decodeBatch(b: Uint8Array): BatchDecoded {
       if (depth > MAX_DEPTH) return { ok: false, reason: 'depth' };
       if (rdPos >= end) return { ok: false, reason: 'truncated' };
       const hops = b[rdPos++]!;
-      const len = readVarint(b, end);
-      if (len < 0) return { ok: false, reason: 'truncated' };
-      if (len < 1 || len > MAX_URL_BYTES) return { ok: false, reason: 'url-length' };
-      if (rdPos + len > end) return { ok: false, reason: 'truncated' };
-      const s = rdPos;
-      rdPos += len;
+      const s = readUrlField(b, end);
+      if (typeof s === 'string') return { ok: false, reason: s };
+      const urlEnd = rdPos;
       let grant: string | undefined;
       let badGrant = false;
       if (hops & GRANT_FLAG) {
-        const glen = readVarint(b, end);
-        if (glen < 0) return { ok: false, reason: 'truncated' };
-        if (glen < 1 || glen > MAX_URL_BYTES) return { ok: false, reason: 'url-length' };
-        if (rdPos + glen > end) return { ok: false, reason: 'truncated' };
-        const gs = rdPos;
-        rdPos += glen;
+        const gs = readUrlField(b, end);
+        if (typeof gs === 'string') return { ok: false, reason: gs };
         if (isWireUrlBytes(b, gs, rdPos)) grant = buf.toString('latin1', gs, rdPos); else badGrant = true;
       }
-      if (badGrant || !isWireUrlBytes(b, s, s + len)) { invalidUrls++; continue; }
-      const url = buf.toString('latin1', s, s + len);
+      if (badGrant || !isWireUrlBytes(b, s, urlEnd)) { invalidUrls++; continue; }
+      const url = buf.toString('latin1', s, urlEnd);
       items.push(grant === undefined ? { url, depth, hops } : { url, depth, hops, grant });
       seqs.push(base + i);
     }
