@@ -45,7 +45,9 @@ export interface AgentProcess {
   closed: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+// An agent a failed test left running would keep the test file alive (its pipes hold the event loop): killed when the file's tests end.
 const spawned = new Set<ChildProcess>();
+after(() => { for (const p of spawned) p.kill('SIGKILL'); });
 
 /**
  * Runs bin/ubicrawl.js asynchronously (never spawnSync: the synthetic web
@@ -54,8 +56,6 @@ const spawned = new Set<ChildProcess>();
  */
 export function spawnAgent(args: string[], capture = true): AgentProcess {
   const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', capture ? 'pipe' : 'ignore', capture ? 'pipe' : 'inherit'] });
-  // One a failed test left running would keep the test file alive: killed when the file's tests end.
-  if (spawned.size === 0) after(() => { for (const p of spawned) p.kill('SIGKILL'); });
   spawned.add(proc);
   proc.once('exit', () => spawned.delete(proc));
   const run: AgentProcess = {

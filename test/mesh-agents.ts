@@ -2,19 +2,12 @@
 // one synthetic web. Each agent has its own User-Agent comment so the web's
 // request log tells which agent fetched what (the product token stays `ubicrawl`).
 import assert from 'node:assert/strict';
-import { after } from 'node:test';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
-import { tempDir } from './helpers.js';
+import { fetchCounts, spawnAgent, tempDir } from './helpers.js';
 
-const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'ubicrawl.js');
-
-// Agents a failed test left running would keep the test file alive (their pipes hold the event loop).
-const running = new Set<ChildProcess>();
-after(() => { for (const p of running) p.kill('SIGKILL'); });
 export const MIN_DELAY = 150;
 export const CONCURRENCY = 16;
 
@@ -27,36 +20,22 @@ export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, 
     '--concurrency', String(CONCURRENCY), '--progress', 'off', '--log-level', process.env.MESH_LOG ?? 'warn', ...(opts.sitemaps ? [] : ['--no-sitemaps']),
     '--heartbeat', '250', '--dead-after', '1500',
     '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  running.add(proc);
-  proc.once('exit', () => running.delete(proc));
-  let out = '';
-  let err = '';
-  proc.stdout!.on('data', (d: Buffer) => { out += d; });
-  proc.stderr!.on('data', (d: Buffer) => { err += d; });
-  const done = new Promise<AgentExit>((resolve) => {
-    proc.once('close', (code, signal) => {
-      // MESH_LOG=info MESH_LOG_DIR=… keeps each agent's log for a post-mortem.
-      if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, `${name}.${proc.pid}.log`), err + out);
-      resolve({ code, signal, out, err });
-    });
+  const run = spawnAgent(args);
+  const done = run.closed.then(({ code, signal }) => {
+    // MESH_LOG=info MESH_LOG_DIR=… keeps each agent's log for a post-mortem.
+    if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, `${name}.${run.proc.pid}.log`), run.stderr + run.stdout);
+    return { code, signal, out: run.stdout, err: run.stderr };
   });
-  return { name, proc, done };
+  return { name, proc: run.proc, done };
 }
 
 export function agentOf(userAgent: string | null | undefined): string {
   return /\((a\d+)\)/.exec(userAgent ?? '')?.[1] ?? '?';
 }
 
-/** Page requests (robots.txt excluded) per canonical URL. */
+/** Page requests (robots.txt and /sitemap* excluded) per canonical URL. */
 export function pageCounts(web: SyntheticWeb): Map<string, number> {
-  const counts = new Map<string, number>();
-  for (const r of web.requests()) {
-    if (r.path.startsWith('/robots')) continue;
-    const u = r.url ?? `${r.host}${r.path}`;
-    counts.set(u, (counts.get(u) ?? 0) + 1);
-  }
-  return counts;
+  return fetchCounts(web.requests());
 }
 
 export async function waitFor(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
