@@ -1000,16 +1000,8 @@ class Agent implements AgentHandle, AgentView {
     record.duplicateOf = original.uri;
     record.duplicateKind = 'exact';
     this.metrics.dedupHit('exact');
-    if (!this.warc) return undefined;
-    try {
-      const r = await this.warc.writeRevisit(revisitFor(out, { ...exact, original }));
-      this.stats.warcRecords++;
-      return r;
-    } catch (err) {
-      bump(this.stats.errors, 'warc');
-      this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
-      return undefined;
-    }
+    const warc = this.warc;
+    return warc ? this.warcWrite(1, () => warc.writeRevisit(revisitFor(out, { ...exact, original }))) : undefined;
   }
 
   /** SimHash of the visible text: a near-duplicate is noted in the fetch record and a WARC metadata record; the fingerprint is indexed before the page completes. */
@@ -1022,10 +1014,9 @@ class Agent implements AgentHandle, AgentView {
       record.duplicateKind = 'near';
       record.distance = near.match.distance;
       this.metrics.dedupHit('near');
-      if (this.warc) {
-        await this.warc.writeMetadata(out.url, out.startedAt, nearDupFields({ ...near, match: near.match }, this.dedup!.config.maxDistance), stored?.recordId)
-          .then(() => { this.stats.warcRecords++; }, (err: Error) => { bump(this.stats.errors, 'warc'); this.onFatal(new Error(`WARC write failed: ${err.message}`)); });
-      }
+      const warc = this.warc;
+      const fields = nearDupFields({ ...near, match: near.match }, this.dedup!.config.maxDistance);
+      if (warc) await this.warcWrite(1, () => warc.writeMetadata(out.url, out.startedAt, fields, stored?.recordId));
     }
     await near.indexed;
   }
@@ -1199,38 +1190,37 @@ class Agent implements AgentHandle, AgentView {
   }
 
   private async writeWarc(out: FetchResponse, pre?: { recordId: string; digest: string }): Promise<WriteResult | undefined> {
-    if (!this.warc) return undefined;
-    try {
-      const result = await this.warc.writeExchange({
-        url: out.url,
-        date: out.startedAt,
-        ip: out.ip,
-        method: out.method,
-        requestHeaders: out.requestHeaders,
-        status: out.status,
-        statusText: out.statusText,
-        responseHeaders: out.responseHeaders,
-        body: out.body,
-        truncated: out.truncated,
-        ...(pre ? { recordId: pre.recordId, payloadDigest: pre.digest } : {}),
-      });
-      this.stats.warcRecords += 2;
-      return result;
-    } catch (err) {
-      bump(this.stats.errors, 'warc');
-      this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
-      return undefined;
-    }
+    const warc = this.warc;
+    if (!warc) return undefined;
+    return this.warcWrite(2, () => warc.writeExchange({
+      url: out.url,
+      date: out.startedAt,
+      ip: out.ip,
+      method: out.method,
+      requestHeaders: out.requestHeaders,
+      status: out.status,
+      statusText: out.statusText,
+      responseHeaders: out.responseHeaders,
+      body: out.body,
+      truncated: out.truncated,
+      ...(pre ? { recordId: pre.recordId, payloadDigest: pre.digest } : {}),
+    }));
   }
 
   private async writeNotModified(out: FetchResponse, earlier: { capturedAt: Date; payloadDigest?: string }): Promise<WriteResult | undefined> {
-    if (!this.warc) return undefined;
+    const warc = this.warc;
+    if (!warc) return undefined;
+    return this.warcWrite(1, () => warc.writeRevisit(serverNotModifiedRevisit({
+      url: out.url, date: out.startedAt, ip: out.ip, status: out.status, statusText: out.statusText,
+      responseHeaders: out.responseHeaders, ...earlier,
+    })));
+  }
+
+  /** One WARC write: `records` counted when it lands; a failure is counted and fatal (nothing may be acknowledged unrecorded). */
+  private async warcWrite<T>(records: number, write: () => Promise<T>): Promise<T | undefined> {
     try {
-      const result = await this.warc.writeRevisit(serverNotModifiedRevisit({
-        url: out.url, date: out.startedAt, ip: out.ip, status: out.status, statusText: out.statusText,
-        responseHeaders: out.responseHeaders, ...earlier,
-      }));
-      this.stats.warcRecords += 1;
+      const result = await write();
+      this.stats.warcRecords += records;
       return result;
     } catch (err) {
       bump(this.stats.errors, 'warc');
