@@ -10,7 +10,8 @@
 //   node dist/bench/frontier.js [--urls 5000000] [--hosts 100000] [--runs 3]
 //        [--classes 8] [--concurrency 64] [--head 64] [--batch 4096] [--slack 0]
 //        [--heap-mb N]   (runs each child with node --max-old-space-size=N)
-//        [--max-open-files N] [--compression 0|1]   (LevelDB options instead of the store's defaults)
+//        [--heap-growth P]   (the agent's heap policy, src/util/memory.ts; default: the agent's default; 0 = V8's own)
+//        [--max-open-files N] [--compression 0|1] [--db '{"blockSize":1024}']   (LevelDB options instead of the store's defaults)
 //   node --cpu-prof dist/bench/frontier.js --inline [...]   (one run in this process, for profiling)
 import '../src/polyfill.js';
 import { spawn } from 'node:child_process';
@@ -22,11 +23,14 @@ import { DEFAULT_STORE_OPTIONS, openStore, type Store, type StoreOptions } from 
 import { hostKey } from '../src/store/keys.js';
 import { Frontier, type FrontierOptions, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
 import { prng } from './textgen.js';
+import { dirBytes } from './measure.js';
+import { defaultConfig } from '../src/config.js';
+import { limitHeapGrowth } from '../src/util/memory.js';
 
-interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; slack: number; heapMb: number; inline: boolean; child: boolean; seed: number; maxOpenFiles: number; compression: number }
+interface Args { urls: number; hosts: number; runs: number; classes: number; concurrency: number; head: number; batch: number; slack: number; heapMb: number; inline: boolean; child: boolean; seed: number; maxOpenFiles: number; compression: number; heapGrowth: number; db: StoreOptions }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, slack: 0, heapMb: 0, inline: false, child: false, seed: 1, maxOpenFiles: 0, compression: -1 };
+  const a: Args = { urls: 5_000_000, hosts: 100_000, runs: 3, classes: 8, concurrency: 64, head: 64, batch: 4096, slack: 0, heapMb: 0, inline: false, child: false, seed: 1, maxOpenFiles: 0, compression: -1, heapGrowth: defaultConfig().heapGrowthPercent, db: {} };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!, v = Number(argv[i + 1]);
     switch (k) {
@@ -42,10 +46,12 @@ function parseArgs(argv: string[]): Args {
       case '--heap-mb': a.heapMb = v; i++; break;
       case '--max-open-files': a.maxOpenFiles = v; i++; break;
       case '--compression': a.compression = v; i++; break;
+      case '--heap-growth': a.heapGrowth = v; i++; break;
+      case '--db': a.db = JSON.parse(String(argv[i + 1])) as StoreOptions; i++; break;
       case '--inline': a.inline = true; break;
       case '--child': a.child = true; break;
       case '--help':
-        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--slack N] [--heap-mb N] [--max-open-files N] [--compression 0|1] [--inline]\n');
+        process.stdout.write('node dist/bench/frontier.js [--urls N] [--hosts N] [--runs N] [--classes 1-8] [--concurrency N] [--head N] [--batch N] [--slack N] [--heap-mb N] [--max-open-files N] [--compression 0|1] [--heap-growth P] [--db JSON] [--inline]\n');
         process.exit(0);
     }
   }
@@ -56,7 +62,7 @@ interface Result {
   enqueueSecs: number; enqueuePerSec: number; enqueuePeak: Peak;
   reopenSecs: number; firstSecs: number; recoverSecs: number; recoverPeak: Peak;
   drainSecs: number; drainPerSec: number; drainPeak: Peak;
-  hosts: number; hostBytes: number; loads: number; rotations: number; evicted: number; emptyTakes: number; stalls: number;
+  storeMb: number; hosts: number; hostBytes: number; loads: number; rotations: number; evicted: number; emptyTakes: number; stalls: number;
 }
 
 // ---- peak RSS --------------------------------------------------------------------
@@ -105,7 +111,7 @@ function heapAfterGc(): number { gc?.(); gc?.(); return process.memoryUsage().he
 const hostData = () => ({ robots: new Map(), lastResponseMs: 0, crawlDelayMs: 0, errorRun: 0, pages: 0 });
 
 function storeOptions(a: Args): StoreOptions {
-  const o: StoreOptions = {};
+  const o: StoreOptions = { ...a.db };
   if (a.maxOpenFiles > 0) o.maxOpenFiles = a.maxOpenFiles;
   if (a.compression >= 0) o.compression = a.compression > 0;
   return o;
@@ -150,6 +156,7 @@ async function runOnce(a: Args): Promise<Result> {
 
     // 1. Enqueue (in a function, so that its frontier is garbage once it returns).
     const enq = await enqueueAll(a, dir, opts, names, keys);
+    const storeMb = dirBytes(join(dir, 'db')) / 1048576;
 
     // 2. Reopen and recover.
     let peak = new PhasePeak();
@@ -201,7 +208,7 @@ async function runOnce(a: Args): Promise<Result> {
       enqueueSecs: enq.secs, enqueuePerSec: a.urls / enq.secs, enqueuePeak: enq.peak,
       reopenSecs, firstSecs, recoverSecs, recoverPeak,
       drainSecs, drainPerSec: a.urls / drainSecs, drainPeak,
-      hosts: f.knownHosts, hostBytes, loads: f.stats.loads, rotations: f.stats.rotations, evicted: f.stats.evicted, emptyTakes, stalls,
+      storeMb, hosts: f.knownHosts, hostBytes, loads: f.stats.loads, rotations: f.stats.rotations, evicted: f.stats.evicted, emptyTakes, stalls,
     };
     await store.close();
     store = undefined;
@@ -216,7 +223,7 @@ function runChild(a: Args): Promise<Result> {
   const self = fileURLToPath(import.meta.url);
   const argv = ['--expose-gc', ...(a.heapMb > 0 ? [`--max-old-space-size=${a.heapMb}`] : []), self, '--child', '--urls', String(a.urls), '--hosts', String(a.hosts), '--classes', String(a.classes),
     '--concurrency', String(a.concurrency), '--head', String(a.head), '--batch', String(a.batch), '--slack', String(a.slack), '--seed', String(a.seed),
-    '--max-open-files', String(a.maxOpenFiles), '--compression', String(a.compression)];
+    '--max-open-files', String(a.maxOpenFiles), '--compression', String(a.compression), '--heap-growth', String(a.heapGrowth), '--db', JSON.stringify(a.db)];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -241,14 +248,16 @@ function line(i: string, r: Result): string {
   return `${i}: enqueue ${k(r.enqueuePerSec)} URLs/s (${r.enqueueSecs.toFixed(1)} s, ${mb(r.enqueuePeak)}) | ` +
     `reopen ${r.reopenSecs.toFixed(2)} s, serving after ${(r.firstSecs * 1000).toFixed(0)} ms, recovered ${r.recoverSecs.toFixed(2)} s (${mb(r.recoverPeak)}) | ` +
     `dequeue ${k(r.drainPerSec)} URLs/s (${r.drainSecs.toFixed(1)} s, ${mb(r.drainPeak)}) | ` +
-    `${r.hosts} hosts × ${r.hostBytes.toFixed(0)} B, ${r.loads} loads, ${r.rotations} rotations, ${r.evicted} evicted, ${r.emptyTakes} empty takes, ${r.stalls} stalls\n`;
+    `store ${r.storeMb.toFixed(0)} MB after the enqueue | ${r.hosts} hosts × ${r.hostBytes.toFixed(0)} B, ${r.loads} loads, ${r.rotations} rotations, ${r.evicted} evicted, ${r.emptyTakes} empty takes, ${r.stalls} stalls\n`;
 }
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
+  // The agent sets its heap policy at start (startAgent); a run does the same.
+  if (a.child || a.inline) limitHeapGrowth(a.heapGrowth);
   if (a.child) { process.stdout.write(JSON.stringify(await runOnce(a)) + '\n'); return; }
   process.stdout.write(`frontier bench: ${a.urls} URLs over ${a.hosts} hosts, ${a.classes} priority class(es), ` +
-    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, rotation slack ${a.slack}, ${a.heapMb > 0 ? `JS heap capped at ${a.heapMb} MB` : 'default JS heap limit'}, store ${JSON.stringify({ ...DEFAULT_STORE_OPTIONS, ...storeOptions(a) })}, node ${process.version}\n`);
+    `batches of ${a.batch}, ${a.concurrency} hosts per drain round, ${a.concurrency * 3} active hosts, head ${a.head}, rotation slack ${a.slack}, ${a.heapMb > 0 ? `JS heap capped at ${a.heapMb} MB` : 'default JS heap limit'}, heap growth ${a.heapGrowth > 0 ? `${a.heapGrowth} %` : 'V8 default'}, store ${JSON.stringify({ ...DEFAULT_STORE_OPTIONS, ...storeOptions(a) })}, node ${process.version}\n`);
   if (a.inline) { process.stdout.write(line('run', await runOnce(a))); return; }
   const rs: Result[] = [];
   for (let i = 0; i < a.runs; i++) {
@@ -263,7 +272,7 @@ async function main(): Promise<void> {
     `recovered ${med((r) => r.recoverSecs).toFixed(2)} s | dequeue ${k(med((r) => r.drainPerSec))} URLs/s | ` +
     `peak RSS ${worst('total').toFixed(0)} MB (anon ${worst('anon').toFixed(0)} MB, file-backed ${worst('file').toFixed(0)} MB; ` +
     phases.map((ph) => `${ph.replace('Peak', '')} ${med((r) => r[ph].total).toFixed(0)}`).join(', ') + `) | ` +
-    `${med((r) => r.hostBytes).toFixed(0)} B per host record\n`);
+    `store ${med((r) => r.storeMb).toFixed(0)} MB | ${med((r) => r.hostBytes).toFixed(0)} B per host record\n`);
 }
 
 main().catch((err) => { process.stderr.write(`bench failed: ${(err as Error).stack}\n`); process.exit(1); });

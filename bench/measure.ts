@@ -1,5 +1,6 @@
 // Measurement helpers shared by the benchmarks.
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** CPU seconds of the main (JS) thread, from /proc (Linux); NaN elsewhere. */
 export function mainThreadCpu(): number {
@@ -25,4 +26,11 @@ export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Total size of the files directly in a directory (a LevelDB store), bytes. */
+export function dirBytes(dir: string): number {
+  let total = 0;
+  for (const f of readdirSync(dir)) total += statSync(join(dir, f)).size;
+  return total;
 }

@@ -19,14 +19,14 @@
 // runs the lookups as ordinary DRUM submissions (check + insert of misses).
 import '../src/polyfill.js';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, loadavg, cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openStore, type StoreOptions } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { Drum, type DrumItem } from '../src/seen/drum.js';
-import { mainThreadCpu, procRss, median } from './measure.js';
+import { dirBytes, mainThreadCpu, procRss, median } from './measure.js';
 
 interface Args {
   sizes: number[]; runs: number; batch: number; hosts: number; chunk: number; dir: string;
@@ -237,12 +237,6 @@ async function runOnce(a: Args, n: number): Promise<RunResult> {
     n, insertSecs, lookupSecs, insertCpu, lookupCpu, insertMain, lookupMain, insertSplit, lookupSplit, filter: drum.filterInfo, rebuildSecs, rebuilt, load: (load0 + loadavg()[0]!) / 2, insertWindows, lookupWindows, hits, expectedHits, falseMisses, falseHits,
     rssMB: process.resourceUsage().maxRSS / 1024, dbMB, stats: { ...drum.stats },
   };
-}
-
-function dirBytes(d: string): number {
-  let s = 0;
-  for (const f of readdirSync(d)) s += statSync(join(d, f)).size;
-  return s;
 }
 
 function childRun(a: Args, n: number): Promise<RunResult> {

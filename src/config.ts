@@ -63,6 +63,11 @@ export interface AgentConfig {
   /** Progress display: 'auto' = live line on a TTY, JSON logs otherwise. */
   progress: 'auto' | 'tty' | 'log' | 'off';
   logLevel: string;
+  /**
+   * Process-wide: the JS heap may grow this many percent over its live size
+   * before a full GC (src/util/memory.ts); 0 leaves V8's policy (up to 300 %).
+   */
+  heapGrowthPercent: number;
 }
 
 export interface MeshConfig {
@@ -188,6 +193,7 @@ export function defaultConfig(): AgentConfig {
     api: {},
     progress: 'auto',
     logLevel: 'info',
+    heapGrowthPercent: 50,
   };
 }
 

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { openStore, type Store } from '../src/store/db.js';
 import { hostKey, prefixEnd } from '../src/store/keys.js';
-import { Frontier, encodeEntry, decodeEntry, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
+import { Frontier, encodeEntry, decodeEntry, frontierKey, type HostState, type NewUrl, type QueuedUrl } from '../src/frontier/frontier.js';
 import { priorityClass, clampClass, MAX_PRIORITY } from '../src/frontier/priority.js';
 import { seededRandom, tempDir } from './helpers.js';
 
@@ -400,8 +400,10 @@ test('URL kinds (Sitemaps 0.90): a sitemap entry keeps its kind (entry byte 2) i
   assert.equal(q.kind, 'sitemap');
   assert.equal(q.priority, 6);
   const stored = await s.store.frontier.get(q.key);
-  assert.equal(stored![0], 2, 'entry version byte 2 = sitemap');
-  assert.deepEqual(decodeEntry(stored!), { url: 'http://k.test/sitemap.xml', depth: 0, hops: 0, kind: 'sitemap' });
+  assert.equal(stored![0], 4, 'entry form 4 = sitemap, "http://" + host left out');
+  assert.equal(stored!.toString('utf8', 3), '/sitemap.xml');
+  assert.deepEqual(decodeEntry(stored!, 'k.test'), { url: 'http://k.test/sitemap.xml', depth: 0, hops: 0, kind: 'sitemap' });
+  assert.equal(decodeEntry(stored!), undefined, 'a short form needs its host');
   await s.store.close(); // killed before the acknowledgement
   s = await setup(dir, { maxActiveHosts: 2, headSize: 2 });
   const got = await drain(s);
@@ -453,7 +455,7 @@ async function handOff(s: Setup, h: HostState<null>): Promise<string[]> {
   const entries = await s.store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
   await s.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
   s.frontier.dropHost(h, entries.length);
-  return entries.map(([, v]) => decodeEntry(v)!.url);
+  return entries.map(([, v]) => decodeEntry(v, h.name)!.url);
 }
 
 test('dropHost (mesh handoff): active and pending hosts leave every queue; counts stay exact; the host can come back', async () => {
@@ -512,7 +514,7 @@ test('dropHost while a head load runs: the load discards what it read; no error,
   // Dropped in the same tick (the taken URLs go too: the agent waits for acks first; this checks the load).
   s.frontier.dropHost(h, entries.length);
   await s.store.frontier.batch(entries.map(([key]) => ({ type: 'del' as const, key })));
-  const moved = entries.map(([, v]) => decodeEntry(v)!.url);
+  const moved = entries.map(([, v]) => decodeEntry(v, h.name)!.url);
   await settle();
   assert.deepEqual(errors, []);
   assert.equal(h.heads, undefined);
@@ -756,5 +758,51 @@ test('crash safety: SIGKILL at random points of enqueue/take/ack, three times; e
   }
   assert.ok(expected > 0 && acked.size > 0, 'the runs got far enough to test something');
   for (const u of urls) assert.match(u, /^http:\/\/k\d\.test\/\d-\d+$/);
+  await s.store.close();
+});
+
+test('entry forms: the origin is left out when it is just the scheme and the host; anything else keeps the full URL', () => {
+  const cases: Array<[string, string, number, string]> = [
+    // url, host queued under, form byte, stored rest
+    ['http://a.test/x?y=1', 'a.test', 3, '/x?y=1'],
+    ['https://a.test/x', 'a.test', 5, '/x'],
+    ['https://a.test:8443/x', 'a.test', 5, ':8443/x'],
+    ['http://a.test', 'a.test', 3, ''],
+    ['http://a.test.evil/x', 'a.test', 1, 'http://a.test.evil/x'],
+    ['http://u@a.test/x', 'a.test', 1, 'http://u@a.test/x'],
+    ['ftp://a.test/x', 'a.test', 1, 'ftp://a.test/x'],
+    ['http://[::1]:8080/é', '[::1]', 3, ':8080/é'],
+  ];
+  for (const [u, host, form, rest] of cases) {
+    const page = encodeEntry(u, 2, 1, 'page', host);
+    assert.equal(page[0], form, u);
+    assert.equal(page.toString('utf8', 3), rest, u);
+    assert.deepEqual(decodeEntry(page, host), { url: u, depth: 2, hops: 1, kind: 'page' }, u);
+    const sm = encodeEntry(u, 0, 0, 'sitemap', host);
+    assert.equal(sm[0], form + 1, u);
+    assert.deepEqual(decodeEntry(sm, host), { url: u, depth: 0, hops: 0, kind: 'sitemap' }, u);
+  }
+  // Without a host (and in stores written before the short forms): the full URL.
+  assert.deepEqual(decodeEntry(encodeEntry('http://a.test/x', 1, 0)), { url: 'http://a.test/x', depth: 1, hops: 0, kind: 'page' });
+  // Unknown forms and truncated values are not entries.
+  assert.equal(decodeEntry(Buffer.from([7, 0, 0, 0x2f]), 'a.test'), undefined);
+  assert.equal(decodeEntry(Buffer.from([1, 0, 0]), 'a.test'), undefined);
+  assert.equal(decodeEntry(Buffer.from([3, 0]), 'a.test'), undefined);
+});
+
+test('recover: a store mixing full-URL entries (written before the short forms) and short ones serves both', async () => {
+  const dir = tempDir();
+  const store = await openStore(dir);
+  const f0 = new Frontier<null>(store.frontier, store.hosts, store.meta, { maxActiveHosts: 4, headSize: 8, createData: () => null });
+  await f0.recover();
+  const items = [url('mix.test', '/new1'), url('mix.test', '/new2')];
+  await store.db.batch(f0.enqueueOps(items) as never);
+  f0.committed(items);
+  // An entry as the earlier frontier wrote it: same host, full URL, after the others.
+  await store.frontier.put(frontierKey(hostKey('mix.test'), MAX_PRIORITY - 4, 1_000), encodeEntry('http://mix.test/old', 0, 0));
+  await store.close();
+  const s = await setup(dir);
+  const got = await drain(s);
+  assert.deepEqual(got.map((x) => x.url).sort(), ['http://mix.test/new1', 'http://mix.test/new2', 'http://mix.test/old']);
   await s.store.close();
 });

@@ -102,6 +102,7 @@ export function buildProgram(): Command {
     .option('--api-token-file <file>', 'bearer token required by the API (mandatory when it listens beyond loopback)')
     .addOption(new Option('--progress <mode>', 'live display').choices(['auto', 'tty', 'log', 'off']).default('auto'))
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'))
+    .option('--heap-growth <percent>', 'let the JS heap grow this many percent over its live size before a full GC (0 = V8\'s own policy, up to 300)', intArg('--heap-growth', 0), 50)
     .action(async (opts) => { process.exitCode = await runJoin(opts); });
 
   const robots = program.command('robots').description('robots.txt tools (RFC 9309)');
@@ -214,7 +215,7 @@ interface JoinOpts {
   recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
   warc: boolean; sitemaps: boolean; dedup: boolean; nearDup: boolean; nearDupDistance: number; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
   listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
-  perIpDelay?: number; retries: number; retryDelay: number; dnsServer: string[];
+  perIpDelay?: number; retries: number; retryDelay: number; dnsServer: string[]; heapGrowth: number;
 }
 
 async function runJoin(opts: JoinOpts): Promise<number> {
@@ -238,6 +239,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     api: { listen: opts.api, tokenFile: opts.apiTokenFile },
     sitemaps: { enabled: opts.sitemaps },
     maxDurationMs: opts.maxDuration,
+    heapGrowthPercent: opts.heapGrowth,
     recrawl: {
       enabled: opts.recrawl, minIntervalMs: opts.recrawlMin, maxIntervalMs: Math.max(opts.recrawlMin, opts.recrawlMax),
       horizonMs: opts.recrawlHorizon, revisitShare: opts.revisitShare, speedup: opts.recrawlSpeedup,

@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { openStore, type Store } from '../store/db.js';
+import { limitHeapGrowth } from '../util/memory.js';
 import { hostKey, seenKey } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Drum, type BatchOp } from '../seen/drum.js';
@@ -124,6 +125,7 @@ export interface AgentSnapshot {
 export async function startAgent(options: AgentOptions & { logger?: Logger } = {}): Promise<AgentHandle> {
   const config = resolveConfig(options);
   const logger = options.logger ?? (config.logLevel === 'silent' ? silentLogger : createLogger(config.logLevel));
+  limitHeapGrowth(config.heapGrowthPercent);
   const store = await openStore(config.dataDir);
   const agent = new Agent(config, store, logger);
   try {
@@ -605,7 +607,7 @@ class Agent implements AgentHandle, AgentView {
       const entries = await this.store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
       const queued: UrlItem[] = [];
       for (const [, v] of entries) {
-        const e = decodeEntry(v);
+        const e = decodeEntry(v, h.name);
         if (e) queued.push({ url: e.url, depth: e.depth, hops: e.kind === 'sitemap' ? SITEMAP_FLAG : 0 });
       }
       await this.attachGrants(queued);

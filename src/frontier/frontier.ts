@@ -202,24 +202,66 @@ export function frontierKey(hostKey: Buffer, rank: number, seq: number): Buffer 
   return key;
 }
 
-// Entry value: byte 0 = version/kind (1 page, 2 sitemap), depth, hops, URL.
-// The class is not in the value: it is the key's rank byte.
+// Entry value: byte 0 = form and kind, byte 1 = depth, byte 2 = hops, then the URL.
+// The class is not in the value: it is the key's rank byte. Forms 3–6 leave
+// out "http://" or "https://" and the host name: every entry of a host sits
+// under that host's key, whose record holds the name, so repeating it in each
+// value only cost disk, page cache (LevelDB maps its tables: docs/performance.md
+// "Frontier") and compaction work — about a third of an entry's bytes.
+// Forms 1–2 (the full URL) are what stores written before forms 3–6 hold, and
+// what a URL whose authority is not just the host name (user info, a host
+// spelled differently) still gets.
 const ENTRY_PAGE = 1;
 const ENTRY_SITEMAP = 2;
+const ENTRY_PAGE_HTTP = 3;
+const ENTRY_SITEMAP_HTTP = 4;
+const ENTRY_PAGE_HTTPS = 5;
+const ENTRY_SITEMAP_HTTPS = 6;
+const ENTRY_FORMS = 6;
 
-export function encodeEntry(url: string, depth: number, hops: number, kind: UrlKind = 'page'): Buffer {
-  const len = Buffer.byteLength(url, 'utf8');
+/** Length of "http://host" or "https://host" at the start of `url` when what follows is a port, a path or nothing; 0 otherwise. */
+function originLength(url: string, host: string): number {
+  const scheme = url.startsWith('http://') ? 7 : url.startsWith('https://') ? 8 : 0;
+  if (scheme === 0 || host.length === 0 || !url.startsWith(host, scheme)) return 0;
+  const end = scheme + host.length;
+  const next = url.charCodeAt(end);
+  return Number.isNaN(next) || next === 0x2f /* / */ || next === 0x3a /* : */ ? end : 0;
+}
+
+/** A frontier entry's value; with `host` (the host the entry is queued under), in the short form when the URL allows it. */
+export function encodeEntry(url: string, depth: number, hops: number, kind: UrlKind = 'page', host?: string): Buffer {
+  const cut = host === undefined ? 0 : originLength(url, host);
+  const rest = cut ? url.substring(cut) : url;
+  const len = Buffer.byteLength(rest, 'utf8');
   const out = Buffer.allocUnsafe(3 + len);
-  out[0] = kind === 'sitemap' ? ENTRY_SITEMAP : ENTRY_PAGE;
+  const form = cut === 0 ? ENTRY_PAGE : cut === 7 + host!.length ? ENTRY_PAGE_HTTP : ENTRY_PAGE_HTTPS;
+  out[0] = kind === 'sitemap' ? form + 1 : form;
   out[1] = Math.min(depth, 255);
   out[2] = Math.min(hops, 255);
-  out.write(url, 3, len, 'utf8');
+  out.write(rest, 3, len, 'utf8');
   return out;
 }
 
-export function decodeEntry(value: Buffer): { url: string; depth: number; hops: number; kind: UrlKind } | undefined {
-  if (value.length < 4 || (value[0] !== ENTRY_PAGE && value[0] !== ENTRY_SITEMAP)) return undefined;
-  return { depth: value[1]!, hops: value[2]!, url: value.toString('utf8', 3), kind: value[0] === ENTRY_SITEMAP ? 'sitemap' : 'page' };
+/** Whether byte 0 of a value names a known form (forms 1–2 need at least one URL byte; a short form may be empty: "http://host"). */
+function validForm(value: Buffer): boolean {
+  const v0 = value[0]!;
+  return value.length >= 3 && v0 >= ENTRY_PAGE && v0 <= ENTRY_FORMS && (v0 > ENTRY_SITEMAP || value.length >= 4);
+}
+
+/** The URL of an entry queued under `host` (undefined for a short form without a host). */
+function entryUrl(value: Buffer, host: string | undefined): string | undefined {
+  const v0 = value[0]!;
+  if (v0 <= ENTRY_SITEMAP) return value.toString('utf8', 3);
+  if (host === undefined) return undefined;
+  return (v0 <= ENTRY_SITEMAP_HTTP ? 'http://' : 'https://') + host + value.toString('utf8', 3);
+}
+
+/** Decodes an entry; `host` is the host it is queued under (needed for the short forms). */
+export function decodeEntry(value: Buffer, host?: string): { url: string; depth: number; hops: number; kind: UrlKind } | undefined {
+  if (!validForm(value)) return undefined;
+  const url = entryUrl(value, host);
+  if (url === undefined) return undefined;
+  return { depth: value[1]!, hops: value[2]!, url, kind: value[0]! % 2 === 0 ? 'sitemap' : 'page' };
 }
 
 /** Errors from reads that raced a closing store: not failures of the frontier. */
@@ -462,7 +504,7 @@ export class Frontier<D> {
       it.priority = p;
       const key = frontierKey(it.hostKey, MAX_PRIORITY - p, this.seq++);
       it.frontierKey = key;
-      ops.push({ type: 'put', sublevel: this.frontier, key, value: encodeEntry(it.url, it.depth, it.hops, it.kind) });
+      ops.push({ type: 'put', sublevel: this.frontier, key, value: encodeEntry(it.url, it.depth, it.hops, it.kind, it.host) });
       if (!this.hosts.has(it.host)) ops.push({ type: 'put', sublevel: this.hostNames, key: it.hostKey, value: Buffer.from(it.host) });
     }
     const seq = Buffer.allocUnsafe(8);
@@ -965,10 +1007,9 @@ export class Frontier<D> {
           if (seq < cursor[r]!) continue;
           if (h.headCount >= this.headSize) break fill; // left unread: the class keeps its disk bit
           cursor[r] = seq + 1;
-          const v0 = value[0];
-          if (value.length < 4 || (v0 !== ENTRY_PAGE && v0 !== ENTRY_SITEMAP)) { (corrupt ??= []).push(key); continue; }
+          if (!validForm(value)) { (corrupt ??= []).push(key); continue; }
           const arr = h.heads![r] ??= [];
-          arr.push(new QueuedUrl(h.key, value.toString('utf8', 3), v0 === ENTRY_SITEMAP ? 'sitemap' : 'page', value[1]!, value[2]!, MAX_PRIORITY - r, seq));
+          arr.push(new QueuedUrl(h.key, entryUrl(value, h.name)!, value[0]! % 2 === 0 ? 'sitemap' : 'page', value[1]!, value[2]!, MAX_PRIORITY - r, seq));
           h.headMask |= 1 << r;
           h.headCount++;
         }
