@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { limitHeapGrowth } from '../src/util/memory.js';
+import { heapGrowthPercent, limitHeapGrowth } from '../src/util/memory.js';
 
 const memoryModule = fileURLToPath(new URL('../src/util/memory.js', import.meta.url));
 
@@ -14,7 +14,7 @@ const memoryModule = fileURLToPath(new URL('../src/util/memory.js', import.meta.
 // enough to be promoted and die later (like a frontier's heads).
 const script = `
 const { limitHeapGrowth } = await import(${JSON.stringify(memoryModule)});
-const applied = limitHeapGrowth(Number(process.argv[1]));
+const applied = limitHeapGrowth(Number(process.argv[1]), 0);
 const live = [];
 for (let i = 0; i < 600000; i++) live.push({ a: i, b: 'x' + i, c: [i, i + 1] });
 let peak = 0;
@@ -37,6 +37,16 @@ function run(percent: number): Promise<{ applied: boolean; peakMb: number }> {
     child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as { applied: boolean; peakMb: number }) : reject(new Error(`exit ${code}`))));
   });
 }
+
+test('heapGrowthPercent: the percentage, raised to keep a minimum headroom, at most 100 %', () => {
+  const MB = 1 << 20;
+  assert.equal(heapGrowthPercent(400 * MB, 50, 48 * MB), 50, 'a large heap: the percentage');
+  assert.equal(heapGrowthPercent(75 * MB, 50, 48 * MB), 64, '75 MB live: 48 MB of headroom is 64 %');
+  assert.equal(heapGrowthPercent(8 * MB, 50, 48 * MB), 100, 'a small heap: at most doubling');
+  assert.equal(heapGrowthPercent(0, 50, 48 * MB), 100);
+  assert.equal(heapGrowthPercent(8 * MB, 150, 48 * MB), 150, 'a percentage above 100 is the caller\'s to choose');
+  assert.equal(heapGrowthPercent(100 * MB, 20, 0), 20, 'no headroom: the percentage alone');
+});
 
 test('limitHeapGrowth: 0 and nonsense leave V8 alone', () => {
   assert.equal(limitHeapGrowth(0), false);
