@@ -65,7 +65,8 @@ export interface AgentConfig {
   logLevel: string;
   /**
    * Process-wide: the JS heap may grow this many percent over its live size
-   * before a full GC (src/util/memory.ts); 0 leaves V8's policy (up to 300 %).
+   * (but at least 48 MB) before a full GC (src/util/memory.ts); 0 leaves V8's
+   * policy (up to 300 %).
    */
   heapGrowthPercent: number;
 }

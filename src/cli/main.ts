@@ -102,7 +102,7 @@ export function buildProgram(): Command {
     .option('--api-token-file <file>', 'bearer token required by the API (mandatory when it listens beyond loopback)')
     .addOption(new Option('--progress <mode>', 'live display').choices(['auto', 'tty', 'log', 'off']).default('auto'))
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'))
-    .option('--heap-growth <percent>', 'let the JS heap grow this many percent over its live size before a full GC (0 = V8\'s own policy, up to 300)', intArg('--heap-growth', 0), 50)
+    .option('--heap-growth <percent>', 'let the JS heap grow this many percent over its live size (but at least 48 MB) before a full GC; 0 = V8\'s own policy, up to 300', intArg('--heap-growth', 0), 50)
     .action(async (opts) => { process.exitCode = await runJoin(opts); });
 
   const robots = program.command('robots').description('robots.txt tools (RFC 9309)');
