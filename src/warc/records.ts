@@ -12,6 +12,7 @@ import { STATUS_CODES } from 'node:http';
 import { WARCRecord, WARCSerializer, StatusAndHeaders, HeadersMultiMap, WARC_1_1 } from 'warcio';
 import type { WARCSerializerOpts } from 'warcio';
 import { sha256Label, EMPTY_SHA256 } from './digest.js';
+import { cdxjLineHead } from './cdxj.js';
 
 export type HeaderList = [string, string][];
 export type TruncatedReason = false | 'length' | 'time' | 'disconnect';
@@ -87,6 +88,11 @@ export interface Encoded {
   primary: number;
   recordId: string;
   payloadDigest: string;
+  /**
+   * Per member: its CDXJ line up to the offset (cdxjLineHead), null when the record
+   * is not indexed; absent when a member could not be read back (index the file from disk).
+   */
+  cdxj?: Array<string | null>;
 }
 
 export const PROFILE_URI: Record<RevisitProfile, string> = {
@@ -264,10 +270,20 @@ function requestHeaderList(ex: ExchangeInput, u: URL | null): HeaderList {
   return out;
 }
 
-/** Serialises one record with warcio and gzips it as its own member. */
-async function member(record: WARCRecord, level: number): Promise<Uint8Array> {
+interface Member {
+  gz: Uint8Array;
+  cdxj: string | null | undefined;
+}
+
+/**
+ * Serialises one record with warcio and gzips it as its own member; its CDXJ line is
+ * read from the same bytes. `indexed` false: a request or warcinfo record, which CDXJ
+ * never indexes (cdxjLineOf), so there is nothing to read.
+ */
+async function member(record: WARCRecord, level: number, indexed = true): Promise<Member> {
   const raw = await WARCSerializer.serialize(record, SER_OPTS);
-  return gzipSync(raw, { level });
+  const gz = gzipSync(raw, { level });
+  return { gz, cdxj: indexed ? cdxjLineHead(raw, gz.length) : null };
 }
 
 function httpHeadBytes(record: WARCRecord): Uint8Array {
@@ -279,16 +295,19 @@ function httpHeadBytes(record: WARCRecord): Uint8Array {
  * Members concatenated into one exact-size ArrayBuffer (never a slice of zlib's
  * output chunk or of Node's Buffer pool), so the worker can transfer it, not copy it.
  */
-function concat(parts: Uint8Array[]): { bytes: Uint8Array; sizes: number[] } {
+function concat(members: Member[]): { bytes: Uint8Array; sizes: number[]; cdxj?: Array<string | null> } {
   let total = 0;
-  for (const p of parts) total += p.length;
+  for (const m of members) total += m.gz.length;
   const bytes = new Uint8Array(total);
   let at = 0;
-  for (const p of parts) {
-    bytes.set(p, at);
-    at += p.length;
+  for (const m of members) {
+    bytes.set(m.gz, at);
+    at += m.gz.length;
   }
-  return { bytes, sizes: parts.map((p) => p.length) };
+  const cdxj = members.map((m) => m.cdxj);
+  const out: { bytes: Uint8Array; sizes: number[]; cdxj?: Array<string | null> } = { bytes, sizes: members.map((m) => m.gz.length) };
+  if (!cdxj.includes(undefined)) out.cdxj = cdxj as Array<string | null>;
+  return out;
 }
 
 /**
@@ -353,8 +372,7 @@ export async function encodeExchange(ex: ExchangeInput, level: number): Promise<
   });
   req.warcHeaders.headers.set('WARC-Block-Digest', sha256Label(httpHeadBytes(req)));
 
-  const { bytes, sizes } = concat([await member(resp, level), await member(req, level)]);
-  return { bytes, sizes, primary: 0, recordId: respId, payloadDigest };
+  return { ...concat([await member(resp, level), await member(req, level, false)]), primary: 0, recordId: respId, payloadDigest };
 }
 
 /**
@@ -444,7 +462,7 @@ export async function encodeWarcinfo(
     },
     [body],
   );
-  return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest: '' };
+  return { ...concat([await member(rec, level, false)]), primary: 0, recordId: id, payloadDigest: '' };
 }
 
 export function encodeJob(job: EncodeJob): Promise<Encoded> {
