@@ -70,6 +70,14 @@ export function cdxjTimestamp(warcDate: string | undefined): string | null {
 
 /** JSON.stringify plus Python's ensure_ascii: everything past U+007E as \uXXXX. */
 function pyJsonString(s: string): string {
+  // Nearly every value (URL, digest, digits) is printable ASCII without `"` or `\`,
+  // which both serialisers write as is.
+  let plain = true;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) { plain = false; break; }
+  }
+  if (plain) return '"' + s + '"';
   return JSON.stringify(s).replace(NON_ASCII, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
 }
 
