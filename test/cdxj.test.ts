@@ -209,19 +209,21 @@ function ex(url: string, date: string, body: Uint8Array, extra: Partial<Exchange
   };
 }
 
-async function writeFixture(dir: string, maxFileBytes = 7000): Promise<Fixture> {
+async function writeFixture(dir: string, maxFileBytes = 7000, opts: { collect?: boolean; worker?: boolean; given?: string[] } = {}): Promise<Fixture> {
   const closed: string[] = [];
   const indexing: Promise<string>[] = [];
   const w = await WarcWriter.open({
     dir,
     agentShortId: 'agentA',
-    worker: false,
+    worker: opts.worker ?? false,
     fsync: false,
     maxFileBytes,
-    // The wiring the lead uses: index each file as it completes.
-    onFileClosed: (p) => {
+    collectCdxj: opts.collect ?? false,
+    // The wiring the lead uses: index each file as it completes (with the writer's lines when it collects them).
+    onFileClosed: (p, lines) => {
       closed.push(p);
-      indexing.push(indexWarcFile(p));
+      if (lines) opts.given?.push(p);
+      indexing.push(indexWarcFile(p, lines));
     },
   });
   const bodies: Record<string, Uint8Array> = {
@@ -520,6 +522,23 @@ test('ubicrawl index: rebuilding is idempotent and equals what the close hook wr
   assert.deepEqual((await readdir(fx.dir)).filter((n) => n.includes('.tmp-')), []);
   assert.equal(await runIndexCommand([], { stdout: out.stream, stderr: err.stream }), 2);
   assert.equal(await runIndexCommand([join(fx.dir, 'none.warc.gz')], { stdout: out.stream, stderr: err.stream }), 1);
+});
+
+test('CDXJ lines collected by the writer as it appends (collectCdxj) are byte-equal to reading the closed file back', async () => {
+  for (const worker of [false, true]) {
+    for (const maxFileBytes of [7000, 1 << 30]) {
+      const given: string[] = [];
+      const fx = await writeFixture(tempDir(), maxFileBytes, { collect: true, worker, given });
+      assert.deepEqual(given, fx.files, 'every file closed with its lines');
+      assert.ok(fx.files.length >= (maxFileBytes === 7000 ? 3 : 1));
+      for (const f of fx.files) {
+        const built = await buildCdxj(f);
+        const text = await readFile(f + '.cdxj', 'utf8');
+        assert.equal(text, built.lines.length ? built.lines.join('\n') + '\n' : '', `${f} (worker ${worker})`);
+      }
+      assert.equal((await allLines(fx)).length, 8);
+    }
+  }
 });
 
 test('a truncated .open file: whole records indexed and found, the cut one not; `index` skips .open files', async () => {

@@ -313,3 +313,41 @@ test('SimhashStore bucket cache: interleaved adds, removes and queries answer as
   }
   await store.close();
 });
+
+test('SimhashStore presence bitmap (load): buckets known empty are not read, answers equal brute force — load racing adds, and after reopen', async () => {
+  const dir = tempDir();
+  let store = await openStore(dir);
+  const r = prng(77);
+  const fps: bigint[] = [];
+  const entries: Array<[bigint, string]> = [];
+  for (let i = 0; i < 3000; i++) {
+    const fp = rnd64(r);
+    fps.push(fp);
+    entries.push([fp, `https://example.test/doc/${i}`]);
+  }
+  // Cache off, so every answer comes from the store or the bitmap.
+  let idx = new SimhashStore(store.simhash, SIMHASH_TABLES, { cacheBytes: 0 });
+  await idx.addMany(entries.slice(0, 1000)); // stored before load() starts
+  const loading = idx.load();
+  const adding = idx.addMany(entries.slice(1000, 2000)); // racing the scan
+  await loading;
+  await adding;
+  for (const [fp, id] of entries.slice(2000)) await idx.add(fp, id); // after it
+  const check = async (s: SimhashStore) => {
+    for (let i = 0; i < 300; i++) {
+      const q = i % 2 === 0 ? flip(fps[Math.floor(r() * fps.length)]!, Math.floor(r() * 4), r) : rnd64(r);
+      const got = new Map((await s.query(q, 3)).map((h) => [h.id, h.distance] as const));
+      assert.deepEqual(got, reference(fps, q, 3));
+    }
+  };
+  await check(idx);
+  assert.ok(idx.stats.emptySkips > 0, 'empty buckets skipped');
+  await store.close();
+  store = await openStore(dir);
+  idx = new SimhashStore(store.simhash, SIMHASH_TABLES, { cacheBytes: 0 });
+  await idx.load();
+  await check(idx);
+  // 3000 fingerprints fill ≈ 4.5 % of each table's 65 536 buckets: most reads are skipped.
+  assert.ok(idx.stats.emptySkips > idx.stats.bucketReads / 2, JSON.stringify(idx.stats));
+  await store.close();
+});

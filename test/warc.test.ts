@@ -6,14 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { WARCParser, CDXIndexer } from 'warcio';
 import { WarcWriter, recoverWarcFile } from '../src/warc/writer.js';
 import type { ExchangeInput, WriteResult } from '../src/warc/writer.js';
 import { readWarc, verifyWarc } from '../src/warc/reader.js';
 import type { WarcEntry } from '../src/warc/reader.js';
 import { base32, unbase32, parseDigest, digestMatches } from '../src/warc/digest.js';
-import { storedResponseHeaders, cleanHeaderValue } from '../src/warc/records.js';
+import { storedResponseHeaders, cleanHeaderValue, gzipMember } from '../src/warc/records.js';
 import { gzipMembers } from '../src/warc/gzmembers.js';
 
 const FILE_RE = /^ubicrawl-(\d{17})-(\d{5})-agentA\.warc\.gz$/;
@@ -642,4 +642,19 @@ test('gzipMembers walks members of any size across its read window', async () =>
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('RFC 1952 gzip members: the reused deflate state writes exactly what gzipSync writes (every level, empty to multi-chunk, incompressible)', () => {
+  const text = Buffer.from('<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>\n'.repeat(800));
+  const inputs = [Buffer.alloc(0), Buffer.from('x'), text.subarray(0, 300), text, randomBytes(40000), Buffer.alloc(200000, 7), randomBytes(100)];
+  for (let level = 0; level <= 9; level++) {
+    // Twice over, interleaved with another level: each member starts from a reset state.
+    for (let round = 0; round < 2; round++) {
+      for (const b of inputs) {
+        assert.deepEqual(Buffer.from(gzipMember(b, level)), gzipSync(b, { level }), `level ${level}, ${b.length} bytes`);
+        gzipMember(text.subarray(0, 1000), (level + 3) % 10);
+      }
+    }
+  }
+  assert.deepEqual(gunzipSync(gzipMember(text, 4)), text);
 });

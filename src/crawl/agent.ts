@@ -275,7 +275,8 @@ class Agent implements AgentHandle, AgentView {
         agentShortId: this.shortId,
         maxFileBytes: this.config.warc.maxFileBytes,
         // Each finished (or recovered) WARC gets its CDXJ index next to it.
-        onFileClosed: (path: string) => this.indexLater(path),
+        onFileClosed: (path: string, lines?: string[]) => this.indexLater(path, lines),
+        collectCdxj: true,
         warcinfo: {
           software: 'ubicrawl/0.1',
           format: 'WARC File Format 1.1',
@@ -1183,8 +1184,8 @@ class Agent implements AgentHandle, AgentView {
     mesh.forward(next, [{ url, depth: 0, hops: REPLICA_SEEN_HOPS }], true).catch((err: Error) => this.log.debug({ err: err.message }, 'replicating a seen entry failed'));
   }
 
-  private indexLater(path: string): void {
-    const job: Promise<void> = indexWarcFile(path).then(() => undefined, (err: Error) => {
+  private indexLater(path: string, lines?: string[]): void {
+    const job: Promise<void> = indexWarcFile(path, lines).then(() => undefined, (err: Error) => {
       bump(this.stats.errors, 'cdxj');
       this.log.error({ path, err: err.message }, 'CDXJ indexing failed');
     }).finally(() => this.pendingIndexes.delete(job));

@@ -182,6 +182,9 @@ export class ContentDedup {
    * filter. Nothing is persisted, so a crash cannot leave a stale filter.
    */
   async load(): Promise<void> {
+    // The SimHash index's bitmap of stored buckets, scanned alongside (SimhashStore.load).
+    const index = this.config.near ? this.index.load() : Promise.resolve();
+    index.catch(() => {}); // awaited below
     const it = this.digestSub.keys();
     try {
       for (;;) {
@@ -196,6 +199,7 @@ export class ContentDedup {
       await it.close();
     }
     this.filterReady = true;
+    await index;
   }
 
   /** Whether the HTML extraction should fingerprint the visible text (wantFingerprint). */

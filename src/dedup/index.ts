@@ -90,12 +90,17 @@ export interface SimhashStoreOptions {
   cacheBytes?: number;
 }
 
+/** Largest bucket count (tables × 2^prefixBits) given a presence bitmap (load()): 2 MiB of bits. */
+const MAX_PRESENCE_BUCKETS = 1 << 24;
+
 const EMPTY = Buffer.alloc(0);
 
 /** The part of the root database used when keys carry the sublevel prefix. */
 interface RootDb {
   getMany(keys: Buffer[]): Promise<Array<Buffer | undefined>>;
   batch(ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }>): Promise<void>;
+  /** abstract-level's chained batch: one native call per op, no op objects to read back (see writeRound). */
+  batch(): { put(key: Buffer, value: Buffer): unknown; del(key: Buffer): unknown; write(): Promise<void> };
 }
 
 /**
@@ -188,8 +193,8 @@ export class SimhashStore {
   private readonly maxQueryBatch: number;
   private readonly maxQueryRounds: number;
   private readonly maxWriteRound: number;
-  /** Counters: queries answered, buckets read, candidates compared, write rounds; bucket reads answered by the cache, store reads (getMany calls). */
-  readonly stats = { queries: 0, bucketReads: 0, candidates: 0, writeRounds: 0, cacheHits: 0, storeReads: 0 };
+  /** Counters: queries answered, buckets read, candidates compared, write rounds; bucket reads answered by the cache, store reads (getMany calls), bucket reads skipped as known empty (load()). */
+  readonly stats = { queries: 0, bucketReads: 0, candidates: 0, writeRounds: 0, cacheHits: 0, storeReads: 0, emptySkips: 0 };
   /**
    * Write-through cache of bucket values: what a query read is exactly what
    * the add of the same fingerprint rewrites next, so the write round then
@@ -207,6 +212,17 @@ export class SimhashStore {
   /** Ids of write rounds started so far; round id of the last cache reset. */
   private rounds = 0;
   private resetAt = 0;
+  /**
+   * One bit per bucket (numeric ids): 0 = certainly empty in the store. Set by
+   * every write round before its batch, and for every stored bucket by
+   * load(); consulted only once load() has finished (`presenceReady`). A
+   * query or write round skips the store read of a bucket known empty: in a
+   * growing crawl most buckets a page touches are new (at 10 k pages, 86 % of
+   * the default layout's 4 × 65 536), so most rounds read nothing. Null when
+   * the layout has too many buckets for a small bitmap.
+   */
+  private readonly presence: Uint8Array | null;
+  private presenceReady = false;
 
   constructor(private readonly sub: Sublevel, layout: SimhashLayout = SIMHASH_TABLES, opts: SimhashStoreOptions = {}) {
     if (layout.tables.length < 1 || layout.tables.length > 255) throw new RangeError('1..255 tables');
@@ -227,6 +243,54 @@ export class SimhashStore {
     this.maxQueryRounds = Math.max(1, opts.queryRounds ?? 2);
     this.maxWriteRound = Math.max(1, opts.maxWriteRound ?? 4096);
     this.cacheBytes = Math.max(0, opts.cacheBytes ?? 16 * 1024 * 1024);
+    const buckets = layout.tables.length * 2 ** layout.prefixBits;
+    this.presence = this.numericIds && buckets <= MAX_PRESENCE_BUCKETS ? new Uint8Array(Math.ceil(buckets / 8)) : null;
+  }
+
+  // ---- presence bitmap ----------------------------------------------------
+
+  /**
+   * Marks every stored bucket in the presence bitmap (one scan of the bucket
+   * keys: at most tables × 2^prefixBits of them, never the doc records); from
+   * then on, reads of buckets known empty are skipped. Correct while adds run
+   * meanwhile: the scan reads a snapshot, and every write round marks its
+   * buckets itself before writing them. Optional: without it every bucket
+   * not in the cache is read.
+   */
+  async load(): Promise<void> {
+    const pr = this.presence;
+    if (pr === null || this.presenceReady) return;
+    const nb = this.prefixBytes;
+    const scale = 2 ** this.layout.prefixBits;
+    const down = 2 ** (8 * nb - this.layout.prefixBits);
+    const it = this.sub.keys({ gte: Buffer.from([0]), lt: Buffer.from([DOC_TAG]) });
+    try {
+      for (;;) {
+        const ks = await it.nextv(4096);
+        if (ks.length === 0) break;
+        for (const k of ks) {
+          if (k.length !== 1 + nb) continue;
+          let v = 0;
+          for (let j = 1; j <= nb; j++) v = v * 256 + k[j]!;
+          const b = k[0]! * scale + Math.floor(v / down);
+          pr[b >>> 3] |= 1 << (b & 7);
+        }
+      }
+    } finally {
+      await it.close();
+    }
+    this.presenceReady = true;
+  }
+
+  /** Whether bucket `b` is certainly empty in the store. */
+  private knownEmpty(b: number | string): boolean {
+    if (!this.presenceReady || typeof b !== 'number') return false;
+    return (this.presence![b >>> 3]! & (1 << (b & 7))) === 0;
+  }
+
+  private markPresent(b: number | string): void {
+    const pr = this.presence;
+    if (pr !== null && typeof b === 'number') pr[b >>> 3] |= 1 << (b & 7);
   }
 
   // ---- bucket cache -------------------------------------------------------
@@ -373,7 +437,7 @@ export class SimhashStore {
     const missing: number[] = [];
     for (let sl = 0; sl < list.length; sl++) {
       const c = this.cache.get(list[sl]!);
-      if (c !== undefined) { values[sl] = c; this.stats.cacheHits++; } else missing.push(sl);
+      if (c !== undefined) { values[sl] = c; this.stats.cacheHits++; } else if (this.knownEmpty(list[sl]!)) this.stats.emptySkips++; else missing.push(sl);
     }
     if (missing.length > 0) {
       this.stats.storeReads++;
@@ -422,6 +486,7 @@ export class SimhashStore {
       // Every bucket read is now known (the cache keeps values read, written or not).
       if (add.length === 0 && del.length === 0) { next.push([list[sl]!, values[sl] ?? EMPTY]); continue; }
       this.dirty.set(list[sl]!, round);
+      this.markPresent(list[sl]!);
       let old = values[sl] ?? EMPTY;
       if (del.length > 0) old = withoutEntries(old, del.map((i) => entryOf(reqs[i]!.fp, reqs[i]!.idHash)));
       const size = old.length + add.length * SIMHASH_ENTRY_BYTES;
@@ -439,8 +504,17 @@ export class SimhashStore {
     }
     if (ops.length > 0) {
       try {
-        if (this.root !== undefined) await this.root.batch(ops);
-        else await this.sub.batch(ops);
+        if (this.root !== undefined) {
+          // The chained form: classic-level reads an array batch's ops back one
+          // property at a time through N-API (type, key, value), ≈ 40 % more
+          // CPU than one call per op (measured: 100 puts, 246 vs 160 µs).
+          const b = this.root.batch();
+          for (const op of ops) {
+            if (op.type === 'put') b.put(op.key, op.value);
+            else b.del(op.key);
+          }
+          await b.write();
+        } else await this.sub.batch(ops);
       } catch (err) {
         this.cacheReset(); // the batch may or may not have landed
         throw err;
@@ -530,7 +604,7 @@ export class SimhashStore {
     const at: number[] = [];
     for (let i = 0; i < list.length; i++) {
       const c = this.cache.get(list[i]!);
-      if (c !== undefined) { values[i] = c; this.stats.cacheHits++; } else { missing.push(list[i]!); at.push(i); }
+      if (c !== undefined) { values[i] = c; this.stats.cacheHits++; } else if (this.knownEmpty(list[i]!)) this.stats.emptySkips++; else { missing.push(list[i]!); at.push(i); }
     }
     if (missing.length > 0) {
       this.stats.storeReads++;

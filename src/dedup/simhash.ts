@@ -99,6 +99,15 @@ export function fmix32(h: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+/** fmix32 as a signed 32-bit value (same bits): for the hot loops, which only mask, shift and store it. */
+function fmix32i(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
 // ---------------------------------------------------------------------------
 // Reused scratch memory (single-threaded: one call at a time).
 
@@ -255,7 +264,7 @@ function scanRun(s: string, i: number, end: number): number {
       }
       if (i >= end) break;
       if (l !== 0) { sN = n; sIn = true; sH = a; return i; }
-      ta[n] = fmix32(a); tb[n] = fmix32(a ^ 0x9e3779b9); n++;
+      ta[n] = fmix32i(a); tb[n] = fmix32i(a ^ 0x9e3779b9); n++;
       inTok = false;
       i++;
     }
@@ -342,14 +351,16 @@ function votePass(t: Int32Array, features: number, span: number, rot: number, at
           x = 0;
           for (let j = i, end = i + span; j < end; j++) x = ((x << rot) | (x >>> back)) ^ t[j]!;
         }
-        const h = fmix32(x ^ span);
-        n0 += h & 0x11111111; n1 += (h >>> 1) & 0x11111111;
-        n2 += (h >>> 2) & 0x11111111; n3 += (h >>> 3) & 0x11111111;
+        const h = fmix32i(x ^ span);
+        // `| 0`: the lane sums reach 2^32 - 1, past int32; wrapping keeps every bit
+        // and lets the JIT keep them in 32-bit registers instead of doubles.
+        n0 = (n0 + (h & 0x11111111)) | 0; n1 = (n1 + ((h >>> 1) & 0x11111111)) | 0;
+        n2 = (n2 + ((h >>> 2) & 0x11111111)) | 0; n3 = (n3 + ((h >>> 3) & 0x11111111)) | 0;
       }
-      c0 += n0 & 0x0f0f0f0f; c4 += (n0 >>> 4) & 0x0f0f0f0f;
-      c1 += n1 & 0x0f0f0f0f; c5 += (n1 >>> 4) & 0x0f0f0f0f;
-      c2 += n2 & 0x0f0f0f0f; c6 += (n2 >>> 4) & 0x0f0f0f0f;
-      c3 += n3 & 0x0f0f0f0f; c7 += (n3 >>> 4) & 0x0f0f0f0f;
+      c0 = (c0 + (n0 & 0x0f0f0f0f)) | 0; c4 = (c4 + ((n0 >>> 4) & 0x0f0f0f0f)) | 0;
+      c1 = (c1 + (n1 & 0x0f0f0f0f)) | 0; c5 = (c5 + ((n1 >>> 4) & 0x0f0f0f0f)) | 0;
+      c2 = (c2 + (n2 & 0x0f0f0f0f)) | 0; c6 = (c6 + ((n2 >>> 4) & 0x0f0f0f0f)) | 0;
+      c3 = (c3 + (n3 & 0x0f0f0f0f)) | 0; c7 = (c7 + ((n3 >>> 4) & 0x0f0f0f0f)) | 0;
     }
     acc[0] = c0; acc[1] = c1; acc[2] = c2; acc[3] = c3; acc[4] = c4; acc[5] = c5; acc[6] = c6; acc[7] = c7;
     flushLanes8(at);

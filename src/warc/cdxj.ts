@@ -70,17 +70,30 @@ export function cdxjTimestamp(warcDate: string | undefined): string | null {
 
 /** JSON.stringify plus Python's ensure_ascii: everything past U+007E as \uXXXX. */
 function pyJsonString(s: string): string {
+  // Nearly every value (URL, digest, digits) is printable ASCII without `"` or `\`,
+  // which both serialisers write as is.
+  let plain = true;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) { plain = false; break; }
+  }
+  if (plain) return '"' + s + '"';
   return JSON.stringify(s).replace(NON_ASCII, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
 }
 
 /** `<key> <timestamp> {"k": "v", …}` with Python json.dumps' separators. */
 export function formatCdxjLine(urlkey: string, timestamp: string, fields: Array<[string, string]>): string {
+  return `${openCdxjLine(urlkey, timestamp, fields)}}`;
+}
+
+/** formatCdxjLine without the closing brace (more fields may follow, see cdxjLineHead). */
+function openCdxjLine(urlkey: string, timestamp: string, fields: Array<[string, string]>): string {
   let json = '{';
   for (let i = 0; i < fields.length; i++) {
     if (i) json += ', ';
     json += pyJsonString(fields[i][0]) + ': ' + pyJsonString(fields[i][1]);
   }
-  return `${urlkey} ${timestamp} ${json}}`;
+  return `${urlkey} ${timestamp} ${json}`;
 }
 
 /** Parses one CDXJ line (ours, pywb's or warcio's); null when it is not one. */
@@ -142,13 +155,22 @@ export function targetUri(v: string | undefined): string | undefined {
  * `skipped` is set when an indexable record lacked what a line needs.
  */
 export function cdxjLineOf(r: RecordView, filename: string): { line: string | null; skipped: boolean } {
-  if (!INDEXED_TYPES.has(r.type)) return { line: null, skipped: false };
+  const f = cdxjFieldsOf(r);
+  if (!f.fields) return { line: null, skipped: f.skipped };
+  f.fields.push(['offset', String(r.offset)], ['filename', filename]);
+  return { line: formatCdxjLine(f.urlkey, f.ts, f.fields), skipped: false };
+}
+
+/** cdxjLineOf's key, timestamp and fields up to `length` (offset and filename follow). */
+function cdxjFieldsOf(r: RecordView): { urlkey: string; ts: string; fields: Array<[string, string]> | null; skipped: boolean } {
+  const none = (skipped: boolean) => ({ urlkey: '', ts: '', fields: null, skipped });
+  if (!INDEXED_TYPES.has(r.type)) return none(false);
   const ctype = r.field('Content-Type');
   if ((r.type === 'resource' || r.type === 'metadata') && ctype && /^\s*application\/warc-fields\b/i.test(ctype))
-    return { line: null, skipped: false };
+    return none(false);
   const url = targetUri(r.field('WARC-Target-URI'));
   const ts = cdxjTimestamp(r.field('WARC-Date'));
-  if (!url || !ts) return { line: null, skipped: true };
+  if (!url || !ts) return none(true);
   const fields: Array<[string, string]> = [['url', url]];
   let mime: string | undefined;
   if (r.type === 'revisit') mime = 'warc/revisit';
@@ -169,8 +191,36 @@ export function cdxjLineOf(r: RecordView, filename: string): { line: string | nu
     if (payload) digest = 'sha1:' + base32(createHash('sha1').update(payload).digest());
   }
   if (digest) fields.push(['digest', digest.slice(digest.lastIndexOf(':') + 1).trim()]);
-  fields.push(['length', String(r.length)], ['offset', String(r.offset)], ['filename', filename]);
-  return { line: formatCdxjLine(surt(url), ts, fields), skipped: false };
+  fields.push(['length', String(r.length)]);
+  return { urlkey: surt(url), ts, fields, skipped: false };
+}
+
+/**
+ * The CDXJ line of the one record in an uncompressed gzip member `raw` whose
+ * compressed size is `length`, without its offset and file name (known only
+ * when the member is appended): the line is `head + cdxjLineTail(offset,
+ * filename)`, byte-equal to what buildCdxj() makes of the written file — it is
+ * the same code over the same bytes (LeanRecord, cdxjLineOf). The WARC encoder
+ * calls this as it writes each record, so a file's index is not rebuilt by
+ * inflating the file again when it closes (≈ 60 µs a page; docs/performance.md).
+ * Null when the record is not indexed; undefined when the member is not exactly
+ * one whole record (the caller must then index the file from disk).
+ */
+export function cdxjLineHead(raw: Uint8Array, length: number): string | null | undefined {
+  const data = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  let head: string | null | undefined;
+  let n = 0;
+  for (const r of membersRecords(data, 0, length)) {
+    if (r === 'bad' || ++n > 1) return undefined;
+    const f = cdxjFieldsOf(r);
+    head = f.fields ? openCdxjLine(f.urlkey, f.ts, f.fields) : null;
+  }
+  return n === 1 ? head : undefined;
+}
+
+/** The end of a line begun by cdxjLineHead. */
+export function cdxjLineTail(offset: number, filename: string): string {
+  return ', ' + pyJsonString('offset') + ': ' + pyJsonString(String(offset)) + ', ' + pyJsonString('filename') + ': ' + pyJsonString(filename) + '}';
 }
 
 /** cdxjLineOf() for an entry of readWarc(). */
@@ -358,12 +408,14 @@ function render(lines: string[]): string {
 /**
  * Builds the CDXJ index of one WARC file and writes it next to the file as
  * `<file>.cdxj` (through a temporary file and a rename, so a reader never sees half
- * an index). Returns the index path. Meant for WarcWriter's onFileClosed hook.
+ * an index). Returns the index path. Meant for WarcWriter's onFileClosed hook: with
+ * the `lines` the writer collected (collectCdxj) the file is not read again.
  */
-export async function indexWarcFile(path: string): Promise<string> {
-  const built = await buildCdxj(path);
+export async function indexWarcFile(path: string, lines?: string[]): Promise<string> {
+  // `lines`: the file's lines as its writer made them (WarcWriter's collectCdxj), in any order.
+  const sorted = lines ? lines.sort(compareLines) : (await buildCdxj(path)).lines;
   const target = cdxjPathFor(path);
-  await writeAtomically(target, render(built.lines));
+  await writeAtomically(target, render(sorted));
   return target;
 }
 

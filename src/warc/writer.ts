@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { encodeJob, encodeWarcinfo } from './records.js';
 import type { EncodeJob, Encoded, ExchangeInput, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
+import { cdxjLineTail } from './cdxj.js';
 
 export type { ExchangeInput, RevisitInput, HeaderList, RevisitProfile, TruncatedReason } from './records.js';
 
@@ -37,8 +38,17 @@ export interface WarcWriterOptions {
   maxPending?: number;
   /** fsync a file before it is renamed to its final name (default true). */
   fsync?: boolean;
-  /** Called with the final path of every file once it is complete (rotation, close, recovery). */
-  onFileClosed?: (path: string) => void;
+  /**
+   * Called with the final path of every file once it is complete (rotation, close, recovery);
+   * with collectCdxj, also with the file's CDXJ lines (unsorted) when the writer has them all.
+   */
+  onFileClosed?: (path: string, cdxjLines?: string[]) => void;
+  /**
+   * Collect each file's CDXJ lines as its records are written (default false), so
+   * closing a file needs no second read of it (indexWarcFile(path, lines)). Up to
+   * MAX_CDXJ_CHARS per file; past that, or for a recovered file, no lines are given.
+   */
+  collectCdxj?: boolean;
 }
 
 export interface WriteResult {
@@ -257,10 +267,16 @@ async function writeFully(fh: FileHandle, bytes: Uint8Array, position: number): 
   }
 }
 
-function callHook(hook: ((path: string) => void) | undefined, path: string): void {
+/**
+ * Memory bound on one file's collected CDXJ lines (≈ 250 characters a capture, so
+ * ≈ 65 k captures); a bigger file is indexed from disk when it closes, as before.
+ */
+export const MAX_CDXJ_CHARS = 16 * 1024 * 1024;
+
+function callHook(hook: ((path: string, lines?: string[]) => void) | undefined, path: string, lines?: string[]): void {
   if (!hook) return;
   try {
-    const r = hook(path) as unknown;
+    const r = (lines ? hook(path, lines) : hook(path)) as unknown;
     if (r && typeof (r as Promise<void>).catch === 'function') (r as Promise<void>).catch(() => {});
   } catch {
     // a failing hook must not break writing
@@ -296,7 +312,7 @@ export async function recoverWarcFile(path: string): Promise<string | null> {
 
 export class WarcWriter {
   /** Called with the final path of each completed file (issue 6 builds its CDXJ here). */
-  onFileClosed?: (path: string) => void;
+  onFileClosed?: (path: string, cdxjLines?: string[]) => void;
 
   private readonly dir: string;
   private readonly prefix: string;
@@ -313,6 +329,10 @@ export class WarcWriter {
   private curName = '';
   private curSize = 0;
   private curPayloadRecords = 0;
+  private readonly collectCdxj: boolean;
+  /** The current file's CDXJ lines (collectCdxj), null once incomplete or over MAX_CDXJ_CHARS. */
+  private curCdxj: string[] | null = null;
+  private curCdxjChars = 0;
   private readonly queue: Slot[] = [];
   private flushing = false;
   private inflight = 0;
@@ -334,6 +354,7 @@ export class WarcWriter {
     this.maxPending = Math.max(1, opts.maxPending ?? 64);
     this.fsync = opts.fsync ?? true;
     this.onFileClosed = opts.onFileClosed;
+    this.collectCdxj = opts.collectCdxj === true;
     this.serial = serial;
     this.encoder = opts.worker === false ? inlineEncoder : new WorkerEncoder();
   }
@@ -518,6 +539,7 @@ export class WarcWriter {
         await writevFully(fh, group.map((g) => g.enc!.bytes), start);
       } catch (e) {
         // Leave no partial member behind: cut back to the last whole one.
+        this.curCdxj = null; // and let the index be read from what the file holds
         await fh.truncate(start).catch(() => {});
         for (const g of group) g.reject(e);
         continue;
@@ -534,6 +556,7 @@ export class WarcWriter {
           recordId: enc.recordId,
           payloadDigest: enc.payloadDigest,
         });
+        if (this.curCdxj) this.noteCdxj(enc, at);
         at += enc.bytes.length;
         this.st.records += enc.sizes.length;
         this.st.bytes += enc.bytes.length;
@@ -541,6 +564,25 @@ export class WarcWriter {
       this.curSize = at;
       this.curPayloadRecords = count;
     }
+  }
+
+  /** Completes the CDXJ lines of `enc`'s members, appended at `at` of the current file. */
+  private noteCdxj(enc: Encoded, at: number): void {
+    const heads = enc.cdxj;
+    if (!heads || heads.length !== enc.sizes.length) {
+      this.curCdxj = null;
+      return;
+    }
+    for (let k = 0; k < heads.length; k++) {
+      const h = heads[k];
+      if (h) {
+        const line = h + cdxjLineTail(at, this.curName);
+        this.curCdxj!.push(line);
+        this.curCdxjChars += line.length;
+      }
+      at += enc.sizes[k];
+    }
+    if (this.curCdxjChars > MAX_CDXJ_CHARS) this.curCdxj = null;
   }
 
   private async openFile(): Promise<void> {
@@ -564,6 +606,8 @@ export class WarcWriter {
         this.curName = name;
         this.curSize = info.bytes.length;
         this.curPayloadRecords = 0;
+        this.curCdxj = this.collectCdxj ? [] : null;
+        this.curCdxjChars = 0;
         return;
       } catch (e) {
         await fh.close().catch(() => {});
@@ -588,6 +632,8 @@ export class WarcWriter {
     const fh = this.fh;
     if (!fh) return Promise.resolve();
     this.fh = null;
+    const lines = this.curCdxj ?? undefined;
+    this.curCdxj = null;
     const open = join(this.dir, this.curName + OPEN_SUFFIX);
     const final = join(this.dir, this.curName);
     return (async () => {
@@ -598,7 +644,7 @@ export class WarcWriter {
       }
       await rename(open, final);
       this.st.filesClosed++;
-      callHook(this.onFileClosed, final);
+      callHook(this.onFileClosed, final, lines);
     })();
   }
 }
