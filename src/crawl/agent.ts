@@ -49,6 +49,8 @@ import { PolitenessControl, type Verdict } from '../politeness/control.js';
 import { DnsError } from '../fetch/dns.js';
 import { CrawlStats, bump } from './stats.js';
 import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
+import { Fingerprinter } from '../dedup/fingerprinter.js';
+import type { FingerprintJob } from '../parse/html.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
 import { Recrawler, payloadDigestBytes, type RecrawlOutcome, type RevisitUrl } from '../recrawl/recrawler.js';
 import { serverNotModifiedRevisit } from '../warc/notmodified.js';
@@ -175,6 +177,8 @@ class Agent implements AgentHandle, AgentView {
   /** CDXJ indexing of closed WARC files still running. */
   private readonly pendingIndexes = new Set<Promise<void>>();
   private warc: WarcWriter | undefined;
+  /** Computes the SimHash of pages off the event loop (near-dup on), or undefined. */
+  private readonly fingerprinter: Fingerprinter | undefined;
   /** Content dedup (exact: revisit records; near: noted), or undefined when off. */
   private readonly dedup: ContentDedup | undefined;
   /** Host turns in progress (each holds one fetch slot). */
@@ -204,6 +208,8 @@ class Agent implements AgentHandle, AgentView {
     this.scope = new ScopePolicy(config.scope);
     this.sitemapGrants = new SitemapGrants(store.meta);
     this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, config.dedup, this.stats.dedup) : undefined;
+    // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
+    this.fingerprinter = this.dedup?.wantsText ? new Fingerprinter() : undefined;
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
       maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
       headSize: config.frontier.headSize,
@@ -988,7 +994,7 @@ class Agent implements AgentHandle, AgentView {
       else if (!exact?.original) {
         const fp = this.extractLinks(q, out, links, record);
         // The SimHash check runs while the links are made durable; the page completes after both.
-        if (fp && exact) { near = this.noteNearDup(out, record, fp, stored); near.catch(() => {}); } // failures surface in finish
+        if (fp !== undefined && fp !== 0n && exact) { near = this.noteNearDup(out, record, this.fingerprintOf(q, out, fp), stored); near.catch(() => {}); } // failures surface in finish
       }
     }
     if (this.recrawl && q.kind === 'sitemap') await this.recrawl.flushHints();
@@ -1008,7 +1014,9 @@ class Agent implements AgentHandle, AgentView {
   }
 
   /** SimHash of the visible text: a near-duplicate is noted in the fetch record and a WARC metadata record; the fingerprint is indexed before the page completes. */
-  private async noteNearDup(out: FetchResponse, record: FetchRecord, fp: bigint, stored: WriteResult | undefined): Promise<void> {
+  private async noteNearDup(out: FetchResponse, record: FetchRecord, fingerprint: Promise<bigint>, stored: WriteResult | undefined): Promise<void> {
+    const fp = await fingerprint;
+    if (fp === 0n) return; // no word in the text
     const near = await this.dedup!.checkNearFingerprint(out.url, fp);
     if (!near) return;
     record.simhash = near.hex;
@@ -1022,6 +1030,15 @@ class Agent implements AgentHandle, AgentView {
       if (warc) await this.warcWrite(1, () => warc.writeMetadata(out.url, out.startedAt, fields, stored?.recordId));
     }
     await near.indexed;
+  }
+
+  /** The page's SimHash: as the parser gave it, or from the fingerprint thread (inline again when that declines). */
+  private async fingerprintOf(q: QueuedUrl, out: FetchResponse, fp: bigint | FingerprintJob): Promise<bigint> {
+    if (typeof fp === 'bigint') return fp;
+    const offloaded = await this.fingerprinter!.fingerprint(fp);
+    if (offloaded !== null) return offloaded;
+    // simhash64's reference path (rare characters), or the thread is gone: the parser's own fingerprint.
+    return this.parsePage(q, out, false).fingerprint ?? 0n;
   }
 
   /**
@@ -1091,18 +1108,23 @@ class Agent implements AgentHandle, AgentView {
     if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
   }
 
-  /** Returns the simhash64 of the page's visible text when dedup asked for it. */
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): bigint | undefined {
-    const ct = out.header('content-type');
+  /** Links, directives and (dedup on) the SimHash of the visible text, or the job that computes it elsewhere. */
+  private parsePage(q: QueuedUrl, out: FetchResponse, fingerprintLater: boolean) {
+    return extractPage(out.body, {
+      url: q.url,
+      contentType: out.header('content-type'),
+      xRobotsTag: out.responseHeaders.filter(([k]) => k === 'x-robots-tag').map(([, v]) => v),
+      robotsToken: this.token,
+      wantFingerprint: this.dedup?.wantsText ?? false,
+      fingerprintLater,
+    });
+  }
+
+  /** Returns the simhash64 of the page's visible text when dedup asked for it, or what the fingerprint thread needs to take it. */
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): bigint | FingerprintJob | undefined {
     let page;
     try {
-      page = extractPage(out.body, {
-        url: q.url,
-        contentType: ct,
-        xRobotsTag: out.responseHeaders.filter(([k]) => k === 'x-robots-tag').map(([, v]) => v),
-        robotsToken: this.token,
-        wantFingerprint: this.dedup?.wantsText ?? false,
-      });
+      page = this.parsePage(q, out, this.fingerprinter !== undefined);
     } catch (err) {
       bump(this.stats.errors, 'parse');
       this.recentErrors.record('parse', (err as Error).message, q.url, hostOf(q.url));
@@ -1113,7 +1135,7 @@ class Agent implements AgentHandle, AgentView {
     if (page.directives.noindex) { this.stats.noindex++; record.noindex = true; }
     if (!page.isHtml) return;
     if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
-    if (page.directives.nofollow) { this.stats.nofollowPages++; return page.fingerprint; }
+    if (page.directives.nofollow) { this.stats.nofollowPages++; return page.fingerprintJob ?? page.fingerprint; }
     if (page.canonical) this.stats.canonicals++;
     if (page.metaRefresh) this.stats.metaRefreshes++;
     this.stats.linksExtracted += page.links.length;
@@ -1126,7 +1148,7 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(link.url, undefined, q.depth + 1);
       if (c) into.push(c);
     }
-    return page.fingerprint;
+    return page.fingerprintJob ?? page.fingerprint;
   }
 
   /** Normalises and filters a discovered URL; null if it is turned away (counted). */
@@ -1263,6 +1285,7 @@ class Agent implements AgentHandle, AgentView {
     while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await this.drum.flush().catch((err: Error) => this.log.error({ err: err.message }, 'seen flush failed'));
     await this.warc?.close().catch((err: Error) => this.log.error({ err: err.message }, 'WARC close failed'));
+    await this.fingerprinter?.close();
     await Promise.all([...this.pendingIndexes]);
     await this.fetcher.close();
     const summary = this.stats.summary({

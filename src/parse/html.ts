@@ -13,7 +13,7 @@
 // rel keywords), §13.2.3.2 (encoding sniffing, in charset.ts); RFC 8288 (Link header, rel
 // comparison); Google's robots meta tag specification (directives.ts). See docs/standards.md (HTML part).
 import { Tokenizer, type TokenizerCallbacks, QuoteType } from 'htmlparser2';
-import { determineCharset, decodeBody } from './charset.js';
+import { determineCharset, decodeBody, type CharsetResult } from './charset.js';
 import { emptyDirectives, parseMetaRobots, parseXRobotsTag, productToken, type RobotsDirectives } from './directives.js';
 import { parseLinkHeader } from './linkheader.js';
 import { isHtmlEssence, isUnknownEssence, parseContentType, sniffHtml } from './mime.js';
@@ -55,6 +55,13 @@ export interface ExtractOptions {
    * is built unless wantText is set too). Default false.
    */
   wantFingerprint?: boolean;
+  /**
+   * With wantFingerprint: leave the fingerprint to the caller when it can be
+   * taken from the text nodes in place — `fingerprintJob` then holds the body,
+   * its charset and the pieces, for simhashPieces on another thread
+   * (src/dedup/fingerprinter.ts). Otherwise `fingerprint` is set as usual.
+   */
+  fingerprintLater?: boolean;
   /** Cap on collected text, in UTF-16 code units after whitespace collapsing. Default 200,000. */
   maxTextChars?: number;
   /** Clock for `unavailable_after` (epoch ms). Default Date.now(). */
@@ -83,8 +90,17 @@ export interface PageExtract {
   text?: string;
   /** simhash64 of the visible text (wantFingerprint; 0n when it has no word). */
   fingerprint?: bigint;
+  /** fingerprintLater: what simhashPieces needs to compute `fingerprint` elsewhere. */
+  fingerprintJob?: FingerprintJob;
   isHtml: boolean;
 }
+
+/**
+ * The visible text as pieces of the decoded page (simhashPieces's arguments),
+ * with the page as bytes: `decodeBody(body, charset)` gives the string the
+ * pieces index, and bytes cross to another thread more cheaply than a string.
+ */
+export interface FingerprintJob { body: Uint8Array; charset: CharsetResult; pieces: Int32Array; count: number }
 
 // ---------------------------------------------------------------------------------------------
 // Tag and attribute identification without allocating: compare the decoded string in place.
@@ -310,7 +326,10 @@ class Extractor implements TokenizerCallbacks {
   maxLinks = 2000;
   wantText = false;
   wantFp = false;
+  fpLater = false;
   fp = 0n;
+  /** fpLater in piece mode: the pieces of the last run, for the job. */
+  fpPieces: Int32Array | undefined = undefined;
   maxText = 200_000;
   pageNofollowKnown = false; // X-Robots-Tag said nofollow: do not collect links at all
 
@@ -420,8 +439,9 @@ class Extractor implements TokenizerCallbacks {
       this.tokenizer.write(s);
       this.tokenizer.end();
     } finally {
-      // Pieces index `s`: the fingerprint is taken while it is at hand.
-      if (this.wantFp) this.fp = this.fingerprint();
+      // Pieces index `s`: the fingerprint is taken (or handed out with it) while it is at hand.
+      if (this.wantFp && this.fpLater && this.pieceMode) this.fpPieces = this.pieces.slice(0, 2 * this.pieceCount);
+      else if (this.wantFp) this.fp = this.fingerprint();
       this.s = '';
     }
   }
@@ -981,6 +1001,8 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
     // A fingerprint needs the text collected; as strings only when the text itself is asked for.
     ex.wantText = opts.wantText === true || opts.wantFingerprint === true;
     ex.wantFp = opts.wantFingerprint === true;
+    ex.fpLater = opts.fingerprintLater === true;
+    ex.fpPieces = undefined;
     ex.pieceMode = ex.wantFp && opts.wantText !== true;
     ex.maxText = opts.maxTextChars !== undefined && opts.maxTextChars >= 0 ? opts.maxTextChars : 200_000;
     ex.pageNofollowKnown = directives.nofollow;
@@ -1016,7 +1038,12 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
     };
     if (ex.title !== null) out.title = ex.title;
     if (opts.wantText === true) out.text = ex.text();
-    if (ex.wantFp) out.fingerprint = ex.fp;
+    const fpPieces = ex.fpPieces as Int32Array | undefined; // set by run()
+    if (fpPieces !== undefined) {
+      // Its own copy of the bytes (the body may be a view of a larger buffer), so it can be transferred.
+      out.fingerprintJob = { body: new Uint8Array(body), charset: cs, pieces: fpPieces, count: fpPieces.length >> 1 };
+      ex.fpPieces = undefined;
+    } else if (ex.wantFp) out.fingerprint = ex.fp;
 
     // canonical and refresh are recorded even under page-level nofollow: they say what this page
     // is / where it goes, not which links to follow. Only http(s) targets count.
