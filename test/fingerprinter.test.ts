@@ -76,8 +76,10 @@ test('fingerprint thread: a text that needs the reference path comes back null; 
 test('fingerprint thread: after close every job is handed back, nothing hangs', async () => {
   const fpr = new Fingerprinter();
   const job = extractPage(Buffer.from(page(seededRandom(5), 100)), opts(true)).fingerprintJob!;
+  assert.equal(fpr.available, true);
   const before = fpr.fingerprint(job);
   await fpr.close();
+  assert.equal(fpr.available, false, 'callers fingerprint inline from now on');
   assert.ok((await before) === null || typeof (await before) === 'bigint');
   assert.equal(await fpr.fingerprint(job), null);
 });

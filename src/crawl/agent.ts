@@ -1124,7 +1124,8 @@ class Agent implements AgentHandle, AgentView {
   private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): bigint | FingerprintJob | undefined {
     let page;
     try {
-      page = this.parsePage(q, out, this.fingerprinter !== undefined);
+      // A job only while the fingerprint thread runs: after it fails, every job would come back for a second parse.
+      page = this.parsePage(q, out, this.fingerprinter?.available ?? false);
     } catch (err) {
       bump(this.stats.errors, 'parse');
       this.recentErrors.record('parse', (err as Error).message, q.url, hostOf(q.url));

@@ -33,6 +33,9 @@ export class Fingerprinter {
   /** Jobs answered by the worker / handed back for the inline path. */
   readonly stats = { offloaded: 0, inline: 0 };
 
+  /** False once the thread is gone (failed or closed): callers should fingerprint inline rather than make jobs. */
+  get available(): boolean { return !this.broken && !this.closed; }
+
   /**
    * simhashPieces of the job on the worker thread; null when the caller must
    * compute it itself. The job's buffers are moved to the thread: it cannot be

@@ -256,12 +256,17 @@ function entryUrl(value: Buffer, host: string | undefined): string | undefined {
   return (v0 <= ENTRY_SITEMAP_HTTP ? 'http://' : 'https://') + host + value.toString('utf8', 3);
 }
 
+/** Forms come in page/sitemap pairs: even bytes are sitemaps. */
+function entryKind(value: Buffer): UrlKind {
+  return value[0]! % 2 === 0 ? 'sitemap' : 'page';
+}
+
 /** Decodes an entry; `host` is the host it is queued under (needed for the short forms). */
 export function decodeEntry(value: Buffer, host?: string): { url: string; depth: number; hops: number; kind: UrlKind } | undefined {
   if (!validForm(value)) return undefined;
   const url = entryUrl(value, host);
   if (url === undefined) return undefined;
-  return { depth: value[1]!, hops: value[2]!, url, kind: value[0]! % 2 === 0 ? 'sitemap' : 'page' };
+  return { depth: value[1]!, hops: value[2]!, url, kind: entryKind(value) };
 }
 
 /** Errors from reads that raced a closing store: not failures of the frontier. */
@@ -1009,7 +1014,7 @@ export class Frontier<D> {
           cursor[r] = seq + 1;
           if (!validForm(value)) { (corrupt ??= []).push(key); continue; }
           const arr = h.heads![r] ??= [];
-          arr.push(new QueuedUrl(h.key, entryUrl(value, h.name)!, value[0]! % 2 === 0 ? 'sitemap' : 'page', value[1]!, value[2]!, MAX_PRIORITY - r, seq));
+          arr.push(new QueuedUrl(h.key, entryUrl(value, h.name)!, entryKind(value), value[1]!, value[2]!, MAX_PRIORITY - r, seq));
           h.headMask |= 1 << r;
           h.headCount++;
         }
