@@ -108,6 +108,22 @@ test('DRUM: duplicates inside a batch are new once, in submission order; the fil
   await store.close();
 });
 
+test('DRUM: a new item\'s seen value is decided after onNew has seen its round (the agent stores admitted URLs as queued, the rest as rejected)', async () => {
+  const store = await openStore(tempDir());
+  const admitted = new Set<DrumItem>();
+  const d = new Drum<DrumItem>(store.db, store.seen, {
+    batchSize: 512, maxWaitMs: 2,
+    valueOf: (it) => Buffer.from([admitted.has(it) ? 1 : 4]),
+    onNew: (items) => { items.forEach((it, i) => { if (i % 2 === 0) admitted.add(it); }); return []; },
+    afterCommit: () => {},
+  });
+  const items = Array.from({ length: 100 }, (_, i) => ({ key: key(i) }));
+  await d.submit(items);
+  const values = await store.seen.getMany(items.map((it) => it.key));
+  assert.deepEqual(values.map((v) => v?.[0]), items.map((_, i) => (i % 2 === 0 ? 1 : 4)));
+  await store.close();
+});
+
 test('DRUM: with the filter off every check reads the store, with the same answers', async () => {
   const store = await openStore(tempDir());
   const d = drumOf(store, { filter: false, cacheSize: 0 });

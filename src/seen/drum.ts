@@ -41,7 +41,7 @@ export interface DrumFilterOptions {
 export interface DrumOptions<T extends DrumItem> {
   batchSize: number;
   maxWaitMs: number;
-  /** Value stored in the seen-set for a new item. */
+  /** Value stored in the seen-set for a new item (called after `onNew` for its round). */
   valueOf(item: T): Buffer;
   /** Extra operations written in the same atomic batch as the new items' seen entries. */
   onNew(items: T[]): BatchOp[];
@@ -363,6 +363,9 @@ export class Drum<T extends DrumItem> {
     const news: T[] = [];
     for (let i = 0; i < n; i++) if (fresh[i] === 1) news.push(items[i]!);
     if (news.length === 0) return;
+    // onNew first: it decides what each new item's seen value is (the agent's
+    // valueOf asks whether onNew admitted the item).
+    const extra = this.opts.onNew(news);
     const ops: Array<BatchOp | { type: 'put'; key: Buffer; value: Buffer }> = new Array(news.length);
     if (this.prefix !== undefined) {
       const rootKeys = this.prefixed(undefined, news.map((it) => it.key), news.length);
@@ -373,7 +376,7 @@ export class Drum<T extends DrumItem> {
         ops[i] = { type: 'put', sublevel: this.seen, key: it.key, value: this.opts.valueOf(it) };
       }
     }
-    for (const op of this.opts.onNew(news)) ops.push(op);
+    for (const op of extra) ops.push(op);
     // The filter learns the keys before the write: it may then say "maybe" for
     // a key not yet (or, if the write fails, never) stored, which only costs a read.
     for (let i = 0; i < news.length; i++) this.note(news[i]!.key);
