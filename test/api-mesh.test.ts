@@ -76,7 +76,12 @@ test('three agents: every endpoint answers; inspect names owner and WARC locatio
     const url = [...expected][0]!;
     const host = new URL(url).hostname;
     // Any agent names the owner; the owner knows the fetch and its WARC location.
-    const reports = await Promise.all(base.map((b) => json<{ owner: string; local: boolean; state: string; fetched: { warc: { filename: string; offset: number } | null } | null }>(`${b}/urls?url=${encodeURIComponent(url)}`)));
+    type Report = { owner: string; local: boolean; state: string; fetched: { warc: { filename: string; offset: number } | null } | null };
+    const report = () => Promise.all(base.map((b) => json<Report>(`${b}/urls?url=${encodeURIComponent(url)}`)));
+    // The server logs a request when it starts; the owner records the fetch once the page is
+    // processed and durable, a moment later: wait for that before reading the reports.
+    await until(async () => (await report()).some((r) => r.local && r.state !== 'queued'), 30_000, 'the fetch recorded');
+    const reports = await report();
     const owners = new Set(reports.map((r) => r.owner));
     assert.equal(owners.size, 1, 'all agents agree on the owner');
     const ownerIndex = reports.findIndex((r) => r.local);
