@@ -13,6 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { openStore, type Store } from '../store/db.js';
+import { GroupCommit } from '../store/group-commit.js';
 import { limitHeapGrowth } from '../util/memory.js';
 import { hostKey, seenKey } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
@@ -170,6 +171,8 @@ class Agent implements AgentHandle, AgentView {
   readonly politeness: PolitenessControl;
   private readonly robots: RobotsCache;
   private readonly drum: Drum<Candidate>;
+  /** Finished pages' writes, grouped into shared batches (src/store/group-commit.ts). */
+  private readonly commits: GroupCommit;
   readonly frontier: Frontier<HostData>;
   private readonly scope: ScopePolicy;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
@@ -220,6 +223,7 @@ class Agent implements AgentHandle, AgentView {
     });
     this.frontier.onReady = (h) => { this.prefetchDns(h); this.schedulePump(); };
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
+    this.commits = new GroupCommit(store.db);
     this.drum = new Drum<Candidate>(store.db, store.seen, {
       batchSize: config.seen.batchSize,
       maxWaitMs: config.seen.maxWaitMs,
@@ -1167,7 +1171,8 @@ class Agent implements AgentHandle, AgentView {
   /**
    * Completes a URL: its links are made durable first, then its frontier entry
    * is removed, its seen entry marked with the outcome and its fetch record
-   * written — in one batch, after the links.
+   * written — in one atomic unit, after the links (the unit may share its
+   * LevelDB batch with other pages': src/store/group-commit.ts).
    */
   private async finish(q: QueuedUrl, h: HostState<HostData>, links: Candidate[], record: FetchRecord, recrawl?: RecrawlOutcome, extraOps: BatchOp[] = [], before?: Promise<void>): Promise<void> {
     try {
@@ -1184,7 +1189,7 @@ class Agent implements AgentHandle, AgentView {
         ...extraOps, // e.g. the payload digest's first capture (src/dedup/content.ts)
       ];
       if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
-      await this.store.db.batch(ops as never);
+      await this.commits.write(ops);
       this.frontier.acknowledged(1, h);
       if (base !== SEEN_ELSEWHERE) this.replicateSettled(h.name, q.url);
     } catch (err) {
