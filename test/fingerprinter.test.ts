@@ -31,9 +31,9 @@ test('fingerprint thread: same SimHash as the inline path, pages posted together
     for (const p of jobs) { assert.equal(p.fingerprint, undefined); assert.ok(p.fingerprintJob, 'a job, not a fingerprint'); }
     const together = await Promise.all(jobs.map((p) => fpr.fingerprint(p.fingerprintJob!)));
     assert.deepEqual(together, inline);
-    // Jobs are consumed (their buffers move to the thread): fresh ones, one at a time.
+    // Jobs are consumed (their pieces move to the thread): fresh ones, one at a time.
     for (let i = 0; i < 5; i++) assert.equal(await fpr.fingerprint(extractPage(Buffer.from(pages[i]!), opts(true)).fingerprintJob!), inline[i]);
-    // A job whose buffers already moved is declined, not misread.
+    // A job whose pieces already moved is declined, not misread.
     assert.equal(await fpr.fingerprint(jobs[0]!.fingerprintJob!), null);
     assert.equal(fpr.stats.offloaded, 45);
     assert.equal(fpr.stats.inline, 1);
@@ -42,7 +42,7 @@ test('fingerprint thread: same SimHash as the inline path, pages posted together
   }
 });
 
-test('fingerprint thread: the page is decoded again with the parser\'s charset (windows-1252, BOM)', async () => {
+test('fingerprint thread: the same fingerprint as inline for pages the parser decoded from windows-1252 and behind a BOM', async () => {
   const fpr = new Fingerprinter();
   try {
     const latin = Buffer.from(`<html><body>${'caf\xe9 na\xefve r\xe9sum\xe9 '.repeat(50)}</body></html>`, 'latin1');

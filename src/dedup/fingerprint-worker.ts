@@ -1,15 +1,12 @@
 // The fingerprint thread (src/dedup/fingerprinter.ts): simhashPieces over pages
 // the parser has handed out as pieces, so the SimHash scan and vote (≈ 90 µs a
-// page) do not run on the agent's event loop. The page comes as bytes and is
-// decoded again here with the parser's own decodeBody and charset: copying a
-// 30 KB string through postMessage cost the main thread ≈ 40 µs, moving the
-// bytes a few.
+// page) do not run on the agent's event loop. The page comes as the string the
+// parser decoded (html.ts FingerprintJob explains why not as bytes).
 import { parentPort } from 'node:worker_threads';
 import { simhashPieces } from './simhash.js';
-import { decodeBody, type CharsetResult } from '../parse/charset.js';
 
-/** A page as the parser left it (html.ts FingerprintJob): its bytes decode to the string the pieces index. */
-export interface FingerprintRequest { id: number; body: Uint8Array; charset: CharsetResult; pieces: Int32Array; count: number }
+/** A page as the parser left it (html.ts FingerprintJob): the pieces index `text`. */
+export interface FingerprintRequest { id: number; text: string; pieces: Int32Array; count: number }
 /** `hex` null: the text needs simhash64's reference path (the caller computes it itself). */
 export interface FingerprintReply { id: number; hex: string | null }
 
@@ -20,8 +17,8 @@ parentPort?.on('message', (jobs: FingerprintRequest[]) => {
     let hex: string | null = null;
     try {
       // A malformed job (e.g. a buffer already moved away) is declined, never read past its end.
-      if (!(j.pieces instanceof Int32Array) || j.pieces.length < 2 * j.count || !(j.body instanceof Uint8Array)) throw new Error('malformed job');
-      const fp = simhashPieces(decodeBody(j.body, j.charset), j.pieces, j.count);
+      if (!(j.pieces instanceof Int32Array) || j.pieces.length < 2 * j.count || typeof j.text !== 'string') throw new Error('malformed job');
+      const fp = simhashPieces(j.text, j.pieces, j.count);
       // A string crosses threads more cheaply than a BigInt wrapper object.
       if (fp !== null) hex = BigInt.asUintN(64, fp).toString(16);
     } catch {

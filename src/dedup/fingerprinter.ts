@@ -4,10 +4,9 @@
 // near-duplicate check, used to take the page's SimHash there too: ≈ 90 µs of
 // scan and vote per 15–30 KB page, a tenth of the main thread's work in the
 // crawl bench, while the WARC worker's thread sat 40 % idle. The parser now
-// hands out the text as pieces of the page (html.ts `fingerprintLater`) with
-// the page's bytes and charset, and one worker thread decodes the page again
-// and computes simhashPieces. The bytes and pieces are transferred, not
-// copied; jobs posted in the same tick go as one message.
+// hands out the text as pieces of the decoded page (html.ts `fingerprintLater`),
+// and one worker thread computes simhashPieces. The pieces are transferred,
+// the page string copied; jobs posted in the same tick go as one message.
 //
 // A page whose text needs simhash64's reference path (characters whose lower
 // case changes length, surrogate entities), or any worker failure, resolves
@@ -38,13 +37,13 @@ export class Fingerprinter {
 
   /**
    * simhashPieces of the job on the worker thread; null when the caller must
-   * compute it itself. The job's buffers are moved to the thread: it cannot be
+   * compute it itself. The job's pieces are moved to the thread: it cannot be
    * used again.
    */
   fingerprint(job: FingerprintJob): Promise<bigint | null> {
     if (this.broken || this.closed) { this.stats.inline++; return Promise.resolve(null); }
     // A job whose buffers already moved (or that does not hold its pieces) would be lost in postMessage.
-    if (job.pieces.length < 2 * job.count || (job.body.byteLength === 0 && job.count > 0)) { this.stats.inline++; return Promise.resolve(null); }
+    if (job.pieces.length < 2 * job.count) { this.stats.inline++; return Promise.resolve(null); }
     const w = this.worker ?? this.start();
     if (!w) { this.stats.inline++; return Promise.resolve(null); }
     const id = this.nextId++;
@@ -52,7 +51,7 @@ export class Fingerprinter {
       this.pending.set(id, { resolve, deadline: Date.now() + ANSWER_WITHIN_MS });
       this.watchdog ??= setInterval(() => this.expire(), 1000).unref();
       if (this.batch.length === 0) setImmediate(() => this.flush());
-      this.batch.push({ id, body: job.body, charset: job.charset, pieces: job.pieces, count: job.count });
+      this.batch.push({ id, text: job.text, pieces: job.pieces, count: job.count });
     });
   }
 
@@ -97,8 +96,7 @@ export class Fingerprinter {
     if (!w) { for (const j of jobs) this.settle(j.id, null); return; }
     const moved: ArrayBuffer[] = [];
     for (const j of jobs) {
-      // Only buffers the job owns outright (html.ts copies them) can be moved; anything else is cloned.
-      if (j.body.byteOffset === 0 && j.body.byteLength === j.body.buffer.byteLength) moved.push(j.body.buffer as ArrayBuffer);
+      // Only buffers the job owns outright (html.ts slices them) can be moved; anything else is cloned.
       if (j.pieces.byteOffset === 0 && j.pieces.byteLength === j.pieces.buffer.byteLength) moved.push(j.pieces.buffer as ArrayBuffer);
     }
     try {
