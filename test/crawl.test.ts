@@ -306,3 +306,41 @@ test('Sitemaps 0.90 <priority> is kept for scheduling: within a host, URLs liste
     await web.close();
   }
 });
+
+test('in-link hints (Cho, Garcia-Molina & Page 1998): a queued URL that more pages link to is promoted and fetched ahead of its FIFO place', async () => {
+  const web = await startSyntheticWeb({
+    hosts: 2, pagesPerHost: 1,
+    intercept: (req) => {
+      const host = String(req.headers.host);
+      const a = web.hostName(0), b = web.hostName(1);
+      // Bodies differ (the path is in them): identical ones would be exact duplicates, whose links are not extracted.
+      const html = (links: string[]) => ({ status: 200, headers: { 'content-type': 'text/html' }, body: `<p>page ${host}${req.path}</p>${links.map((l) => `<a href="${l}">x</a>`).join('')}` });
+      if (req.path === '/robots.txt') return { status: 404, headers: { 'content-type': 'text/plain' }, body: '' };
+      // Host A: the root lists /p0 … /p39 in order (one class, FIFO); host B's pages all link to A's last one.
+      if (host.startsWith(a) && req.path === '/') return html(Array.from({ length: 40 }, (_, i) => `/p${i}`));
+      if (host.startsWith(b) && req.path === '/') return html(Array.from({ length: 8 }, (_, i) => `/b${i}`));
+      if (host.startsWith(b)) return html([web.url(a, '/p39')]);
+      return html([]);
+    },
+  });
+  const dir = tempDir();
+  try {
+    const agent = await startAgent({
+      dataDir: dir, seeds: [web.url(web.hostName(0), '/'), web.url(web.hostName(1), '/')], untilIdle: true,
+      minDelayMs: 0, delayFactor: 0, concurrency: 1, resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
+      sitemaps: { enabled: false },
+    });
+    const summary = await agent.done as { inlinks: { crossings: number; promoted: number }; pages: number };
+    const aPages = web.requests().filter((r) => String(r.host).startsWith(web.hostName(0)) && /^\/p\d+$/.test(r.path)).map((r) => r.path);
+    assert.equal(aPages.length, 40);
+    assert.equal(new Set(aPages).size, 40, 'each page once');
+    assert.ok(summary.inlinks.promoted >= 1, `in-links ${JSON.stringify(summary.inlinks)}`);
+    // Without the hint /p39 is the 40th of A's pages; 3 in-links (A's root, two of B's pages) promote it.
+    const at = aPages.indexOf('/p39');
+    assert.ok(at < 12, `/p39 fetched as A's page #${at + 1}: ${aPages.join(' ')}`);
+    // The others keep their FIFO order.
+    assert.deepEqual(aPages.filter((p) => p !== '/p39'), Array.from({ length: 39 }, (_, i) => `/p${i}`));
+  } finally {
+    await web.close();
+  }
+});

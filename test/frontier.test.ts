@@ -806,3 +806,173 @@ test('recover: a store mixing full-URL entries (written before the short forms) 
   assert.deepEqual(got.map((x) => x.url).sort(), ['http://mix.test/new1', 'http://mix.test/new2', 'http://mix.test/old']);
   await s.store.close();
 });
+
+// ---- moves to a better class (in-link promotions) ------------------------------
+
+/** What the agent does for a promotion: moveOps, one batch, then moved. */
+async function move(s: Setup, key: Buffer, it: NewUrl, priority: number): Promise<NewUrl | undefined> {
+  const e = { url: it.url, depth: it.depth, hops: it.hops, kind: it.kind ?? 'page' as const };
+  const m = s.frontier.moveOps(key, it.host, e, priority);
+  if (!m) return undefined;
+  await s.store.db.batch(m.ops as never);
+  s.frontier.moved([m.item]);
+  return m.item;
+}
+
+test('moveOps: a queued URL moved to a better class is served before its old class, once, from the head or from disk, and stays moved after a restart', async () => {
+  const dir = tempDir();
+  let s = await setup(dir, { maxActiveHosts: 1, headSize: 4 });
+  const items = Array.from({ length: 20 }, (_, i) => url('m.test', `/${i}`, 2));
+  await enqueue(s, items);
+  await settle(); // active, head loaded with /0–/3
+  const h = s.frontier.host('m.test')!;
+  assert.equal(h.headCount, 4);
+  // /2 is in the head, /15 on disk.
+  assert.ok(await move(s, items[2]!.frontierKey!, items[2]!, 4));
+  assert.ok(await move(s, items[15]!.frontierKey!, items[15]!, 4));
+  // Not better, or not where the key says: refused.
+  assert.equal(s.frontier.moveOps(items[3]!.frontierKey!, 'm.test', { url: items[3]!.url, depth: 0, hops: 0, kind: 'page' }, 2), undefined);
+  assert.equal(s.frontier.moveOps(items[4]!.frontierKey!, 'other.test', { url: items[4]!.url, depth: 0, hops: 0, kind: 'page' }, 5), undefined);
+  assert.equal(s.frontier.queued, 20, 'a move neither adds nor loses a URL');
+  assert.equal(s.frontier.stats.moved, 2);
+  // A taken URL cannot be moved: /0 is handed out, then asked to move.
+  const h2 = s.frontier.nextReady(Date.now())!;
+  const first = s.frontier.take(h2)!;
+  assert.equal(new URL(first.url).pathname, '/2', 'the moved URL goes first');
+  s.frontier.release(h2, 0);
+  await s.store.db.batch([s.frontier.doneOp(first)] as never);
+  s.frontier.acknowledged();
+  // Restart: the rest drains with /15 first, each URL once.
+  await s.store.close();
+  s = await setup(dir, { maxActiveHosts: 1, headSize: 4 });
+  const got = paths(await drain(s));
+  assert.equal(got.length, 19);
+  assert.equal(new Set(got).size, 19, 'no URL twice');
+  assert.equal(got[0], '/15');
+  assert.deepEqual(got.slice(1), [...Array(20).keys()].filter((i) => i !== 2 && i !== 15).map((i) => `/${i}`), 'FIFO for the others');
+  await s.store.close();
+});
+
+test('moveOps: a URL taken (in flight) is left where it is; a head load running while a move is written does not serve the old entry', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 1, headSize: 2, maxConcurrentLoads: 1 });
+  const items = Array.from({ length: 12 }, (_, i) => url('t.test', `/${i}`, 2));
+  await enqueue(s, items);
+  await settle();
+  const h = s.frontier.nextReady(Date.now())!;
+  const q = s.frontier.take(h)!;
+  assert.equal(new URL(q.url).pathname, '/0');
+  assert.equal(s.frontier.moveOps(items[0]!.frontierKey!, 't.test', { url: items[0]!.url, depth: 0, hops: 0, kind: 'page' }, 6), undefined, 'taken: not moved');
+  // Taking /1 empties the head and starts a load of /2–/3 (head size 2); move /3 and /9 while it may run.
+  s.frontier.release(h, 0);
+  await s.store.db.batch([s.frontier.doneOp(q)] as never);
+  s.frontier.acknowledged();
+  const m3 = s.frontier.moveOps(items[3]!.frontierKey!, 't.test', { url: items[3]!.url, depth: 0, hops: 0, kind: 'page' }, 6);
+  const m9 = s.frontier.moveOps(items[9]!.frontierKey!, 't.test', { url: items[9]!.url, depth: 0, hops: 0, kind: 'page' }, 6);
+  assert.ok(m3 && m9);
+  const h1 = s.frontier.nextReady(Date.now());
+  if (h1) {
+    const q1 = s.frontier.take(h1);
+    if (q1) { await s.store.db.batch([s.frontier.doneOp(q1)] as never); s.frontier.acknowledged(); }
+    s.frontier.release(h1, 0);
+  }
+  await s.store.db.batch([...m3.ops, ...m9.ops] as never);
+  s.frontier.moved([m3.item, m9.item]);
+  const rest = paths(await drain(s));
+  const all = ['/0', ...(h1 ? ['/1'] : []), ...rest];
+  assert.equal(all.length, 12, `every URL once: ${all.join(' ')}`);
+  assert.equal(new Set(all).size, 12);
+  await s.store.close();
+});
+
+test('moveOps, randomised with takes, acks and restarts: every URL handed out exactly once', async () => {
+  const dir = tempDir();
+  const rnd = rng(99);
+  let s = await setup(dir, { maxActiveHosts: 2, headSize: 3, maxConcurrentLoads: 2 });
+  const HOSTS = 4, PER = 40;
+  const where = new Map<string, { it: NewUrl; key: Buffer }>(); // queued, not taken
+  for (let hI = 0; hI < HOSTS; hI++) {
+    const its = Array.from({ length: PER }, (_, i) => url(`r${hI}.test`, `/${i}`, Math.floor(rnd() * 4)));
+    await enqueue(s, its);
+    for (const it of its) where.set(it.url, { it, key: it.frontierKey! });
+  }
+  const served: string[] = [];
+  let moves = 0, refused = 0;
+  for (let step = 0; step < 20_000 && served.length < HOSTS * PER; step++) {
+    const x = rnd();
+    if (x < 0.3 && where.size > 0) {
+      const urls = [...where.keys()];
+      const u = urls[Math.floor(rnd() * urls.length)]!;
+      const w = where.get(u)!;
+      const cls = MAX_PRIORITY - w.key[8]!;
+      const moved = await move(s, w.key, w.it, Math.min(MAX_PRIORITY, cls + 1 + Math.floor(rnd() * 2)));
+      if (moved) { moves++; where.set(u, { it: moved, key: moved.frontierKey! }); } else refused++;
+    } else if (x < 0.32) {
+      await s.store.close();
+      s = await setup(dir, { maxActiveHosts: 2, headSize: 3, maxConcurrentLoads: 2 });
+    } else {
+      const h = s.frontier.nextReady(Date.now());
+      if (!h) { await new Promise((r) => setImmediate(r)); continue; }
+      const q = s.frontier.take(h);
+      if (q) {
+        served.push(q.url);
+        where.delete(q.url);
+        await s.store.db.batch([s.frontier.doneOp(q)] as never);
+        s.frontier.acknowledged();
+      }
+      s.frontier.release(h, 0);
+    }
+  }
+  assert.ok(moves > 20, `${moves} moves made, ${refused} refused`);
+  assert.equal(served.length, HOSTS * PER, `served ${served.length}, ${moves} moves`);
+  assert.equal(new Set(served).size, HOSTS * PER, 'no URL twice');
+  assert.equal(s.frontier.queued, 0);
+  await s.store.close();
+});
+
+// ---- in-link counts -------------------------------------------------------------
+
+test('in-link counter: exact for a few URLs; never under-counts under collisions; halves itself after 10 × width adds', async () => {
+  const { InlinkCounter } = await import('../src/frontier/inlinks.js');
+  const { seenKey } = await import('../src/store/keys.js');
+  const { inlinkBonus } = await import('../src/frontier/priority.js');
+  const hk = hostKey('c.test');
+  const key = (i: number) => seenKey(hk, `http://c.test/${i}`);
+  const big = new InlinkCounter(20);
+  for (let n = 1; n <= 25; n++) {
+    assert.equal(big.add(key(1)), n);
+    assert.equal(big.lastBefore, n - 1);
+  }
+  assert.equal(big.count(key(2)), 0);
+  assert.deepEqual([0, 1, 2, 3, 19, 20, 255].map(inlinkBonus), [0, 0, 0, 1, 1, 2, 2]);
+  // 2 × 16 counters for 200 URLs: collisions everywhere, estimates only ever too high.
+  const tiny = new InlinkCounter(4);
+  const truth = new Map<number, number>();
+  const rnd = rng(5);
+  for (let i = 0; i < 150; i++) { // fewer than 10 × 16 adds: no halving yet
+    const u = Math.floor(rnd() * 200);
+    truth.set(u, (truth.get(u) ?? 0) + 1);
+    tiny.add(key(u));
+    for (const [v, t] of truth) assert.ok(tiny.count(key(v)) >= t, `URL ${v}: estimate ${tiny.count(key(v))} < ${t}`);
+  }
+  for (let i = 0; i < 10; i++) tiny.add(key(i));
+  assert.equal(tiny.resets, 1, 'halved after 160 adds');
+  // Saturates instead of wrapping.
+  const sat = new InlinkCounter(10);
+  for (let i = 0; i < 300; i++) sat.add(key(7));
+  assert.equal(sat.count(key(7)), 255);
+});
+
+test('moveOps: moving the only URL a ready host holds takes the host out of dispatch until the move is written', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 2, headSize: 4 });
+  const it = url('one.test', '/only', 2);
+  await enqueue(s, [it]);
+  await settle();
+  const m = s.frontier.moveOps(it.frontierKey!, 'one.test', { url: it.url, depth: 0, hops: 0, kind: 'page' }, 5)!;
+  assert.ok(m);
+  assert.equal(s.frontier.nextReady(Date.now()), undefined, 'nothing to hand out while the move is written');
+  await s.store.db.batch(m.ops as never);
+  s.frontier.moved([m.item]);
+  const h = s.frontier.nextReady(Date.now())!;
+  assert.equal(s.frontier.take(h)?.url, it.url);
+  await s.store.close();
+});

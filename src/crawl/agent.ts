@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { openStore, type Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { limitHeapGrowth } from '../util/memory.js';
-import { hostKey, seenKey } from '../store/keys.js';
+import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Drum, type BatchOp } from '../seen/drum.js';
 import { Frontier, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
@@ -41,8 +41,8 @@ import { robotsGrantPrefix } from '../sitemap/scope.js';
 import { SitemapGrants } from '../sitemap/grants.js';
 import type { UrlKind } from '../frontier/frontier.js';
 import { decodeEntry } from '../frontier/frontier.js';
-import { priorityClass } from '../frontier/priority.js';
-import { prefixEnd } from '../store/keys.js';
+import { priorityClass, inlinkBonus, MAX_PRIORITY } from '../frontier/priority.js';
+import { InlinkCounter } from '../frontier/inlinks.js';
 import { decodeFetchRecord } from './records.js';
 import { indexWarcFile } from '../warc/cdxj.js';
 import { newHostPoliteness, politenessConfig, retryDelayMs, unpark, type HostPoliteness } from '../politeness/host.js';
@@ -91,6 +91,8 @@ function newHostData(): HostData {
 /** A URL on its way into the frontier. */
 interface Candidate extends NewUrl {
   key: Buffer;
+  /** Found as a link on a page (or a redirect's target): counts as an in-link (src/frontier/inlinks.ts). */
+  inlink?: boolean;
   /** A sitemap's cross-submit grant (sitemap/grants.ts), travelling with it to its owner. */
   grant?: string;
 }
@@ -99,7 +101,31 @@ const SEEN_REJECTED = Buffer.from([4]);
 /** Seen state 5: fetched or settled by another agent that handed the host over. */
 const SEEN_ELSEWHERE = 5;
 
-const SEEN_QUEUED = Buffer.from([1]);
+/**
+ * Seen value of a queued URL: state 1, then where it is queued — its frontier
+ * key's class byte and seq (the host hash is the seen key's first 8 bytes), so
+ * an in-link promotion can find the entry. Readers of the state look at byte 0
+ * only; a 1-byte value (written before) just cannot be promoted.
+ */
+function queuedValue(frontierKey: Buffer | undefined): Buffer {
+  if (!frontierKey || frontierKey.length !== HOST_KEY_BYTES + 9) return Buffer.from([1]);
+  const v = Buffer.allocUnsafe(10);
+  v[0] = 1;
+  frontierKey.copy(v, 1, HOST_KEY_BYTES);
+  return v;
+}
+
+/** The frontier key a queued seen value points at (undefined: not queued, or no position recorded). */
+function queuedAt(seen: Buffer, value: Buffer | undefined): Buffer | undefined {
+  if (!value || value.length !== 10 || value[0] !== 1) return undefined;
+  const k = Buffer.allocUnsafe(HOST_KEY_BYTES + 9);
+  seen.copy(k, 0, 0, HOST_KEY_BYTES);
+  value.copy(k, HOST_KEY_BYTES, 1);
+  return k;
+}
+
+/** Promotions looked up per store round trip. */
+const PROMOTION_BATCH = 512;
 
 export interface AgentHandle {
   readonly config: AgentConfig;
@@ -177,6 +203,11 @@ class Agent implements AgentHandle, AgentView {
   private readonly scope: ScopePolicy;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
   private readonly admitted = new Set<Candidate>();
+  /** Recent in-link counts per URL (src/frontier/inlinks.ts). */
+  private readonly inlinks = new InlinkCounter();
+  /** Queued URLs whose in-link count crossed a priority threshold, waiting to be moved up. */
+  private promotions: Candidate[] = [];
+  private promoting: Promise<void> | undefined;
   /** CDXJ indexing of closed WARC files still running. */
   private readonly pendingIndexes = new Set<Promise<void>>();
   private warc: WarcWriter | undefined;
@@ -227,7 +258,7 @@ class Agent implements AgentHandle, AgentView {
     this.drum = new Drum<Candidate>(store.db, store.seen, {
       batchSize: config.seen.batchSize,
       maxWaitMs: config.seen.maxWaitMs,
-      valueOf: (it) => (this.admitted.has(it) ? SEEN_QUEUED : SEEN_REJECTED),
+      valueOf: (it) => (this.admitted.has(it) ? queuedValue(it.frontierKey) : SEEN_REJECTED),
       // Budgets are charged only for URLs the seen-set says are new (repeat links must not use them up).
       onNew: (items) => {
         const admitted = items.filter((it) => this.scope.admit(it.url, it.host) === null);
@@ -238,7 +269,9 @@ class Agent implements AgentHandle, AgentView {
         const admitted = items.filter((it) => this.admitted.delete(it));
         this.stats.urlsDiscovered += admitted.length;
         this.frontier.committed(admitted);
+        for (const it of items) if (it.inlink) this.inlinks.add(it.key);
       },
+      onOld: (items) => this.countInlinks(items),
     });
     if (config.recrawl.enabled) {
       this.recrawl = new Recrawler(store, config.recrawl, {
@@ -471,6 +504,8 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
       if (!c) { bad++; continue; }
       c.hops = it.hops & HOPS_MASK;
+      // A peer forwards the links its pages have to our hosts: in-links too.
+      if (c.kind === 'page') c.inlink = true;
       if (it.grant !== undefined && c.kind === 'sitemap') c.grant = it.grant;
       cands.push(c);
     }
@@ -991,7 +1026,7 @@ class Agent implements AgentHandle, AgentView {
       if (loc) {
         this.stats.redirects++;
         const c = this.candidate(loc, q.url, q.depth);
-        if (c) links.push(c);
+        if (c) { c.inlink = true; links.push(c); }
       }
     } else if (out.status >= 200 && out.status < 300) {
       if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
@@ -1151,7 +1186,7 @@ class Agent implements AgentHandle, AgentView {
     }
     for (const link of links) {
       const c = this.candidate(link.url, undefined, q.depth + 1);
-      if (c) into.push(c);
+      if (c) { c.inlink = true; into.push(c); }
     }
     return page.fingerprintJob ?? page.fingerprint;
   }
@@ -1166,6 +1201,78 @@ class Agent implements AgentHandle, AgentView {
     if (this.scope.checkStatic(url, host)) return null;
     const hk = hostKey(host);
     return { host, hostKey: hk, url, depth, hops: 0, kind, key: seenKey(hk, url), priority: priorityClass({ depth, sitemapPriority }) };
+  }
+
+  /**
+   * Repeat discoveries from the seen-set: each link adds to its URL's in-link
+   * count, and a URL whose count crosses a priority threshold (priority.ts
+   * `inlinkBonus`) is queued for promotion, if it is still queued itself.
+   */
+  private countInlinks(items: Candidate[]): void {
+    for (const it of items) {
+      if (!it.inlink) continue;
+      const after = this.inlinks.add(it.key);
+      if (inlinkBonus(after) <= inlinkBonus(this.inlinks.lastBefore)) continue;
+      this.stats.inlinks.crossings++;
+      // Bounded: past this, crossings are dropped (a hint, not a duty).
+      if (this.promotions.length < 65_536) this.promotions.push(it);
+      else this.stats.inlinks.skipped++;
+    }
+    this.startPromotions();
+  }
+
+  private startPromotions(): void {
+    if (this.promotions.length === 0 || this.promoting || this.stopping) return;
+    this.promoting = this.promoteQueued().catch((err: Error) => this.onFatal(new Error(`in-link promotion failed: ${err.message}`))).finally(() => {
+      this.promoting = undefined;
+      this.startPromotions(); // crossings that arrived as it finished
+    });
+  }
+
+  /**
+   * Moves queued URLs up one class per threshold crossed. Between seen-set
+   * rounds (a round's new seen values and handoffs cannot interleave), the
+   * URL's seen value says where it is queued; the frontier entry there must
+   * still be this URL; the frontier moves it only if it is not handed out
+   * (`Frontier.moveOps`). Entry, new entry and seen value change in one batch.
+   */
+  private async promoteQueued(): Promise<void> {
+    while (this.promotions.length > 0 && !this.stopping) {
+      const batch = this.promotions.splice(0, PROMOTION_BATCH);
+      await this.drum.exclusive(async () => {
+        const values = await this.store.seen.getMany(batch.map((c) => c.key));
+        const found: { c: Candidate; fk: Buffer }[] = [];
+        for (let i = 0; i < batch.length; i++) {
+          const fk = queuedAt(batch[i]!.key, values[i]);
+          if (fk) found.push({ c: batch[i]!, fk });
+          else this.stats.inlinks.skipped++; // fetched, failed, rejected, or queued before positions were kept
+        }
+        if (found.length === 0) return;
+        const entries = await this.store.frontier.getMany(found.map((f) => f.fk));
+        const ops: BatchOp[] = [];
+        const items: NewUrl[] = [];
+        for (let i = 0; i < found.length; i++) {
+          const { c, fk } = found[i]!;
+          const entry = entries[i] ? decodeEntry(entries[i]!, c.host) : undefined;
+          const h = this.frontier.host(c.host);
+          if (!entry || entry.url !== c.url || !h) { this.stats.inlinks.skipped++; continue; }
+          const move = this.frontier.moveOps(fk, c.host, entry, Math.min(MAX_PRIORITY, MAX_PRIORITY - fk[HOST_KEY_BYTES]! + 1));
+          if (!move) { this.stats.inlinks.skipped++; continue; }
+          ops.push(...move.ops, { type: 'put', sublevel: this.store.seen, key: c.key, value: queuedValue(move.item.frontierKey) });
+          items.push(move.item);
+        }
+        if (items.length === 0) return;
+        try {
+          await this.store.db.batch(ops as never);
+        } catch (err) {
+          this.frontier.moved(items, false);
+          throw err;
+        }
+        this.frontier.moved(items);
+        this.stats.inlinks.promoted += items.length;
+      });
+    }
+    this.promotions.length = 0;
   }
 
   /**
@@ -1190,7 +1297,7 @@ class Agent implements AgentHandle, AgentView {
       ];
       if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
       await this.commits.write(ops);
-      this.frontier.acknowledged(1, h);
+      this.frontier.acknowledged(1, h, q);
       if (base !== SEEN_ELSEWHERE) this.replicateSettled(h.name, q.url);
     } catch (err) {
       this.onFatal(err as Error);
@@ -1290,6 +1397,7 @@ class Agent implements AgentHandle, AgentView {
     const deadline = Date.now() + this.config.fetch.totalTimeoutMs + 5000;
     while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await this.drum.flush().catch((err: Error) => this.log.error({ err: err.message }, 'seen flush failed'));
+    await this.promoting; // stops after its current batch (errors were reported where they happened)
     await this.warc?.close().catch((err: Error) => this.log.error({ err: err.message }, 'WARC close failed'));
     await this.fingerprinter?.close();
     await Promise.all([...this.pendingIndexes]);

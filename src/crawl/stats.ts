@@ -31,6 +31,13 @@ export class CrawlStats {
   metaRefreshes = 0;
   /** Content dedup (src/dedup/content.ts): payload digests, store lookups, exact duplicates (revisit records), pages fingerprinted, near-duplicates. */
   readonly dedup = { digests: 0, digestReads: 0, exact: 0, fingerprinted: 0, near: 0 };
+  /**
+   * In-link hints (src/frontier/inlinks.ts): queued URLs whose in-link count
+   * crossed a priority threshold, how many of them were moved to a better
+   * class, and how many were left where they were (being fetched, already
+   * fetched, their host busy or handed over).
+   */
+  readonly inlinks = { crossings: 0, promoted: 0, skipped: 0 };
   /** Sitemaps 0.90: discovered, fetched and parsed, URLs found, turned away, cut at limits, invalid, index too deep. */
   readonly sitemaps = { discovered: 0, fetched: 0, urls: 0, rejected: 0, truncated: 0, invalid: 0, tooDeep: 0 };
 
@@ -60,6 +67,7 @@ export class CrawlStats {
       sitemaps: { ...this.sitemaps },
       directives: { noindex: this.noindex, nofollowPages: this.nofollowPages, canonicals: this.canonicals, metaRefreshes: this.metaRefreshes },
       urlsDiscovered: this.urlsDiscovered,
+      inlinks: { ...this.inlinks },
       dedup: { ...this.dedup },
       ...extra,
     };

@@ -117,6 +117,8 @@ export interface HostState<D> extends HeapSlot {
   dirtyMask: number;
   /** Per rank, the first seq not yet read into memory (undefined = all 0). */
   cursor: number[] | undefined;
+  /** URLs handed out (`take`, `remove`) and neither put back nor acknowledged yet; undefined when none. */
+  taken: QueuedUrl[] | undefined;
   loading: boolean;
   /** Queued for a load slot. */
   loadWaiting: boolean;
@@ -166,6 +168,8 @@ export interface FrontierStats {
   evicted: number;
   /** Entries in the old 16-byte key layout rewritten by `recover`. */
   migrated: number;
+  /** Queued URLs moved to a better class (`moveOps`, in-link promotions). */
+  moved: number;
 }
 
 const SEQ_KEY = Buffer.from('seq');
@@ -327,7 +331,14 @@ export class Frontier<D> {
   private recovered: Promise<void> = Promise.resolve();
   /** Keys (latin1) of hosts `dropHost` removed while the recovery pass ran. */
   private droppedDuringRecovery: Set<string> | undefined;
-  readonly stats: FrontierStats = { loads: 0, rotations: 0, evicted: 0, migrated: 0 };
+  readonly stats: FrontierStats = { loads: 0, rotations: 0, evicted: 0, migrated: 0, moved: 0 };
+  /**
+   * Old keys (latin1) of URLs being moved to a better class (`moveOps`): a
+   * head load that reads one before the move's batch lands skips it. Cleared
+   * when no move is pending and no load that could have seen one runs.
+   */
+  private readonly moving = new Set<string>();
+  private movesPending = 0;
   /** A host entered the ready structures (it is about to be dispatched): the scheduler is told through this callback. */
   onReady: (h: HostState<D>) => void = () => {};
   onLoadError: (host: string, err: Error) => void = () => {};
@@ -613,7 +624,19 @@ export class Frontier<D> {
     if (!h.heads || m === 0) return undefined;
     const r = lowest(m);
     if ((h.headMask & (1 << r)) === 0) { this.maybeLoad(h); return undefined; }
-    return this.removeAt(h, r, 0);
+    const q = this.removeAt(h, r, 0);
+    (h.taken ??= []).push(q);
+    return q;
+  }
+
+  /** The URL is no longer handed out (put back or acknowledged). */
+  private untake(h: HostState<D>, q: QueuedUrl): void {
+    const t = h.taken;
+    if (!t) return;
+    const i = t.indexOf(q);
+    if (i < 0) return;
+    if (t.length === 1) h.taken = undefined;
+    else t.splice(i, 1);
   }
 
   /**
@@ -621,6 +644,7 @@ export class Frontier<D> {
    * for the URL most recently taken from the host, before it is acknowledged.
    */
   unshift(h: HostState<D>, q: QueuedUrl): void {
+    this.untake(h, q);
     const r = MAX_PRIORITY - q.priority;
     if (!h.active || !h.heads) {
       // No head to hold it: move the class's read cursor back so it is read again.
@@ -656,6 +680,7 @@ export class Frontier<D> {
     const i = h.heads?.[r]?.indexOf(q) ?? -1;
     if (i < 0) return false;
     this.removeAt(h, r, i);
+    (h.taken ??= []).push(q);
     return true;
   }
 
@@ -700,10 +725,81 @@ export class Frontier<D> {
     return { type: 'del', sublevel: this.frontier, key: q.key };
   }
 
-  /** Memory bookkeeping after `doneOp` was written (with the host, its own count too). */
-  acknowledged(count = 1, h?: HostState<D>): void {
+  /** Memory bookkeeping after `doneOp` was written (with the host, its own count too; with the URL, it is no longer handed out). */
+  acknowledged(count = 1, h?: HostState<D>, q?: QueuedUrl): void {
     this.queued -= count;
-    if (h) h.queued -= count;
+    if (h) {
+      h.queued -= count;
+      if (q) this.untake(h, q);
+    }
+  }
+
+  /**
+   * Moving a queued URL to a better class (the agent's in-link promotions):
+   * the ops that delete its entry `key` and queue it again with `priority`,
+   * under a new seq (the end of that class's FIFO: a class is read in seq
+   * order, and its cursor may be past the old seq). Undefined when it cannot
+   * be moved safely now: the recovery pass still runs, the host is unknown or
+   * paused (a handoff), the class is not better, the URL is handed out (taken
+   * and not yet put back or acknowledged — callers acknowledge with the URL)
+   * or waits for a retry, or it is neither in the host's head nor unread on
+   * disk. Run it between seen-set rounds; apply the ops atomically with the
+   * URL's new seen value, then call `moved`.
+   */
+  moveOps(key: Buffer, host: string, entry: { url: string; depth: number; hops: number; kind: UrlKind }, priority: number): { ops: BatchOp[]; item: NewUrl } | undefined {
+    if (this.recovering || key.length !== KEY_BYTES) return undefined;
+    const h = this.hosts.get(host);
+    if (!h || h.paused || !key.subarray(0, HOST_KEY_BYTES).equals(h.key)) return undefined;
+    const r = key[HOST_KEY_BYTES]!;
+    const p = clampClass(priority, entry.depth);
+    if (r >= RANKS || MAX_PRIORITY - p >= r) return undefined;
+    const seq = readSeq(key, HOST_KEY_BYTES + 1);
+    // Handed out: its cursor position says nothing (a take out of order, then a rotation, moves the cursor below it).
+    if (h.taken?.some((q) => q.seq === seq && q.priority === MAX_PRIORITY - r)) return undefined;
+    if (seq < (h.cursor?.[r] ?? 0)) {
+      // Read already: held in the head, or taken.
+      const arr = h.active ? h.heads?.[r] : undefined;
+      const i = arr ? arr.findIndex((q) => q.seq === seq) : -1;
+      // A retry keeps its wait and attempt count only in memory: it stays where it is.
+      if (i < 0 || arr![i]!.attempt !== undefined || arr![i]!.notBefore !== undefined) return undefined;
+      this.removeAt(h, r, i);
+      // Its best class may now have nothing in memory (or nothing at all until `moved`): not dispatchable meanwhile.
+      this.schedule(h);
+    } else {
+      this.moving.add(key.toString('latin1'));
+    }
+    const newKey = frontierKey(h.key, MAX_PRIORITY - p, this.seq++);
+    const seqValue = Buffer.allocUnsafe(8);
+    writeSeq(seqValue, 0, this.seq);
+    this.movesPending++;
+    return {
+      ops: [
+        { type: 'del', sublevel: this.frontier, key },
+        { type: 'put', sublevel: this.frontier, key: newKey, value: encodeEntry(entry.url, entry.depth, entry.hops, entry.kind, host) },
+        { type: 'put', sublevel: this.meta, key: SEQ_KEY, value: seqValue },
+      ],
+      item: { host, hostKey: h.key, kind: entry.kind, url: entry.url, depth: entry.depth, hops: entry.hops, priority: p, frontierKey: newKey },
+    };
+  }
+
+  /** Memory after the batch of `moveOps` is durable (or failed: `written` false, the old entries stay). */
+  moved(items: NewUrl[], written = true): void {
+    this.movesPending -= items.length;
+    if (written) {
+      // `committed` counts each item as newly queued; it was queued already.
+      for (const it of items) {
+        this.queued--;
+        const h = this.hosts.get(it.host);
+        if (h) h.queued--;
+      }
+      this.stats.moved += items.length;
+      this.committed(items);
+    }
+    this.forgetMoves();
+  }
+
+  private forgetMoves(): void {
+    if (this.movesPending === 0 && this.loadsInFlight === 0 && this.moving.size > 0) this.moving.clear();
   }
 
   /**
@@ -740,7 +836,7 @@ export class Frontier<D> {
     if (!h) {
       h = {
         name, key: Buffer.from(key.subarray(0, HOST_KEY_BYTES)), heads: undefined, headCount: 0, queued: 0, headMask: 0, diskMask: 0, dirtyMask: 0,
-        cursor: undefined, loading: false, loadWaiting: false, commitEpoch: 0, active: false, pending: false, pendingRank: 0, readyIn: NOT_READY, inFlight: false,
+        cursor: undefined, taken: undefined, loading: false, loadWaiting: false, commitEpoch: 0, active: false, pending: false, pendingRank: 0, readyIn: NOT_READY, inFlight: false,
         nextAllowed: this.opts.initialNextAllowed?.(name) ?? 0, paused: false, heapIndex: -1, data: this.opts.createData(name),
       };
       this.hosts.set(name, h);
@@ -951,7 +1047,7 @@ export class Frontier<D> {
         this.schedule(h);
       }
       this.startWaitingLoads();
-      if (this.loadsInFlight === 0) this.closeStaleIterators();
+      if (this.loadsInFlight === 0) { this.closeStaleIterators(); this.forgetMoves(); }
     });
   }
 
@@ -1012,6 +1108,7 @@ export class Frontier<D> {
           if (seq < cursor[r]!) continue;
           if (h.headCount >= this.headSize) break fill; // left unread: the class keeps its disk bit
           cursor[r] = seq + 1;
+          if (this.moving.size > 0 && this.moving.has(key.toString('latin1'))) continue; // queued again in a better class
           if (!validForm(value)) { (corrupt ??= []).push(key); continue; }
           const arr = h.heads![r] ??= [];
           arr.push(new QueuedUrl(h.key, entryUrl(value, h.name)!, entryKind(value), value[1]!, value[2]!, MAX_PRIORITY - r, seq));

@@ -64,7 +64,7 @@ export function priorityClass(h: PriorityHints): number {
     const p = h.sitemapPriority < 0 ? 0 : h.sitemapPriority > 1 ? 1 : h.sitemapPriority;
     score += Math.round((p - 0.5) * 4);
   }
-  if (finite(h.inlinks)) score += h.inlinks >= 20 ? 2 : h.inlinks >= 3 ? 1 : 0;
+  if (finite(h.inlinks)) score += inlinkBonus(h.inlinks);
   if (finite(h.dueAt) && finite(h.now) && h.now >= h.dueAt) {
     const late = h.now - h.dueAt;
     if (finite(h.intervalMs) && h.intervalMs > 0) {
@@ -75,6 +75,15 @@ export function priorityClass(h: PriorityHints): number {
     }
   }
   return score < 0 ? 0 : score > MAX_PRIORITY ? MAX_PRIORITY : score;
+}
+
+/**
+ * Classes gained from in-links: 1 from 3 linking pages, 2 from 20. A queued
+ * URL is promoted one class each time its count crosses one of these
+ * (src/frontier/inlinks.ts, the agent's promotions).
+ */
+export function inlinkBonus(inlinks: number): number {
+  return inlinks >= 20 ? 2 : inlinks >= 3 ? 1 : 0;
 }
 
 /** A caller-supplied class, made safe: integers 0–7 pass, anything else is clamped (NaN → the depth default). */

@@ -47,6 +47,12 @@ export interface DrumOptions<T extends DrumItem> {
   onNew(items: T[]): BatchOp[];
   /** Called after the batch holding these new items is written. */
   afterCommit(items: T[]): void;
+  /**
+   * Called at the end of a round with the items that were already seen (in
+   * the store, or earlier in the same round): repeat discoveries, e.g. the
+   * agent's in-link counts. Their seen entries are durable by then.
+   */
+  onOld?(items: T[]): void;
   /** Largest number of keys held in the positive cache (two generations of half each). Default 256 Ki. */
   cacheSize?: number;
   /** Bloom filter in front of the store; `false` turns it off. On by default. */
@@ -361,8 +367,15 @@ export class Drum<T extends DrumItem> {
     }
     // New items keep their submission order, so each host's queue stays in discovery (FIFO) order.
     const news: T[] = [];
-    for (let i = 0; i < n; i++) if (fresh[i] === 1) news.push(items[i]!);
-    if (news.length === 0) return;
+    const olds: T[] | undefined = this.opts.onOld ? [] : undefined;
+    for (let i = 0; i < n; i++) {
+      if (fresh[i] === 1) news.push(items[i]!);
+      else olds?.push(items[i]!);
+    }
+    if (news.length === 0) {
+      if (olds?.length) this.opts.onOld!(olds);
+      return;
+    }
     // onNew first: it decides what each new item's seen value is (the agent's
     // valueOf asks whether onNew admitted the item).
     const extra = this.opts.onNew(news);
@@ -385,5 +398,6 @@ export class Drum<T extends DrumItem> {
     for (let i = 0; i < news.length; i++) this.cache.add(news[i]!.key);
     this.stats.fresh += news.length;
     this.opts.afterCommit(news);
+    if (olds?.length) this.opts.onOld!(olds);
   }
 }
