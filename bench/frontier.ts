@@ -178,21 +178,24 @@ async function runOnce(a: Args): Promise<Result> {
     const t3 = performance.now();
     const hosts: HostState<ReturnType<typeof hostData>>[] = [];
     const ops: unknown[] = [];
+    const got: [HostState<ReturnType<typeof hostData>>, QueuedUrl][] = [];
     let taken = 0, emptyTakes = 0, stalls = 0;
     while (f.queued > 0) {
       const now = Date.now();
       hosts.length = 0;
       ops.length = 0;
+      got.length = 0;
       while (hosts.length < a.concurrency) {
         const h = f.nextReady(now);
         if (!h) break;
         const q: QueuedUrl | undefined = f.take(h);
-        if (q) ops.push(f.doneOp(q)); else emptyTakes++;
+        if (q) { ops.push(f.doneOp(q)); got.push([h, q]); } else emptyTakes++;
         hosts.push(h);
       }
       if (ops.length > 0) {
         await store.db.batch(ops as never);
-        f.acknowledged(ops.length);
+        // As the agent does: per URL, with its host (counts, and the URL is no longer handed out).
+        for (const [h, q] of got) f.acknowledged(1, h, q);
         taken += ops.length;
       }
       for (const h of hosts) f.release(h, 0);
