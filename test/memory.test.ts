@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { heapGrowthPercent, limitHeapGrowth } from '../src/util/memory.js';
+import { heapGrowthPercent, headroomCeiling, limitHeapGrowth } from '../src/util/memory.js';
 
 const memoryModule = fileURLToPath(new URL('../src/util/memory.js', import.meta.url));
 
@@ -46,6 +46,17 @@ test('heapGrowthPercent: the percentage, raised to keep a minimum headroom, at m
   assert.equal(heapGrowthPercent(0, 50, 48 * MB), 100);
   assert.equal(heapGrowthPercent(8 * MB, 150, 48 * MB), 150, 'a percentage above 100 is the caller\'s to choose');
   assert.equal(heapGrowthPercent(100 * MB, 20, 0), 20, 'no headroom: the percentage alone');
+  assert.equal(heapGrowthPercent(35 * MB, 50, 48 * MB, 300), 138, 'a steady 35 MB heap keeps its 48 MB of headroom');
+  assert.equal(heapGrowthPercent(8 * MB, 50, 48 * MB, 300), 300, '… up to V8\'s own ceiling');
+});
+
+test('headroomCeiling: V8\'s ceiling while the live heap is steady, 100 % while it grows fast or is not known yet', () => {
+  const MB = 1 << 20;
+  assert.equal(headroomCeiling(40 * MB, 38 * MB), 300);
+  assert.equal(headroomCeiling(36 * MB, 40 * MB), 300, 'shrinking is steady');
+  assert.equal(headroomCeiling(50 * MB, 40 * MB), 300, 'a quarter more is still steady');
+  assert.equal(headroomCeiling(74 * MB, 27 * MB), 100, 'recovery-like growth');
+  assert.equal(headroomCeiling(40 * MB, 0), 100, 'first GC: no previous size');
 });
 
 test('limitHeapGrowth: 0 and nonsense leave V8 alone', () => {
