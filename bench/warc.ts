@@ -125,6 +125,7 @@ const CONFIGS: Array<{ name: string; worker: boolean; level: number }> = [
   { name: 'inline-4', worker: false, level: 4 },
   { name: 'inline-6', worker: false, level: 6 },
   { name: 'inline-1', worker: false, level: 1 },
+  { name: 'inline-0', worker: false, level: 0 }, // no compression: what framing and digests cost
 ];
 const only = arg('--only', '').split(',').filter(Boolean);
 

@@ -1,6 +1,8 @@
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { extractPage, type ExtractOptions, type PageExtract } from '../src/parse/html.js';
+import { extractPage, setFastTextScan, type ExtractOptions, type PageExtract } from '../src/parse/html.js';
+import { request } from 'node:http';
+import { startSyntheticWeb } from '../bench/web/index.js';
 import { determineCharset, decodeBody, extractCharsetFromContent, prescan, getEncoding } from '../src/parse/charset.js';
 import { parseMetaRobots, parseXRobotsTag } from '../src/parse/directives.js';
 import { parseRefresh } from '../src/parse/refresh.js';
@@ -688,4 +690,37 @@ describe('URL resolution', () => {
       }
     }
   });
+});
+
+
+test('text fast path: the same extraction as htmlparser2\'s Tokenizer as shipped, over the synthetic web and edge cases', async () => {
+  const web = await startSyntheticWeb({ seed: 11, hosts: 4, pagesPerHost: 30, pageBytes: { min: 2000, max: 30000 }, variantShare: 0.2 });
+  const pages: Buffer[] = [];
+  try {
+    const port = Number(web.resolveArgs[0]!.split(':')[1]);
+    const get = (host: string, path: string) => new Promise<Buffer>((resolve, reject) => {
+      request({ host: '127.0.0.1', port, path, headers: { host } }, (r) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (d: Buffer) => chunks.push(d));
+        r.on('end', () => resolve(Buffer.concat(chunks)));
+      }).on('error', reject).end();
+    });
+    for (let h = 0; h < 4; h++) for (let p = 0; p < 30; p++) pages.push(await get(web.hostName(h), p === 0 ? '/' : `/p/${p}`));
+  } finally {
+    await web.close();
+  }
+  assert.ok(pages.filter((p) => p.length > 2000).length > 80, 'real pages were fetched');
+  for (const e of [
+    '<p>a &amp; b &lt;c&gt; <a href="/x?a=1&amp;b=2">x</a> tail', 'no tags at all & an amp', 'text only', '&', '<', 'a<', 'a&', '&amp', 'x &#x41',
+    '<title>t &amp; u</title><body>x<script>var a="<p>"&&1</script>y &#x41; z &notanentity; <a href=/q>q</a>',
+    '<!-- c --> t <![CDATA[ x ]]> &copy; end', '<textarea>a &amp; <b></textarea><a href="u">v</a>', '<plaintext>a < b & c',
+    '<style>a{}</style>&nbsp;<b>x</b>&nbsp', 'é &eacute; \u{1F600} <a href="/é?x=&quot;">y</a>',
+  ]) pages.push(Buffer.from(e));
+  const opts: ExtractOptions = { url: 'http://h0.web.test/p/1', contentType: 'text/html; charset=utf-8', robotsToken: 'ubicrawl', wantText: true, wantFingerprint: true };
+  const run = () => pages.map((b) => { const r = extractPage(b, opts); return JSON.stringify({ ...r, fingerprint: String(r.fingerprint) }); });
+  const fast = run();
+  setFastTextScan(false);
+  let plain: string[];
+  try { plain = run(); } finally { setFastTextScan(true); }
+  for (let i = 0; i < pages.length; i++) assert.equal(fast[i], plain[i], `page ${i}: ${pages[i]!.subarray(0, 80).toString()}`);
 });

@@ -319,6 +319,58 @@ const RAW_TITLE = 2;
  * The tokenizer callbacks. One instance is reused for every page (extractPage is synchronous and
  * resets it first), so the per-page cost is the work, not the set-up.
  */
+/**
+ * htmlparser2's Tokenizer, with text runs skipped by `indexOf`. With entity
+ * decoding on (which we need: `&amp;` in hrefs and text), its text state looks
+ * at every character in turn through the main state switch — on text-dense
+ * pages most of the parse time. Between a text character and the next `<` or
+ * `&` nothing can happen in the Text state, so this jumps straight there and
+ * lets the original handle that character. The next positions of both are
+ * remembered, so a page without `&` is searched for one once, not once per
+ * text run. Relies on the tokenizer's `buffer`, `offset` and `index` fields
+ * (htmlparser2 12, pinned in package-lock.json; test/parse.test.ts checks
+ * the output against the plain Tokenizer over the synthetic web's pages).
+ */
+/** The parts of htmlparser2 12's Tokenizer this subclass touches (declared private there). */
+interface TokenizerOpen { buffer: string; offset: number; index: number; stateText(c: number): void; write(chunk: string): void; reset(): void }
+const OpenTokenizer = Tokenizer as unknown as new (options: { xmlMode?: boolean; decodeEntities?: boolean }, cbs: TokenizerCallbacks) => TokenizerOpen;
+const LT = 0x3c, AMP = 0x26;
+class FastTextTokenizer extends OpenTokenizer {
+  private nextLt = -1;
+  private nextAmp = -1;
+
+  override write(chunk: string): void {
+    this.nextLt = this.nextAmp = -1;
+    super.write(chunk);
+  }
+
+  override reset(): void {
+    this.nextLt = this.nextAmp = -1;
+    super.reset();
+  }
+
+  override stateText(c: number): void {
+    if (c !== LT && c !== AMP) {
+      const buf = this.buffer;
+      const from = this.index - this.offset + 1;
+      const len = buf.length;
+      if (this.nextLt < from) { const i = buf.indexOf('<', from); this.nextLt = i < 0 ? len : i; }
+      if (this.nextAmp < from) { const i = buf.indexOf('&', from); this.nextAmp = i < 0 ? len : i; }
+      const next = this.nextLt < this.nextAmp ? this.nextLt : this.nextAmp;
+      if (next >= len) {
+        // Text to the end of the buffer: the main loop ends, and end() emits it (as fastForwardTo does).
+        this.index = len + this.offset - 1;
+        return;
+      }
+      this.index = next + this.offset;
+      c = buf.charCodeAt(next);
+    }
+    super.stateText(c);
+  }
+}
+
+let fastTextScan = true;
+
 class Extractor implements TokenizerCallbacks {
   s = '';
   // options for this page
@@ -390,7 +442,8 @@ class Extractor implements TokenizerCallbacks {
   readonly tokenizer: Tokenizer;
 
   constructor() {
-    this.tokenizer = new Tokenizer({ xmlMode: false, decodeEntities: true }, this);
+    const Tok = (fastTextScan ? FastTextTokenizer : Tokenizer) as unknown as typeof Tokenizer;
+    this.tokenizer = new Tok({ xmlMode: false, decodeEntities: true }, this);
   }
 
   reset(): void {
@@ -873,6 +926,15 @@ function isAllWhitespace(s: string, a: number, e: number): boolean {
 }
 
 let shared: Extractor | null = null;
+
+/**
+ * false: parse with htmlparser2's Tokenizer exactly as shipped, the reference
+ * the text fast path (FastTextTokenizer) is tested and measured against.
+ */
+export function setFastTextScan(on: boolean): void {
+  fastTextScan = on;
+  shared = null;
+}
 
 function tryUrl(input: string, base?: string): URL | null {
   try {
