@@ -724,3 +724,34 @@ test('text fast path: the same extraction as htmlparser2\'s Tokenizer as shipped
   try { plain = run(); } finally { setFastTextScan(true); }
   for (let i = 0; i < pages.length; i++) assert.equal(fast[i], plain[i], `page ${i}: ${pages[i]!.subarray(0, 80).toString()}`);
 });
+
+test('decodeBody UTF-8: the fast paths (ASCII as Latin-1, valid UTF-8 through the transcoder) give exactly what TextDecoder gives, valid or not; a BOM after the sniffed one stays', () => {
+  const td = new TextDecoder('utf-8', { ignoreBOM: true });
+  const cs = { encoding: 'utf-8', source: 'header' as const, bomLength: 0 };
+  let seed = 7;
+  const rnd = () => { seed = (Math.imul(seed, 1103515245) + 12345) >>> 0; return seed / 4294967296; };
+  let checked = 0;
+  const check = (b: Buffer) => { checked++; assert.equal(decodeBody(b, cs), td.decode(b), `bytes ${b.subarray(0, 24).toString('hex')}…`); };
+  for (let t = 0; t < 400; t++) {
+    let s = '';
+    const len = 100 + Math.floor(rnd() * 1500);
+    for (let i = 0; i < len; i++) {
+      const k = rnd();
+      let cp = k < 0.7 ? 32 + Math.floor(rnd() * 95) : k < 0.85 ? 0x80 + Math.floor(rnd() * 0x780) : k < 0.95 ? 0x800 + Math.floor(rnd() * 0xf000) : 0x10000 + Math.floor(rnd() * 0xfffff);
+      if (cp >= 0xd800 && cp < 0xe000) cp = 0x41;
+      s += String.fromCodePoint(cp);
+    }
+    const b = Buffer.from(s, 'utf8');
+    check(b);
+    check(Buffer.from(s.replace(/[^\x00-\x7f]/g, 'a'), 'utf8')); // pure ASCII
+    const broken = Buffer.from(b);
+    for (let j = 0; j < 3; j++) broken[Math.floor(rnd() * broken.length)] = Math.floor(rnd() * 256);
+    check(broken);
+    check(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), b])); // a second BOM (the sniffed one is stripped before): content, U+FEFF
+    check(b.subarray(1, b.length - 1)); // cut inside sequences
+  }
+  assert.equal(checked, 2000);
+  // Sniffed BOM stripped, the next one kept (Encoding Standard "decode" sniffs once).
+  const two = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf, 0xef, 0xbb, 0xbf]), Buffer.from('<p>x</p>')]);
+  assert.equal(decodeBody(two, determineCharset(two)), '\ufeff<p>x</p>');
+});
