@@ -718,6 +718,7 @@ test('text fast path: the same extraction as htmlparser2\'s Tokenizer as shipped
   ]) pages.push(Buffer.from(e));
   const opts: ExtractOptions = { url: 'http://h0.web.test/p/1', contentType: 'text/html; charset=utf-8', robotsToken: 'ubicrawl', wantText: true, wantFingerprint: true };
   const run = () => pages.map((b) => { const r = extractPage(b, opts); return JSON.stringify({ ...r, fingerprint: String(r.fingerprint) }); });
+  assert.equal(setFastTextScan(true), true, 'the fast path works with this htmlparser2');
   const fast = run();
   setFastTextScan(false);
   let plain: string[];

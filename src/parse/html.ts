@@ -369,7 +369,13 @@ class FastTextTokenizer extends OpenTokenizer {
   }
 }
 
-let fastTextScan = true;
+/** The fast path needs the fields and method it overrides; an htmlparser2 without them gets the plain Tokenizer. */
+function fastTextUsable(): boolean {
+  if (typeof (Tokenizer.prototype as unknown as { stateText?: unknown }).stateText !== 'function') return false;
+  const probe = new FastTextTokenizer({ xmlMode: false, decodeEntities: true }, {} as TokenizerCallbacks);
+  return typeof probe.buffer === 'string' && typeof probe.offset === 'number' && typeof probe.index === 'number';
+}
+let fastTextScan = fastTextUsable();
 
 class Extractor implements TokenizerCallbacks {
   s = '';
@@ -930,10 +936,12 @@ let shared: Extractor | null = null;
 /**
  * false: parse with htmlparser2's Tokenizer exactly as shipped, the reference
  * the text fast path (FastTextTokenizer) is tested and measured against.
+ * Returns whether the fast path is in use.
  */
-export function setFastTextScan(on: boolean): void {
-  fastTextScan = on;
+export function setFastTextScan(on: boolean): boolean {
+  fastTextScan = on && fastTextUsable();
   shared = null;
+  return fastTextScan;
 }
 
 function tryUrl(input: string, base?: string): URL | null {
