@@ -815,7 +815,7 @@ async function move(s: Setup, key: Buffer, it: NewUrl, priority: number): Promis
   const m = s.frontier.moveOps(key, it.host, e, priority);
   if (!m) return undefined;
   await s.store.db.batch(m.ops as never);
-  s.frontier.moved([m.item]);
+  s.frontier.moved([m]);
   return m.item;
 }
 
@@ -876,7 +876,7 @@ test('moveOps: a URL taken (in flight) is left where it is; a head load running 
     s.frontier.release(h1, 0);
   }
   await s.store.db.batch([...m3.ops, ...m9.ops] as never);
-  s.frontier.moved([m3.item, m9.item]);
+  s.frontier.moved([m3, m9]);
   const rest = paths(await drain(s));
   const all = ['/0', ...(h1 ? ['/1'] : []), ...rest];
   assert.equal(all.length, 12, `every URL once: ${all.join(' ')}`);
@@ -971,8 +971,78 @@ test('moveOps: moving the only URL a ready host holds takes the host out of disp
   assert.ok(m);
   assert.equal(s.frontier.nextReady(Date.now()), undefined, 'nothing to hand out while the move is written');
   await s.store.db.batch(m.ops as never);
-  s.frontier.moved([m.item]);
+  s.frontier.moved([m]);
   const h = s.frontier.nextReady(Date.now())!;
   assert.equal(s.frontier.take(h)?.url, it.url);
+  await s.store.close();
+});
+
+test('moveOps: the same entry asked twice before the first move is written is moved once (a link crossing 3 and 20 in one round)', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 2, headSize: 2 });
+  const items = Array.from({ length: 6 }, (_, i) => url('twice.test', `/${i}`, 1));
+  await enqueue(s, items);
+  await settle();
+  const e = { url: items[5]!.url, depth: 0, hops: 0, kind: 'page' as const };
+  const m1 = s.frontier.moveOps(items[5]!.frontierKey!, 'twice.test', e, 2)!;
+  assert.ok(m1);
+  assert.equal(s.frontier.moveOps(items[5]!.frontierKey!, 'twice.test', e, 3), undefined, 'already being moved');
+  await s.store.db.batch(m1.ops as never);
+  s.frontier.moved([m1]);
+  const got = paths(await drain(s));
+  assert.equal(got.length, 6);
+  assert.equal(new Set(got).size, 6, `each once: ${got.join(' ')}`);
+  assert.equal(got[0], '/5');
+  assert.equal((await s.store.frontier.keys().all()).length, 0, 'nothing left on disk');
+  await s.store.close();
+});
+
+test('moveOps: a URL moved out of the head, then a rotation and a reload before the move is written, is served once', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 1, headSize: 4 });
+  const f = s.frontier;
+  const a = Array.from({ length: 4 }, (_, i) => url('rot.test', `/${i}`, 1));
+  await enqueue(s, a);
+  await settle();
+  assert.equal(f.host('rot.test')!.headCount, 4);
+  // /2 leaves the head for a better class; its batch is slow to land.
+  const m = f.moveOps(a[2]!.frontierKey!, 'rot.test', { url: a[2]!.url, depth: 0, hops: 0, kind: 'page' }, 2)!;
+  assert.ok(m);
+  // Meanwhile a host with better work arrives: rot.test's turn ends in a rotation (its cursor goes back).
+  await enqueue(s, [url('better.test', '/x', 5)]);
+  const got: string[] = [];
+  const serve = async (until: () => boolean) => {
+    for (let i = 0; i < 400 && !until(); i++) {
+      const h = f.nextReady(Date.now());
+      if (!h) { await settle(); continue; }
+      const q = f.take(h);
+      if (q) { got.push(h.name + new URL(q.url).pathname); await s.store.db.batch([f.doneOp(q)] as never); f.acknowledged(1, h, q); }
+      f.release(h, 0);
+    }
+  };
+  await serve(() => got.includes('better.test/x') && got.length >= 3); // rot.test is reloaded from a snapshot with /2's old entry
+  await s.store.db.batch(m.ops as never);
+  f.moved([m]);
+  await serve(() => f.idle);
+  assert.equal(got.filter((x) => x === 'rot.test/2').length, 1, `served: ${got.join(' ')}`);
+  assert.equal(got.length, 5);
+  assert.equal(f.queued, 0);
+  await s.store.close();
+});
+
+test('moveOps: a URL acknowledged while the caller was reading (watchAcks) is not queued again', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 1, headSize: 2 });
+  const f = s.frontier;
+  const a = Array.from({ length: 3 }, (_, i) => url('ack.test', `/${i}`, 1));
+  await enqueue(s, a);
+  await settle();
+  f.watchAcks();
+  const h = f.nextReady(Date.now())!;
+  const q = f.take(h)!;
+  await s.store.db.batch([f.doneOp(q)] as never);
+  f.acknowledged(1, h, q);
+  f.release(h, 0);
+  // Make /0 look unread: as after a take out of order and a rotation.
+  h.cursor![MAX_PRIORITY - 1] = 0;
+  assert.equal(f.moveOps(a[0]!.frontierKey!, 'ack.test', { url: a[0]!.url, depth: 0, hops: 0, kind: 'page' }, 4), undefined);
+  f.unwatchAcks();
   await s.store.close();
 });

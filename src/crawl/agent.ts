@@ -18,7 +18,7 @@ import { limitHeapGrowth } from '../util/memory.js';
 import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Drum, type BatchOp } from '../seen/drum.js';
-import { Frontier, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
+import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
 import { Fetcher, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
@@ -1238,38 +1238,51 @@ class Agent implements AgentHandle, AgentView {
    */
   private async promoteQueued(): Promise<void> {
     while (this.promotions.length > 0 && !this.stopping) {
-      const batch = this.promotions.splice(0, PROMOTION_BATCH);
+      // One entry per URL, with the thresholds it crossed (a link repeated on 20 pages of one
+      // seen-set round crosses 3 and 20 at once): the same entry must not be moved twice.
+      const steps = new Map<string, { c: Candidate; steps: number }>();
+      for (const c of this.promotions.splice(0, PROMOTION_BATCH)) {
+        const k = c.key.toString('latin1');
+        const s = steps.get(k);
+        if (s) s.steps++; else steps.set(k, { c, steps: 1 });
+      }
+      const batch = [...steps.values()];
       await this.drum.exclusive(async () => {
-        const values = await this.store.seen.getMany(batch.map((c) => c.key));
-        const found: { c: Candidate; fk: Buffer }[] = [];
-        for (let i = 0; i < batch.length; i++) {
-          const fk = queuedAt(batch[i]!.key, values[i]);
-          if (fk) found.push({ c: batch[i]!, fk });
-          else this.stats.inlinks.skipped++; // fetched, failed, rejected, or queued before positions were kept
-        }
-        if (found.length === 0) return;
-        const entries = await this.store.frontier.getMany(found.map((f) => f.fk));
+        // Pages that complete while we read are refused below: what we read may predate them.
+        this.frontier.watchAcks();
+        const moves: FrontierMove[] = [];
         const ops: BatchOp[] = [];
-        const items: NewUrl[] = [];
-        for (let i = 0; i < found.length; i++) {
-          const { c, fk } = found[i]!;
-          const entry = entries[i] ? decodeEntry(entries[i]!, c.host) : undefined;
-          const h = this.frontier.host(c.host);
-          if (!entry || entry.url !== c.url || !h) { this.stats.inlinks.skipped++; continue; }
-          const move = this.frontier.moveOps(fk, c.host, entry, Math.min(MAX_PRIORITY, MAX_PRIORITY - fk[HOST_KEY_BYTES]! + 1));
-          if (!move) { this.stats.inlinks.skipped++; continue; }
-          ops.push(...move.ops, { type: 'put', sublevel: this.store.seen, key: c.key, value: queuedValue(move.item.frontierKey) });
-          items.push(move.item);
+        try {
+          const values = await this.store.seen.getMany(batch.map((b) => b.c.key));
+          const found: { c: Candidate; steps: number; fk: Buffer }[] = [];
+          for (let i = 0; i < batch.length; i++) {
+            const fk = queuedAt(batch[i]!.c.key, values[i]);
+            if (fk) found.push({ ...batch[i]!, fk });
+            else this.stats.inlinks.skipped++; // fetched, failed, rejected, or queued before positions were kept
+          }
+          if (found.length === 0) return;
+          const entries = await this.store.frontier.getMany(found.map((f) => f.fk));
+          for (let i = 0; i < found.length; i++) {
+            const { c, fk } = found[i]!;
+            const entry = entries[i] ? decodeEntry(entries[i]!, c.host) : undefined;
+            if (!entry || entry.url !== c.url || !this.frontier.host(c.host)) { this.stats.inlinks.skipped++; continue; }
+            const move = this.frontier.moveOps(fk, c.host, entry, Math.min(MAX_PRIORITY, MAX_PRIORITY - fk[HOST_KEY_BYTES]! + found[i]!.steps));
+            if (!move) { this.stats.inlinks.skipped++; continue; }
+            ops.push(...move.ops, { type: 'put', sublevel: this.store.seen, key: c.key, value: queuedValue(move.item.frontierKey) });
+            moves.push(move);
+          }
+        } finally {
+          this.frontier.unwatchAcks();
         }
-        if (items.length === 0) return;
+        if (moves.length === 0) return;
         try {
           await this.store.db.batch(ops as never);
         } catch (err) {
-          this.frontier.moved(items, false);
+          this.frontier.moved(moves, false);
           throw err;
         }
-        this.frontier.moved(items);
-        this.stats.inlinks.promoted += items.length;
+        this.frontier.moved(moves);
+        this.stats.inlinks.promoted += moves.length;
       });
     }
     this.promotions.length = 0;

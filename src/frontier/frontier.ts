@@ -79,6 +79,15 @@ export class QueuedUrl {
   get key(): Buffer { return frontierKey(this.hostKey, MAX_PRIORITY - this.priority, this.seq); }
 }
 
+/** A move to a better class prepared by `moveOps`: apply `ops`, then `moved`. */
+export interface FrontierMove {
+  ops: BatchOp[];
+  /** The URL as queued again (its new key in `frontierKey`). */
+  item: NewUrl;
+  /** Its old frontier key, latin1. */
+  oldKey: string;
+}
+
 export interface NewUrl {
   host: string;
   hostKey: Buffer;
@@ -333,12 +342,18 @@ export class Frontier<D> {
   private droppedDuringRecovery: Set<string> | undefined;
   readonly stats: FrontierStats = { loads: 0, rotations: 0, evicted: 0, migrated: 0, moved: 0 };
   /**
-   * Old keys (latin1) of URLs being moved to a better class (`moveOps`): a
-   * head load that reads one before the move's batch lands skips it. Cleared
-   * when no move is pending and no load that could have seen one runs.
+   * Old keys (latin1) of URLs being moved to a better class (`moveOps`), with
+   * the load count at the time the move was written (-1 while it is not): a
+   * head load reads a snapshot that may still hold the old entry, so it skips
+   * these. An old key is forgotten once every load still running started
+   * after its move was written (its snapshot no longer has the entry).
    */
-  private readonly moving = new Set<string>();
-  private movesPending = 0;
+  private readonly moving = new Map<string, number>();
+  /** Loads started so far, and the start numbers of those still running. */
+  private loadStarts = 0;
+  private readonly runningLoads = new Set<number>();
+  /** Keys (latin1) acknowledged since `watchAcks` (the caller's reads may predate them). */
+  private ackWatch: Set<string> | undefined;
   /** A host entered the ready structures (it is about to be dispatched): the scheduler is told through this callback. */
   onReady: (h: HostState<D>) => void = () => {};
   onLoadError: (host: string, err: Error) => void = () => {};
@@ -732,7 +747,17 @@ export class Frontier<D> {
       h.queued -= count;
       if (q) this.untake(h, q);
     }
+    if (q && this.ackWatch) this.ackWatch.add(q.key.toString('latin1'));
   }
+
+  /**
+   * From now until `unwatchAcks`, `moveOps` refuses URLs acknowledged
+   * meanwhile: a caller that read a URL's entry before its completion landed
+   * must not queue it again (its cursor position alone cannot tell, after a
+   * take out of order and a rotation).
+   */
+  watchAcks(): void { this.ackWatch = new Set(); }
+  unwatchAcks(): void { this.ackWatch = undefined; }
 
   /**
    * Moving a queued URL to a better class (the agent's in-link promotions):
@@ -746,8 +771,11 @@ export class Frontier<D> {
    * disk. Run it between seen-set rounds; apply the ops atomically with the
    * URL's new seen value, then call `moved`.
    */
-  moveOps(key: Buffer, host: string, entry: { url: string; depth: number; hops: number; kind: UrlKind }, priority: number): { ops: BatchOp[]; item: NewUrl } | undefined {
+  moveOps(key: Buffer, host: string, entry: { url: string; depth: number; hops: number; kind: UrlKind }, priority: number): FrontierMove | undefined {
     if (this.recovering || key.length !== KEY_BYTES) return undefined;
+    // Being moved already (the same URL twice in one batch of promotions), or completed since the caller's reads.
+    const oldKey = key.toString('latin1');
+    if (this.moving.has(oldKey) || this.ackWatch?.has(oldKey)) return undefined;
     const h = this.hosts.get(host);
     if (!h || h.paused || !key.subarray(0, HOST_KEY_BYTES).equals(h.key)) return undefined;
     const r = key[HOST_KEY_BYTES]!;
@@ -765,14 +793,15 @@ export class Frontier<D> {
       this.removeAt(h, r, i);
       // Its best class may now have nothing in memory (or nothing at all until `moved`): not dispatchable meanwhile.
       this.schedule(h);
-    } else {
-      this.moving.add(key.toString('latin1'));
     }
+    // Held or on disk: either way a load may meet the old entry until the move is written (a
+    // rotation moves the class's cursor back below a URL that was held).
+    this.moving.set(oldKey, -1);
     const newKey = frontierKey(h.key, MAX_PRIORITY - p, this.seq++);
     const seqValue = Buffer.allocUnsafe(8);
     writeSeq(seqValue, 0, this.seq);
-    this.movesPending++;
     return {
+      oldKey,
       ops: [
         { type: 'del', sublevel: this.frontier, key },
         { type: 'put', sublevel: this.frontier, key: newKey, value: encodeEntry(entry.url, entry.depth, entry.hops, entry.kind, host) },
@@ -783,8 +812,13 @@ export class Frontier<D> {
   }
 
   /** Memory after the batch of `moveOps` is durable (or failed: `written` false, the old entries stay). */
-  moved(items: NewUrl[], written = true): void {
-    this.movesPending -= items.length;
+  moved(moves: FrontierMove[], written = true): void {
+    const items: NewUrl[] = [];
+    for (const m of moves) {
+      if (written) this.moving.set(m.oldKey, this.loadStarts);
+      else this.moving.delete(m.oldKey);
+      items.push(m.item);
+    }
     if (written) {
       // `committed` counts each item as newly queued; it was queued already.
       for (const it of items) {
@@ -799,7 +833,10 @@ export class Frontier<D> {
   }
 
   private forgetMoves(): void {
-    if (this.movesPending === 0 && this.loadsInFlight === 0 && this.moving.size > 0) this.moving.clear();
+    if (this.moving.size === 0) return;
+    let oldest = Infinity;
+    for (const n of this.runningLoads) if (n < oldest) oldest = n;
+    for (const [k, writtenAt] of this.moving) if (writtenAt >= 0 && writtenAt <= oldest) this.moving.delete(k);
   }
 
   /**
@@ -1035,9 +1072,13 @@ export class Frontier<D> {
     h.dirtyMask = 0;
     this.loadsInFlight++;
     this.stats.loads++;
+    const loadNo = this.loadStarts++;
+    this.runningLoads.add(loadNo);
     let failed = false;
     this.load(h).catch((err: Error) => { failed = true; if (!storeClosed(err)) this.onLoadError(h.name, err); }).finally(() => {
       this.loadsInFlight--;
+      this.runningLoads.delete(loadNo);
+      this.forgetMoves();
       h.loading = false;
       if (h.headMask === 0 && h.diskMask === 0) {
         if (!h.inFlight) this.deactivate(h);
@@ -1047,7 +1088,7 @@ export class Frontier<D> {
         this.schedule(h);
       }
       this.startWaitingLoads();
-      if (this.loadsInFlight === 0) { this.closeStaleIterators(); this.forgetMoves(); }
+      if (this.loadsInFlight === 0) this.closeStaleIterators();
     });
   }
 
