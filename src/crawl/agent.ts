@@ -1209,6 +1209,9 @@ class Agent implements AgentHandle, AgentView {
    * `inlinkBonus`) is queued for promotion, if it is still queued itself.
    */
   private countInlinks(items: Candidate[]): void {
+    // Not in a mesh, for now: with promotions on, the join/leave test fetched a page twice on
+    // one agent in about 1 run of 8 under load (0 of 10 without them; cause not found yet).
+    if (this.mesh) return;
     for (const it of items) {
       if (!it.inlink) continue;
       const after = this.inlinks.add(it.key);
