@@ -41,6 +41,12 @@ export interface AgentConfig {
   /** Write the closing summary JSON here as well as printing it. */
   summaryFile?: string;
   resolve: ResolveRule[];
+  /**
+   * Address ranges (CIDR) the fetcher may dial although they are internal
+   * (loopback, private, link-local …; src/fetch/address.ts). Empty: none. A
+   * `resolve` rule's own target is always allowed.
+   */
+  allowAddress: string[];
   /** Adaptive politeness beyond the three delays above (backoff, pauses, retries, per-IP); defaults in src/politeness/host.ts. */
   politeness: Partial<PolitenessConfig>;
   /** The c-ares resolver (servers, TTL clamps, timeouts); defaults in src/fetch/dns.ts. */
@@ -148,6 +154,7 @@ export function defaultConfig(): AgentConfig {
     maxDurationMs: 0,
     recrawl: defaultRecrawlSettings(),
     resolve: [],
+    allowAddress: [],
     politeness: {},
     dns: {},
     fetch: {

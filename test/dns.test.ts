@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import { once } from 'node:events';
 import { HostResolver, DnsError, isPermanentDnsError, type HostResolverOptions } from '../src/fetch/dns.js';
 import { Fetcher } from '../src/fetch/fetcher.js';
+import { AddressPolicy } from '../src/fetch/address.js';
 import { defaultConfig } from '../src/config.js';
 import { startDnsServer, type TestDnsServer } from './helpers-dns.js';
 
@@ -218,7 +219,7 @@ test('the fetcher connects through the resolver (a name served by the test DNS s
   await once(http, 'listening');
   const port = (http.address() as { port: number }).port;
   const cfg = defaultConfig();
-  const f = new Fetcher(cfg.fetch, cfg.userAgent, resolverFor(srv));
+  const f = new Fetcher(cfg.fetch, cfg.userAgent, resolverFor(srv), { addresses: new AddressPolicy(['127.0.0.0/8']) }); // the name resolves to loopback
   try {
     const out = await f.fetch(`http://site.test:${port}/`);
     assert.ok(out.ok);

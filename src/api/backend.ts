@@ -223,7 +223,8 @@ export interface UrlReport {
 export interface SeedResult {
   /** URLs accepted (queued locally or routed to their owner). */
   accepted: number;
-  rejected: Array<{ url: string; reason: string }>;
+  /** `reason` `blocked-address`: the host is an internal address; `detail` says which range. */
+  rejected: Array<{ url: string; reason: string; detail?: string }>;
   /** Accepted URLs by owner id (this agent's id included). */
   routed: Record<string, number>;
 }

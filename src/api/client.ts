@@ -163,7 +163,7 @@ export function formatSeedResult(r: SeedResult): string {
   out.push(`accepted ${formatNumber(r.accepted)} URL${r.accepted === 1 ? '' : 's'}` + (routed.length ? `: ${routed.map(([p, n]) => `${formatNumber(n)} to ${shortId(p)}`).join(', ')}` : ''));
   if (r.rejected.length) {
     out.push(`rejected ${formatNumber(r.rejected.length)}:`);
-    for (const x of r.rejected) out.push(`  ${clean(x.url)}: ${clean(x.reason)}`);
+    for (const x of r.rejected) out.push(`  ${clean(x.url)}: ${clean(x.reason)}${x.detail ? ` (${clean(x.detail)})` : ''}`);
   }
   return out.join('\n') + '\n';
 }

@@ -290,7 +290,17 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
             const u = urls[i];
             if (typeof u !== 'string' || u.length === 0 || u.length > MAX_URL_LENGTH) throw new ApiError(400, `urls[${i}]: expected a URL string of 1-${MAX_URL_LENGTH} characters`);
           }
-          sendJson(req, res, 200, await backend.seed(urls as string[]));
+          const result = await backend.seed(urls as string[]);
+          const blocked = result.rejected.filter((r) => r.reason === 'blocked-address');
+          if (result.accepted === 0 && blocked.length > 0) {
+            // Nothing was taken and at least one URL points inward (docs/operations.md "Internal addresses").
+            const first = blocked[0]!;
+            const error = `no URL accepted: ${first.url} is refused (blocked-address: ${first.detail ?? 'internal address'})` +
+              (result.rejected.length > 1 ? `; ${result.rejected.length - 1} more refused, see "rejected"` : '');
+            sendJson(req, res, 400, { error, ...result });
+            return;
+          }
+          sendJson(req, res, 200, result);
         },
       },
     },

@@ -6,6 +6,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { parseResolveRule, DEFAULT_USER_AGENT, type ResolveRule } from '../config.js';
 import { classifySeed, UsageError, type SeedSet } from './seeds.js';
 import { DEFAULT_POLITENESS } from '../politeness/host.js';
+import { parseCidr } from '../fetch/address.js';
 
 const VERSION = '0.1.0';
 
@@ -43,6 +44,13 @@ function resolveArg(v: string, prev: ResolveRule[]): ResolveRule[] {
   try { return [...prev, parseResolveRule(v)]; } catch (err) { throw new InvalidArgumentError((err as Error).message); }
 }
 
+function allowAddressArg(v: string, prev: string[]): string[] {
+  try { parseCidr(v); } catch (err) { throw new InvalidArgumentError((err as Error).message); }
+  return [...prev, v.trim()];
+}
+
+const ALLOW_ADDRESS_HELP = 'also fetch from this internal address range (CIDR, e.g. 10.0.0.0/8 or ::1/128; loopback, private, link-local … are refused otherwise; a --resolve target is always allowed); repeatable';
+
 export function buildProgram(): Command {
   const program = new Command('ubicrawl')
     .description('A fully peer-to-peer web crawler: identical agents, no coordinator, WARC/1.1 output.')
@@ -76,6 +84,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--recrawl-speedup <x>', 'run recrawl time x times faster than the clock (simulations and tests)').argParser(numberArg('--recrawl-speedup', 1, 1e9)).default(1))
     .option('--summary <file>', 'also write the closing JSON summary to this file')
     .option('--resolve <host:port:addr>', "connect to ADDR for HOST:PORT (curl syntax; HOST may be '*' or '*.suffix'); repeatable", resolveArg, [])
+    .option('--allow-address <cidr>', ALLOW_ADDRESS_HELP, allowAddressArg, [])
     .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
     .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
     .option('--no-warc', 'do not write WARC files')
@@ -112,9 +121,10 @@ export function buildProgram(): Command {
     .argument('<url...>', 'URLs or paths to check')
     .option('--agent <name>', 'user agent (product token) to check for', 'ubicrawl')
     .option('--resolve <host:port:addr>', 'as for join; repeatable', resolveArg, [])
-    .action(async (source: string, urls: string[], opts: { agent: string; resolve: ResolveRule[] }) => {
+    .option('--allow-address <cidr>', 'as for join; repeatable', allowAddressArg, [])
+    .action(async (source: string, urls: string[], opts: { agent: string; resolve: ResolveRule[]; allowAddress: string[] }) => {
       const { RobotsTxt, formatExplain } = await import('../robots/index.js');
-      const body = await readSource(source, opts.resolve);
+      const body = await readSource(source, opts.resolve, opts.allowAddress);
       const robotsTxt = RobotsTxt.parse(body);
       for (const u of urls) process.stdout.write(formatExplain(u, robotsTxt.explain(u, opts.agent)) + '\n');
     });
@@ -186,13 +196,15 @@ export function buildProgram(): Command {
   return program;
 }
 
-async function readSource(source: string, resolve: ResolveRule[]): Promise<string> {
+async function readSource(source: string, resolve: ResolveRule[], allowAddress: string[]): Promise<string> {
   if (/^https?:\/\//i.test(source)) {
     const { Fetcher } = await import('../fetch/fetcher.js');
     const { HostResolver } = await import('../fetch/dns.js');
+    const { AddressPolicy } = await import('../fetch/address.js');
     const { defaultConfig } = await import('../config.js');
     const cfg = defaultConfig();
-    const f = new Fetcher(cfg.fetch, cfg.userAgent, new HostResolver(resolve));
+    // The same guard as the crawl's (docs/operations.md "Internal addresses"): a --resolve target is allowed.
+    const f = new Fetcher(cfg.fetch, cfg.userAgent, new HostResolver(resolve), { addresses: new AddressPolicy(allowAddress) });
     const out = await f.fetch(source);
     await f.close();
     if (!out.ok) throw new Error(`cannot fetch ${source}: ${out.message}`);
@@ -212,7 +224,7 @@ async function readStdin(): Promise<string> {
 interface JoinOpts {
   seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
   maxPages: number; untilIdle: boolean; maxDuration: number; recrawl: boolean; recrawlMin: number; recrawlMax: number;
-  recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
+  recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; allowAddress: string[]; maxBody: number; warcMaxSize: number;
   warc: boolean; sitemaps: boolean; dedup: boolean; nearDup: boolean; nearDupDistance: number; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
   listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
   perIpDelay?: number; retries: number; retryDelay: number; dnsServer: string[]; heapGrowth: number;
@@ -230,7 +242,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   const agent = await startAgent({
     dataDir: opts.dataDir, userAgent: opts.userAgent, seeds: seeds.urls, concurrency: opts.concurrency,
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
-    resolve: opts.resolve, fetch: { maxBodyBytes: opts.maxBody },
+    resolve: opts.resolve, allowAddress: opts.allowAddress, fetch: { maxBodyBytes: opts.maxBody },
     politeness: {
       maxRetries: opts.retries, retryBaseMs: opts.retryDelay,
       ...(opts.perIpDelay !== undefined ? { perIp: true, ipMinDelayMs: opts.perIpDelay } : {}),

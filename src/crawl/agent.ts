@@ -19,8 +19,9 @@ import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Drum, type BatchOp } from '../seen/drum.js';
 import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
-import { Fetcher, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
+import { Fetcher, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
+import { AddressPolicy, parseCidr, type BlockedAddress } from '../fetch/address.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
 import { productToken } from '../robots/index.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
@@ -153,6 +154,7 @@ export interface AgentSnapshot {
 
 export async function startAgent(options: AgentOptions & { logger?: Logger } = {}): Promise<AgentHandle> {
   const config = resolveConfig(options);
+  for (const a of config.allowAddress) parseCidr(a); // a bad range is a usage error, found before anything opens
   const logger = options.logger ?? (config.logLevel === 'silent' ? silentLogger : createLogger(config.logLevel));
   limitHeapGrowth(config.heapGrowthPercent);
   const store = await openStore(config.dataDir);
@@ -165,6 +167,9 @@ export async function startAgent(options: AgentOptions & { logger?: Logger } = {
   }
   return agent;
 }
+
+/** Failure kind and record reason of a URL whose address is internal (src/fetch/address.ts). */
+const BLOCKED = 'blocked-address';
 
 class Agent implements AgentHandle, AgentView {
   readonly stats = new CrawlStats();
@@ -236,7 +241,9 @@ class Agent implements AgentHandle, AgentView {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
-    this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns));
+    this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns), {
+      addresses: new AddressPolicy(config.allowAddress),
+    });
     this.politeness = new PolitenessControl(politenessConfig(config));
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
     this.scope = new ScopePolicy(config.scope);
@@ -365,7 +372,11 @@ class Agent implements AgentHandle, AgentView {
     const cands: Candidate[] = [];
     for (const u of urls) {
       const c = this.candidate(u, undefined, 0);
-      if (c) cands.push(c);
+      if (!c) continue;
+      // Queued all the same: the crawl records it as blocked-address without a request.
+      const blocked = this.blockedTarget(c.url);
+      if (blocked) this.log.warn({ url: c.url, reason: blocked.reason }, 'seed is an internal address: not fetched (--allow-address opens a range)');
+      cands.push(c);
     }
     await this.route(cands);
     return cands.length;
@@ -404,7 +415,9 @@ class Agent implements AgentHandle, AgentView {
     const cands: Candidate[] = [];
     for (const u of urls) {
       const c = this.candidate(u, undefined, 0);
-      if (c) cands.push(c);
+      const blocked = c && this.blockedTarget(c.url);
+      if (blocked) rejected.push({ url: u, reason: BLOCKED, detail: `${blocked.reason}; --allow-address opens a range` });
+      else if (c) cands.push(c);
       else rejected.push({ url: u, reason: normalizeUrl(u) ? 'out of scope' : 'not a crawlable http(s) URL' });
     }
     const routed: Record<string, number> = {};
@@ -794,6 +807,7 @@ class Agent implements AgentHandle, AgentView {
         // Fetching robots.txt is this turn's request; the page waits for the next turn.
         const ip = this.beforeRequest(h, q, u);
         if (ip === null) return;
+        if (typeof ip === 'object') { await this.refuseAddress(q, h, ip); continue; }
         this.frontier.unshift(h, q);
         h.data.pendingAcks--;
         const log = { outcomes: [] as FetchOutcome[] };
@@ -850,6 +864,7 @@ class Agent implements AgentHandle, AgentView {
       }
       const ip = this.beforeRequest(h, q, u);
       if (ip === null) return;
+      if (typeof ip === 'object') { await this.refuseAddress(q, h, ip); continue; }
       // Revisits are conditional GETs (If-None-Match / If-Modified-Since from the stored state).
       const conditional = this.recrawl && q.kind === 'page' ? await this.recrawl.prepare(q, seenKey(h.key, q.url)) : undefined;
       const out = await this.fetcher.fetch(q.url, conditional);
@@ -919,9 +934,10 @@ class Agent implements AgentHandle, AgentView {
    * the per-IP clock (undefined when none is held), or null when the request
    * cannot go now: the URL is put back and the host either waits for its
    * DNS answer (the fetch slot is freed meanwhile, so a slow name delays only
-   * its own host) or is released until its IP is free.
+   * its own host) or is released until its IP is free. An internal address
+   * (src/fetch/address.ts) returns why it is refused: no request is made.
    */
-  private beforeRequest(h: HostState<HostData>, q: QueuedUrl, u: URL): string | undefined | null {
+  private beforeRequest(h: HostState<HostData>, q: QueuedUrl, u: URL): string | undefined | null | BlockedAddress {
     const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
     const host = u.hostname.charCodeAt(0) === 91 ? u.hostname.slice(1, -1) : u.hostname;
     const resolver = this.fetcher.resolver;
@@ -934,6 +950,9 @@ class Agent implements AgentHandle, AgentView {
       return null;
     }
     if (known instanceof DnsError) return undefined; // the fetch fails at once and is classified
+    // Cheap and early; the fetcher checks again on the address it really dials (DNS may change meanwhile).
+    const blocked = resolver.pinned(host, port) ? null : this.fetcher.addresses.check(known.address);
+    if (blocked) return blocked;
     const now = Date.now();
     const t = this.politeness.reserveIp(known.address, now);
     if (t > now) {
@@ -943,6 +962,26 @@ class Agent implements AgentHandle, AgentView {
       return null;
     }
     return this.politeness.ipClock ? known.address : undefined;
+  }
+
+  /**
+   * Why a URL's host is refused, when that is known without a query: an IP
+   * literal, localhost, or a cached DNS answer that is internal
+   * (src/fetch/address.ts). A `--resolve` rule's target is never refused.
+   */
+  private blockedTarget(url: string): BlockedAddress | null {
+    const hp = hostPort(url);
+    if (!hp) return null;
+    const resolver = this.fetcher.resolver;
+    if (resolver.pinned(hp.host, hp.port)) return null;
+    const known = resolver.cached(hp.host, hp.port);
+    return known && !(known instanceof DnsError) ? this.fetcher.addresses.check(known.address) : null;
+  }
+
+  /** A URL whose host is an internal address: recorded as failed with `blocked-address`, no request made. */
+  private async refuseAddress(q: QueuedUrl, h: HostState<HostData>, blocked: BlockedAddress): Promise<void> {
+    const startedAt = new Date();
+    await this.recordFailure(q, h, { ok: false, url: q.url, kind: BLOCKED, message: `${BLOCKED}: ${blocked.reason}`, startedAt, durationMs: 0 });
   }
 
   /** Whether a failed fetch failed on a permanent DNS answer (NXDOMAIN, NODATA). */
@@ -986,17 +1025,25 @@ class Agent implements AgentHandle, AgentView {
 
   // ---- one fetched page -------------------------------------------------
 
+  /** A URL that failed for good: counted (stats, host, metrics, recent errors) and recorded with its reason. */
+  private async recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void> {
+    const at = out.startedAt.getTime();
+    bump(this.stats.errors, out.kind);
+    bump(h.data.errors, out.kind);
+    // Politeness never sees a refused address (nothing reached the host), so it is counted here.
+    if (out.kind === BLOCKED) this.politeness.failed(BLOCKED);
+    this.noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
+    this.metrics.fetchFailed(out.kind, out.durationMs);
+    this.recentErrors.record(out.kind, out.message, q.url, h.name);
+    this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
+    await this.finish(q, h, [], { url: q.url, at, status: 0, failure: failure ?? out.kind });
+  }
+
   /** `failure`: set when politeness gave up on the URL (retries used up, permanent failure): it is recorded as failed. */
   private async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome, failure?: string): Promise<void> {
     const at = out.startedAt.getTime();
     if (!out.ok) {
-      bump(this.stats.errors, out.kind);
-      bump(h.data.errors, out.kind);
-      this.noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
-      this.metrics.fetchFailed(out.kind, out.durationMs);
-      this.recentErrors.record(out.kind, out.message, q.url, h.name);
-      this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
-      await this.finish(q, h, [], { url: q.url, at, status: 0, failure: failure ?? out.kind });
+      await this.recordFailure(q, h, out, failure);
       return;
     }
     h.data.pages++;

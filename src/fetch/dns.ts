@@ -1,7 +1,7 @@
 // Host name resolution for the fetcher (issue 7, DESIGN.md "Politeness and robots").
 //
 // Order of precedence for a name:
-//   1. an IP literal is used as is;
+//   1. an IP literal is used as is (in any notation a URL accepts: src/fetch/address.ts);
 //   2. a `--resolve HOST:PORT:ADDR` rule (curl syntax) wins over everything else;
 //   3. `localhost` and `*.localhost` are loopback without asking anyone (RFC 6761 §6.3);
 //   4. the cache (positive entries live for the record TTL clamped to
@@ -22,8 +22,8 @@
 // thread-pool thread just as long). It is off by default: a crawler resolves
 // public names, and `--resolve` is the supported way to pin a name locally.
 import { lookup, Resolver } from 'node:dns/promises';
-import { isIP } from 'node:net';
 import { matchResolveRule, type ResolveRule } from '../config.js';
+import { parseIpLiteral } from './address.js';
 
 export interface Resolved { address: string; family: 4 | 6 }
 
@@ -196,6 +196,16 @@ export class HostResolver {
     return hit && hit.value && hit.expires > this.now() ? hit.value : undefined;
   }
 
+  /**
+   * Whether a `--resolve` rule decides where host:port goes. Such a rule is the
+   * operator's own choice of address, so the address guard lets it through
+   * (src/fetch/address.ts; docs/operations.md "Internal addresses").
+   */
+  pinned(host: string, port: number): boolean {
+    const h = host.charCodeAt(0) === 91 /* [ */ ? host.slice(1, -1) : host;
+    return this.rules.length > 0 && !parseIpLiteral(h) && matchResolveRule(this.rules, canonicalName(h), port) !== undefined;
+  }
+
   get size(): number { return this.cache.size; }
 
   /** Cancels queries in flight (they reject with ECANCELLED) and drops the cache. */
@@ -209,11 +219,12 @@ export class HostResolver {
 
   private fixed(host: string, port: number): Resolved | undefined {
     const h = host.charCodeAt(0) === 91 /* [ */ ? host.slice(1, -1) : host;
-    const fam = isIP(h);
-    if (fam) return { address: h, family: fam as 4 | 6 };
+    // Any notation a URL accepts (2130706433, 0x7f.1, 127.1): never a name to look up.
+    const lit = parseIpLiteral(h);
+    if (lit) return lit;
     const name = canonicalName(h);
     const rule = matchResolveRule(this.rules, name, port);
-    if (rule) return { address: rule.address, family: isIP(rule.address) === 6 ? 6 : 4 };
+    if (rule) return { address: rule.address, family: rule.address.includes(':') ? 6 : 4 };
     if (name === 'localhost' || name.endsWith('.localhost')) return LOOPBACK;
     return undefined;
   }

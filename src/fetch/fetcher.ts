@@ -3,9 +3,14 @@
 // every limit enforced here — connect/headers/read/total timeouts and a body cap
 // applied to both the raw and the decoded body. A truncated body is returned
 // with `truncated` set, never thrown away.
+//
+// Every connection is checked against the address it is about to dial, after
+// DNS (src/fetch/address.ts): pages, robots.txt, sitemaps and redirects alike,
+// and a name that rebinds to an internal address between two lookups too.
 import { Agent, buildConnector } from 'undici';
 import type { FetchConfig } from '../config.js';
 import { HostResolver } from './dns.js';
+import { AddressPolicy } from './address.js';
 import { decodeBody } from './decode.js';
 
 export type Truncation = false | 'length' | 'time' | 'disconnect';
@@ -30,7 +35,20 @@ export interface FetchResponse {
   header(name: string): string | undefined;
 }
 
-export type FetchErrorKind = 'dns' | 'connect' | 'timeout' | 'reset' | 'tls' | 'protocol' | 'aborted' | 'other';
+/** `blocked-address`: refused before dialling, the address is internal (src/fetch/address.ts). */
+export type FetchErrorKind = 'dns' | 'connect' | 'timeout' | 'reset' | 'tls' | 'protocol' | 'aborted' | 'blocked-address' | 'other';
+
+export interface FetcherOptions {
+  /** Which addresses may be dialled. Default: no internal address (nothing allowed). */
+  addresses?: AddressPolicy;
+  /**
+   * Opens the connection once the address passed the check (`hostname` is then
+   * the address). Default: undici's connector. Tests record what would be
+   * dialled here instead of dialling it.
+   */
+  dial?: buildConnector.connector;
+}
+
 
 export interface FetchFailure {
   ok: false;
@@ -54,8 +72,11 @@ export class Fetcher {
   private readonly agent: Agent;
   private readonly ipOf = new Map<string, string>();
 
-  constructor(private readonly cfg: FetchConfig, private readonly userAgent: string, readonly resolver: HostResolver) {
-    const base = buildConnector({ timeout: cfg.connectTimeoutMs });
+  readonly addresses: AddressPolicy;
+
+  constructor(private readonly cfg: FetchConfig, private readonly userAgent: string, readonly resolver: HostResolver, options: FetcherOptions = {}) {
+    const dial = options.dial ?? buildConnector({ timeout: cfg.connectTimeoutMs });
+    const addresses = this.addresses = options.addresses ?? new AddressPolicy();
     this.agent = new Agent({
       connections: 1, // one connection per origin: politeness is enforced above, this keeps it honest
       pipelining: 1,
@@ -65,8 +86,16 @@ export class Fetcher {
       connect: (opts, cb) => {
         const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);
         this.resolver.resolve(opts.hostname, port).then((r) => {
+          // A --resolve rule is the operator's own choice of address: it is not second-guessed.
+          const blocked = this.resolver.pinned(opts.hostname, port) ? null : addresses.check(r.address);
+          if (blocked) {
+            const e = new Error(`blocked-address: ${blocked.reason}; --allow-address opens a range`) as NodeJS.ErrnoException;
+            e.code = BLOCKED_CODE;
+            cb(e, null);
+            return;
+          }
           this.ipOf.set(opts.hostname, r.address);
-          base({ ...opts, hostname: r.address, servername: opts.servername ?? opts.hostname }, cb);
+          dial({ ...opts, hostname: r.address, servername: opts.servername ?? opts.hostname }, cb);
         }, (err: Error) => {
           const e = new Error(`dns: ${err.message}`) as NodeJS.ErrnoException;
           e.code = 'UBI_DNS';
@@ -148,6 +177,8 @@ export class Fetcher {
   }
 }
 
+const BLOCKED_CODE = 'UBI_BLOCKED_ADDRESS';
+
 function fail(url: string, kind: FetchErrorKind, message: string, startedAt: Date, t0: number): FetchFailure {
   return { ok: false, url, kind, message, startedAt, durationMs: performance.now() - t0 };
 }
@@ -165,6 +196,7 @@ function headerPairs(h: Record<string, string | string[] | undefined>): [string,
 function classify(err: unknown): FetchErrorKind {
   const code = (err as NodeJS.ErrnoException)?.code ?? '';
   const name = (err as Error)?.name ?? '';
+  if (code === BLOCKED_CODE) return 'blocked-address';
   if (code === 'UBI_DNS' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
   if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'connect';
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ETIMEDOUT') return 'timeout';

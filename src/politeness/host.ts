@@ -316,11 +316,13 @@ export function kindOfStatus(status: number): OutcomeKind {
 /**
  * The failure half: fetcher error kinds (src/fetch/fetcher.ts FetchErrorKind)
  * to outcomes. `dnsPermanent`: HostResolver.failure(host)?.permanent. Returns
- * undefined for 'aborted' (our own shutdown, not the host's doing).
+ * undefined for 'aborted' (our own shutdown, not the host's doing) and for
+ * 'blocked-address' (our own refusal to dial: nothing reached the host).
  */
 export function kindOfFailure(fetchKind: string, dnsPermanent = false): OutcomeKind | undefined {
   switch (fetchKind) {
     case 'aborted': return undefined;
+    case 'blocked-address': return undefined;
     case 'timeout': return 'timeout';
     case 'dns': return dnsPermanent ? 'dns-permanent' : 'network';
     default: return 'network'; // connect, reset, tls, protocol, other
