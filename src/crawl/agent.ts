@@ -951,7 +951,7 @@ class Agent implements AgentHandle, AgentView {
     }
     if (known instanceof DnsError) return undefined; // the fetch fails at once and is classified
     // Cheap and early; the fetcher checks again on the address it really dials (DNS may change meanwhile).
-    const blocked = resolver.pinned(host, port) ? null : this.fetcher.addresses.check(known.address);
+    const blocked = resolver.fromRule(known) ? null : this.fetcher.addresses.check(known.address);
     if (blocked) return blocked;
     const now = Date.now();
     const t = this.politeness.reserveIp(known.address, now);
@@ -973,9 +973,8 @@ class Agent implements AgentHandle, AgentView {
     const hp = hostPort(url);
     if (!hp) return null;
     const resolver = this.fetcher.resolver;
-    if (resolver.pinned(hp.host, hp.port)) return null;
     const known = resolver.cached(hp.host, hp.port);
-    return known && !(known instanceof DnsError) ? this.fetcher.addresses.check(known.address) : null;
+    return known && !(known instanceof DnsError) && !resolver.fromRule(known) ? this.fetcher.addresses.check(known.address) : null;
   }
 
   /** A URL whose host is an internal address: recorded as failed with `blocked-address`, no request made. */

@@ -245,8 +245,8 @@ export function parseIpLiteral(host: string): IpLiteral | null {
     const g = parseIPv6(host);
     return g ? { address: formatIPv6(g), family: 6 } : null;
   }
-  if (isIPv4(host)) return { address: host, family: 4 };
   if (!endsInNumber(host)) return null;
+  if (isIPv4(host)) return { address: host, family: 4 };
   const n = parseIPv4Literal(host);
   return n === null ? null : { address: dottedQuad(n), family: 4 };
 }
@@ -255,6 +255,8 @@ export function parseIpLiteral(host: string): IpLiteral | null {
 function endsInNumber(host: string): boolean {
   let end = host.length;
   if (host.charCodeAt(end - 1) === 46) end--;
+  const c = host.charCodeAt(end - 1);
+  if (!(c >= 48 && c <= 57) && !(c >= 97 && c <= 102) && !(c >= 65 && c <= 70) && c !== 120 && c !== 88) return false; // most names end in a letter past f
   const start = host.lastIndexOf('.', end - 1) + 1;
   const last = host.slice(start, end);
   return /^[0-9]+$/.test(last) || /^0[xX][0-9a-fA-F]*$/.test(last);

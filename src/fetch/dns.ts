@@ -124,6 +124,9 @@ export class HostResolver {
   private readonly resolver: Resolver;
   private readonly cache = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<Resolved>>();
+  /** One answer object per rule, so `fromRule` is a set lookup. */
+  private readonly ruleAnswers = new WeakSet<Resolved>();
+  private readonly answerOf = new Map<ResolveRule, Resolved>();
   private readonly now: () => number;
   private closed = false;
 
@@ -131,6 +134,11 @@ export class HostResolver {
     const { now, ...cfg } = options;
     this.config = { ...DEFAULT_DNS_CONFIG, ...stripUndefined(cfg) };
     this.now = now ?? Date.now;
+    for (const rule of rules) {
+      const answer: Resolved = Object.freeze({ address: rule.address, family: rule.address.includes(':') ? 6 : 4 });
+      this.answerOf.set(rule, answer);
+      this.ruleAnswers.add(answer);
+    }
     const tries = Math.max(1, this.config.tries | 0);
     // c-ares retransmits within our bound; the outer timer below is the hard limit.
     this.resolver = new Resolver({ timeout: Math.max(1, Math.floor(this.config.queryTimeoutMs / tries)), tries });
@@ -197,13 +205,12 @@ export class HostResolver {
   }
 
   /**
-   * Whether a `--resolve` rule decides where host:port goes. Such a rule is the
-   * operator's own choice of address, so the address guard lets it through
-   * (src/fetch/address.ts; docs/operations.md "Internal addresses").
+   * Whether an answer of `resolve` or `cached` came from a `--resolve` rule.
+   * Such a rule is the operator's own choice of address, so the address guard
+   * lets it through (docs/operations.md "Internal addresses").
    */
-  pinned(host: string, port: number): boolean {
-    const h = host.charCodeAt(0) === 91 /* [ */ ? host.slice(1, -1) : host;
-    return this.rules.length > 0 && !parseIpLiteral(h) && matchResolveRule(this.rules, canonicalName(h), port) !== undefined;
+  fromRule(answer: Resolved): boolean {
+    return this.ruleAnswers.has(answer);
   }
 
   get size(): number { return this.cache.size; }
@@ -224,7 +231,7 @@ export class HostResolver {
     if (lit) return lit;
     const name = canonicalName(h);
     const rule = matchResolveRule(this.rules, name, port);
-    if (rule) return { address: rule.address, family: rule.address.includes(':') ? 6 : 4 };
+    if (rule) return this.answerOf.get(rule);
     if (name === 'localhost' || name.endsWith('.localhost')) return LOOPBACK;
     return undefined;
   }

@@ -87,7 +87,7 @@ export class Fetcher {
         const port = Number(opts.port) || (opts.protocol === 'https:' ? 443 : 80);
         this.resolver.resolve(opts.hostname, port).then((r) => {
           // A --resolve rule is the operator's own choice of address: it is not second-guessed.
-          const blocked = this.resolver.pinned(opts.hostname, port) ? null : addresses.check(r.address);
+          const blocked = this.resolver.fromRule(r) ? null : addresses.check(r.address);
           if (blocked) {
             const e = new Error(`blocked-address: ${blocked.reason}; --allow-address opens a range`) as NodeJS.ErrnoException;
             e.code = BLOCKED_CODE;
