@@ -93,6 +93,11 @@ export interface MeshConfig {
   deadAfterMs: number;
   /** A URL forwarded this many times is kept where it lands (views disagree for a moment). */
   maxHops: number;
+  /**
+   * A graceful leave (SIGTERM, `POST /leave`) hands hosts over and waits for their acknowledgements
+   * this long in total; what is left stays on disk for the next start (docs/mesh.md "Leaving").
+   */
+  leaveTimeoutMs: number;
 }
 
 export interface FetchConfig {
@@ -138,11 +143,14 @@ export interface SeenConfig {
   maxWaitMs: number;
 }
 
+/** Where `join` keeps its store and WARC files, and where the API client commands look for the token. */
+export const DEFAULT_DATA_DIR = './ubicrawl-data';
+
 export const DEFAULT_USER_AGENT = 'ubicrawl/0.1 (+https://github.com/ubicrawl/ubicrawl)';
 
 export function defaultConfig(): AgentConfig {
   return {
-    dataDir: './ubicrawl-data',
+    dataDir: DEFAULT_DATA_DIR,
     userAgent: DEFAULT_USER_AGENT,
     seeds: [],
     concurrency: 32,
@@ -197,6 +205,7 @@ export function defaultConfig(): AgentConfig {
       heartbeatMs: 1000,
       deadAfterMs: 5000,
       maxHops: 3,
+      leaveTimeoutMs: 120_000,
     },
     api: {},
     progress: 'auto',

@@ -10,6 +10,10 @@ import { startSyntheticWeb } from '../bench/web/index.js';
 import { startAgent } from '../src/crawl/agent.js';
 import { parseResolveRule } from '../src/config.js';
 import { tempDir } from './helpers.js';
+import { readFileSync } from 'node:fs';
+
+/** The bearer header of the agent whose data dir is `dataDir` (changes through the API take its token). */
+const authOf = (dataDir: string) => ({ authorization: `Bearer ${readFileSync(join(dataDir, 'api.token'), 'utf8').trim()}` });
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'bin', 'ubicrawl.js');
 
@@ -59,7 +63,7 @@ test('three agents: every endpoint answers; inspect names owner and WARC locatio
       }, 30_000, 'three members everywhere');
     }
     const seeded = await json<{ accepted: number; routed: Record<string, number> }>(`${base[0]}/seeds`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ urls: web.roots() }),
+      method: 'POST', headers: { 'content-type': 'application/json', ...authOf(join(dir, 'a0')) }, body: JSON.stringify({ urls: web.roots() }),
     });
     assert.equal(seeded.accepted, 30);
     assert.ok(Object.keys(seeded.routed).length >= 2, 'seeds routed to several owners');
@@ -108,8 +112,8 @@ test('three agents: every endpoint answers; inspect names owner and WARC locatio
     const { request } = await import('undici'); // fetch() may not set Host; undici.request may
     const live = await request(`http://127.0.0.1:${web.port}${u.pathname}`, { headers: { host: u.host } });
     assert.equal(got.out, await live.body.text());
-    for (const b of base) {
-      const res = await fetch(`${b}/leave`, { method: 'POST' });
+    for (const [i, b] of base.entries()) {
+      const res = await fetch(`${b}/leave`, { method: 'POST', headers: authOf(join(dir, `a${i}`)) });
       assert.equal(res.status, 202);
     }
     const codes = await Promise.all(exited);
@@ -132,7 +136,7 @@ test('pausing a host stops fetches to it within one politeness interval; resumin
     const host = web.hostName(0);
     const hits = () => web.requests().filter((r) => r.host === host);
     await until(() => hits().length >= 5, 20_000, 'some fetches');
-    const paused = await json<{ paused: boolean }>(`${agent.apiUrl}/hosts/${host}/pause`, { method: 'POST' });
+    const paused = await json<{ paused: boolean }>(`${agent.apiUrl}/hosts/${host}/pause`, { method: 'POST', headers: authOf(dir) });
     assert.equal(paused.paused, true);
     const at = Date.now();
     await new Promise((r) => setTimeout(r, 1500));
@@ -141,7 +145,7 @@ test('pausing a host stops fetches to it within one politeness interval; resumin
     const other = web.requests().filter((r) => r.host === web.hostName(1) && r.start > at);
     assert.ok(other.length > 0, 'other hosts keep being crawled');
     const before = hits().length;
-    await json(`${agent.apiUrl}/hosts/${host}/resume`, { method: 'POST' });
+    await json(`${agent.apiUrl}/hosts/${host}/resume`, { method: 'POST', headers: authOf(dir) });
     await until(() => hits().length > before, 5_000, 'fetches resume');
   } finally {
     await agent.stop();

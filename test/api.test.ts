@@ -40,16 +40,21 @@ function call(base: string, method: string, path: string, opts: { body?: string 
   });
 }
 
-const jsonHeaders = { 'content-type': 'application/json' };
+// Mutating routes always need the bearer token, on loopback too: the servers below have this one.
+const TEST_TOKEN = 'feed'.repeat(10);
+const auth = { authorization: `Bearer ${TEST_TOKEN}` };
+const jsonHeaders = { 'content-type': 'application/json', ...auth };
+const TOKEN_FILE = join(tempDir(), 'token');
+writeFileSync(TOKEN_FILE, TEST_TOKEN + '\n', { mode: 0o600 });
 
 class Sink { text = ''; write(s: string) { this.text += s; return true; } }
 
-describe('API server on loopback without a token', () => {
+describe('API server on loopback, reads open (changes take the token)', () => {
   let backend: MemoryBackend;
   let server: ApiServer;
   before(async () => {
     backend = new MemoryBackend();
-    server = await startApiServer({ listen: '127.0.0.1:0', backend });
+    server = await startApiServer({ listen: '127.0.0.1:0', tokenFile: TOKEN_FILE, openReads: true, backend });
   });
   after(() => server.close());
 
@@ -174,11 +179,11 @@ describe('API server on loopback without a token', () => {
       assert.equal(r.status, 400, String(body));
       assert.match(r.json.error, /malformed JSON/);
     }
-    const r = await call(server.url, 'POST', '/seeds', { body: 'urls=http://a.example/', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const r = await call(server.url, 'POST', '/seeds', { body: 'urls=http://a.example/', headers: { 'content-type': 'application/x-www-form-urlencoded', ...auth } });
     assert.equal(r.status, 415);
-    const none = await call(server.url, 'POST', '/seeds', { body: '{"urls":["http://a.example/"]}' });
+    const none = await call(server.url, 'POST', '/seeds', { body: '{"urls":["http://a.example/"]}', headers: auth });
     assert.equal(none.status, 415);
-    const charset = await call(server.url, 'POST', '/seeds', { body: '{"urls":["http://a.example/"]}', headers: { 'content-type': 'application/json; charset=utf-8' } });
+    const charset = await call(server.url, 'POST', '/seeds', { body: '{"urls":["http://a.example/"]}', headers: { 'content-type': 'application/json; charset=utf-8', ...auth } });
     assert.equal(charset.status, 200);
   });
 
@@ -198,11 +203,11 @@ describe('API server on loopback without a token', () => {
   });
 
   test('issue 6 §1: pause, resume and policy change a host and answer its new state', async () => {
-    let r = await call(server.url, 'POST', '/hosts/www.example.com/pause');
+    let r = await call(server.url, 'POST', '/hosts/www.example.com/pause', { headers: auth });
     assert.equal(r.status, 200);
     assert.equal(r.json.paused, true);
     assert.equal(backend.hosts.get('www.example.com')?.politeness?.paused, true);
-    r = await call(server.url, 'POST', '/hosts/WWW.EXAMPLE.COM/resume');
+    r = await call(server.url, 'POST', '/hosts/WWW.EXAMPLE.COM/resume', { headers: auth });
     assert.equal(r.json.paused, false);
     r = await call(server.url, 'PUT', '/hosts/www.example.com/policy', { body: JSON.stringify({ minDelayMs: 5000, pageBudget: 100 }), headers: jsonHeaders });
     assert.equal(r.status, 200);
@@ -220,7 +225,7 @@ describe('API server on loopback without a token', () => {
   });
 
   test('issue 6 §1: a backend ApiError keeps its status; any other failure is a 500 without detail', async () => {
-    const r = await call(server.url, 'POST', '/hosts/docs.example.org/pause');
+    const r = await call(server.url, 'POST', '/hosts/docs.example.org/pause', { headers: auth });
     assert.equal(r.status, 409);
     assert.match(r.json.error, /owned by/);
     backend.failNext = new Error('secret internal detail');
@@ -261,7 +266,7 @@ describe('API server on loopback without a token', () => {
   });
 
   test('issue 6 §1: POST /leave answers 202 and starts the leave', async () => {
-    const r = await call(server.url, 'POST', '/leave');
+    const r = await call(server.url, 'POST', '/leave', { headers: auth });
     assert.equal(r.status, 202);
     assert.deepEqual(r.json, { state: 'leaving' });
     assert.equal(backend.leaveCalls, 1);
@@ -432,7 +437,7 @@ describe('CLI client', () => {
   let server: ApiServer;
   before(async () => {
     backend = new MemoryBackend();
-    server = await startApiServer({ listen: '127.0.0.1:0', backend });
+    server = await startApiServer({ listen: '127.0.0.1:0', tokenFile: TOKEN_FILE, openReads: true, backend });
   });
   after(() => server.close());
 
@@ -466,10 +471,10 @@ describe('CLI client', () => {
 
   test('ubicrawl seed: prints the routing; exit 1 if some were rejected, 2 for none given', async () => {
     const out = new Sink();
-    assert.equal(await runSeed(['http://a.example/', 'http://b.example/'], { api: server.url, stdout: out }), 0);
+    assert.equal(await runSeed(['http://a.example/', 'http://b.example/'], { api: server.url, token: TEST_TOKEN, stdout: out }), 0);
     assert.match(out.text, /^accepted 2 URLs: /);
     const out2 = new Sink();
-    assert.equal(await runSeed(['http://a.example/', 'http:///bad'], { api: server.url, stdout: out2 }), 1);
+    assert.equal(await runSeed(['http://a.example/', 'http:///bad'], { api: server.url, token: TEST_TOKEN, stdout: out2 }), 1);
     assert.match(out2.text, /rejected 1:\n  http:\/\/\/bad: invalid-url/);
     const err = new Sink();
     assert.equal(await runSeed([], { api: server.url, stderr: err }), 2);
@@ -502,13 +507,13 @@ describe('CLI client', () => {
 
   test('ubicrawl leave: asks the agent to leave; --wait returns once its API is gone', async () => {
     const out = new Sink();
-    assert.equal(await runLeave({ api: server.url, stdout: out }), 0);
+    assert.equal(await runLeave({ api: server.url, token: TEST_TOKEN, stdout: out }), 0);
     assert.match(out.text, /leaving/);
     const b2 = new MemoryBackend();
-    const s2 = await startApiServer({ listen: '127.0.0.1:0', backend: b2 });
+    const s2 = await startApiServer({ listen: '127.0.0.1:0', tokenFile: TOKEN_FILE, openReads: true, backend: b2 });
     b2.leave = async () => { b2.leaveCalls++; setTimeout(() => void s2.close(), 300); };
     const out2 = new Sink();
-    assert.equal(await runLeave({ api: s2.url, wait: true, stdout: out2 }), 0);
+    assert.equal(await runLeave({ api: s2.url, token: TEST_TOKEN, wait: true, stdout: out2 }), 0);
     assert.equal(b2.leaveCalls, 1);
     assert.match(out2.text, /has left/);
   });

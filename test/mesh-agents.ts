@@ -3,7 +3,7 @@
 // request log tells which agent fetched what (the product token stays `ubicrawl`).
 import assert from 'node:assert/strict';
 import { type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
 import { fetchCounts, spawnAgent, tempDir } from './helpers.js';
@@ -76,8 +76,10 @@ export async function waitMembers(apiPort: number, n: number): Promise<void> {
   }
 }
 
-export async function seedThroughApi(apiPort: number, urls: string[]): Promise<void> {
-  const res = await fetch(`http://127.0.0.1:${apiPort}/seeds`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ urls }) });
+/** POST /seeds to the agent on `apiPort`, whose data dir (holding its API token) is `dataDir`. */
+export async function seedThroughApi(apiPort: number, urls: string[], dataDir: string): Promise<void> {
+  const token = readFileSync(join(dataDir, 'api.token'), 'utf8').trim();
+  const res = await fetch(`http://127.0.0.1:${apiPort}/seeds`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ urls }) });
   assert.equal(res.status, 200, await res.text());
 }
 

@@ -21,7 +21,7 @@ test('3 agents crawl a 300-host web: every page once, each host by one agent, pe
     const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 1}`]);
     const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 2}`]);
     for (const p of [api, api + 1, api + 2]) await waitMembers(p, 3);
-    await seedThroughApi(api + 2, web.roots());
+    await seedThroughApi(api + 2, web.roots(), join(dir, 'a2'));
     void seeds;
     const results = await Promise.all([a0.done, a1.done, a2.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));

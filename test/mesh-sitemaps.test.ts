@@ -4,6 +4,7 @@
 // sitemap URL (wire GRANT_FLAG) for X's URLs in it to be crawled.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { startSyntheticWeb } from '../bench/web/index.js';
 import { tempDir } from './helpers.js';
 import { startAgentProcess, agentOf, pageCounts, waitPort, waitMembers, seedThroughApi } from './mesh-agents.js';
@@ -36,7 +37,7 @@ test('Sitemaps 0.90 cross submits in a mesh: a grant learnt by one agent is hono
     await waitPort(PORT0);
     const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 1}`], { sitemaps: true });
     for (const p of [api, api + 1]) await waitMembers(p, 2);
-    await seedThroughApi(api, web.roots());
+    await seedThroughApi(api, web.roots(), join(dir, 'a0'));
     const results = await Promise.all([a0.done, a1.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
 

@@ -4,12 +4,20 @@
 // and write one clear line on stderr when something fails (DESIGN.md "CLI").
 import { readFileSync } from 'node:fs';
 import { DEFAULT_API_LISTEN, type HostReport, type SeedResult, type StatusResponse, type UrlReport } from './backend.js';
+import { isLoopbackHost } from './server.js';
+import { apiTokenPath, readTokenFileIfPresent } from './token.js';
+import { DEFAULT_DATA_DIR } from '../config.js';
 
 export interface ClientOptions {
   /** `HOST:PORT`, `:PORT`, `PORT` or `http://HOST:PORT`. Default 127.0.0.1:7070. */
   api?: string;
   /** File holding the bearer token. */
   tokenFile?: string;
+  /**
+   * Data dir of an agent on this machine: without `token` or `tokenFile`, its `api.token` is sent to a
+   * loopback API (never to another machine). Default ./ubicrawl-data, as for `join`.
+   */
+  dataDir?: string;
   /** The token itself (wins over `tokenFile`). */
   token?: string;
   /** Print the API's JSON answer instead of the human-readable form. */
@@ -66,7 +74,7 @@ export async function apiRequest<T = unknown>(api: string, method: string, path:
     const msg = parsed && typeof parsed === 'object' && typeof (parsed as { error?: unknown }).error === 'string'
       ? (parsed as { error: string }).error
       : `HTTP ${res.status}`;
-    const hint = res.status === 401 ? ' (give the token with --token-file)' : '';
+    const hint = res.status === 401 ? " (give the token with --token-file, or the agent's --data-dir when it runs on this machine)" : '';
     throw new ApiRequestError(res.status, `${msg}${hint}`);
   }
   return parsed as T;
@@ -235,9 +243,19 @@ export function formatHostReport(h: HostReport): string {
 
 function tokenOf(opts: ClientOptions): string | undefined {
   if (opts.token) return opts.token;
-  if (!opts.tokenFile) return undefined;
-  try { return readFileSync(opts.tokenFile, 'utf8').trim(); } catch (err) {
-    throw new ApiRequestError(-2, `cannot read the token file ${opts.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  if (opts.tokenFile) {
+    try { return readFileSync(opts.tokenFile, 'utf8').trim(); } catch (err) {
+      throw new ApiRequestError(-2, `cannot read the token file ${opts.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+  // The local agent's own token goes only to a loopback address: it must not leak to another machine.
+  let host: string;
+  try { host = new URL(apiBaseUrl(opts.api ?? DEFAULT_API_LISTEN)).hostname; } catch { return undefined; }
+  if (!isLoopbackHost(host)) return undefined;
+  try {
+    return readTokenFileIfPresent(apiTokenPath(opts.dataDir ?? DEFAULT_DATA_DIR));
+  } catch {
+    return undefined; // unreadable here (another user's agent): read-only commands still work, changes get a 401 with a hint
   }
 }
 

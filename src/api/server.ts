@@ -2,23 +2,27 @@
 // table, JSON in and out, every input validated before the backend sees it.
 //
 // Security model (docs/operations.md "API security"):
+// - the mutating routes (every method but GET and HEAD) always need the bearer
+//   token, `Authorization: Bearer …`, compared in constant time; a server
+//   without a token refuses them;
 // - loopback by default; any other listen address needs a bearer token file, and
 //   then every request but the static dashboard shell (`GET /`, which holds no
-//   data and asks for the token itself) must carry `Authorization: Bearer …`,
-//   compared in constant time;
-// - without a token, the Host header must name a loopback address, so a web page
-//   cannot reach the API through DNS rebinding; with or without one, a request
+//   data and asks for the token itself) must carry the token; on loopback the
+//   read-only routes may stay open (`openReads`);
+// - while reads are open, the Host header must name a loopback address, so a web
+//   page cannot reach the API through DNS rebinding; in every mode a request
 //   whose Origin is not the API's own is refused, so a page cannot drive the API
 //   from a visitor's browser (cross-site request forgery);
 // - bodies are limited (413), JSON bodies must say so in Content-Type (415), and
 //   the server's header and request timeouts are short.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { ApiError, DEFAULT_API_LISTEN, type ApiBackend, type HostPolicy, type StatusResponse } from './backend.js';
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
+import { readTokenFile } from './token.js';
 import { silentLogger, type Logger } from '../util/log.js';
 
 export interface ApiServerOptions {
@@ -26,7 +30,13 @@ export interface ApiServerOptions {
   listen: string;
   /** File holding the bearer token (surrounding whitespace ignored). Required unless the listen host is loopback. */
   tokenFile?: string;
-  backend: ApiBackend;
+  /**
+   * With a token on a loopback listen address: the read-only routes answer without it (the mutating
+   * ones still need it). Ignored beyond loopback, where every route needs the token.
+   */
+  openReads?: boolean;
+  /** What the routes serve; may be attached later (`attach`), requests are answered 503 until then. */
+  backend?: ApiBackend;
   logger?: Logger;
   /** Request body limit in bytes (413 beyond). Default 1 MiB. */
   maxBodyBytes?: number;
@@ -37,8 +47,10 @@ export interface ApiServer {
   readonly url: string;
   readonly host: string;
   readonly port: number;
-  /** Whether requests must carry the bearer token. */
+  /** Whether read-only requests must carry the bearer token (mutating ones always must). */
   readonly authRequired: boolean;
+  /** Sets the backend of a server started without one. */
+  attach(backend: ApiBackend): void;
   close(): Promise<void>;
 }
 
@@ -48,7 +60,6 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_SEED_URLS = 10_000;
 /** Longest URL accepted anywhere in the API (browsers and servers commonly stop near 8 KiB). */
 export const MAX_URL_LENGTH = 8192;
-const MIN_TOKEN_LENGTH = 16;
 const MAX_DELAY_MS = 24 * 3600 * 1000;
 const MAX_PAGE_BUDGET = 1_000_000_000;
 /** A declared body this far past the limit is not drained: the connection is closed instead. */
@@ -90,17 +101,6 @@ export function assertListenAllowed(host: string, hasToken: boolean): void {
   if (!hasToken && !isLoopbackHost(host)) {
     throw new Error(`refusing to serve the API on ${host}, which is not a loopback address, without a bearer token: give a token file (--api-token-file FILE), or listen on 127.0.0.1`);
   }
-}
-
-function readToken(file: string): string {
-  let text: string;
-  try { text = readFileSync(file, 'utf8'); } catch (err) {
-    throw new Error(`cannot read the API token file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-  const token = text.trim();
-  if (token.length < MIN_TOKEN_LENGTH) throw new Error(`the API token in ${file} is too short: use at least ${MIN_TOKEN_LENGTH} characters (e.g. \`openssl rand -hex 32\`)`);
-  if (/\s/.test(token)) throw new Error(`the API token in ${file} must be one line without spaces`);
-  return token;
 }
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
@@ -196,14 +196,19 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const log = opts.logger ?? silentLogger;
   const limit = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   assertListenAllowed(host, opts.tokenFile !== undefined);
-  const token = opts.tokenFile ? readToken(opts.tokenFile) : undefined;
+  const token = opts.tokenFile ? readTokenFile(opts.tokenFile) : undefined;
   if (opts.tokenFile) {
     try {
       if ((statSync(opts.tokenFile).mode & 0o077) !== 0) log.warn({ file: opts.tokenFile }, 'the API token file is readable by other users: chmod 600 it');
     } catch { /* read above already succeeded */ }
   }
   const tokenDigest = token ? digest(token) : undefined;
-  const backend = opts.backend;
+  const readsOpen = !tokenDigest || (opts.openReads === true && isLoopbackHost(host));
+  let attached = opts.backend;
+  const be = (): ApiBackend => {
+    if (!attached) throw new ApiError(503, 'the agent is starting: try again in a moment');
+    return attached;
+  };
 
   const sendJson = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void => {
     const text = JSON.stringify(body) + '\n';
@@ -242,13 +247,13 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         GET: async (req, res, { query }) => {
           const nHosts = countParam(query, 'hosts', 10);
           const nErrors = countParam(query, 'errors', 20);
-          const report = backend.status();
+          const report = be().status();
           const body: StatusResponse = {
             ...report,
             now: Date.now(),
-            throughput: backend.throughputHistory(),
-            topHosts: backend.topHosts(nHosts),
-            recentErrors: backend.recentErrors(nErrors),
+            throughput: be().throughputHistory(),
+            topHosts: be().topHosts(nHosts),
+            recentErrors: be().recentErrors(nErrors),
           };
           sendJson(req, res, 200, body);
         },
@@ -258,8 +263,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       pattern: /^\/metrics$/,
       methods: {
         GET: async (req, res) => {
-          const text = await backend.metrics.render();
-          res.writeHead(200, { 'content-type': backend.metrics.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+          const text = await be().metrics.render();
+          res.writeHead(200, { 'content-type': be().metrics.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
           res.end(req.method === 'HEAD' ? undefined : text);
         },
       },
@@ -271,7 +276,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
           const all = query.getAll('url');
           if (all.length !== 1) throw new ApiError(400, 'give exactly one url query parameter: /urls?url=…');
           const url = checkUrl(all[0], 'url');
-          const report = await backend.url(url);
+          const report = await be().url(url);
           if (!report) throw new ApiError(400, `url: ${url} is not a crawlable URL`);
           sendJson(req, res, 200, report);
         },
@@ -290,7 +295,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
             const u = urls[i];
             if (typeof u !== 'string' || u.length === 0 || u.length > MAX_URL_LENGTH) throw new ApiError(400, `urls[${i}]: expected a URL string of 1-${MAX_URL_LENGTH} characters`);
           }
-          const result = await backend.seed(urls as string[]);
+          const result = await be().seed(urls as string[]);
           const blocked = result.rejected.filter((r) => r.reason === 'blocked-address');
           if (result.accepted === 0 && blocked.length > 0) {
             // Nothing was taken and at least one URL points inward (docs/operations.md "Internal addresses").
@@ -310,7 +315,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         POST: async (req, res) => {
           req.resume();
           // The leave hands off this agent's hosts and may take a while: answer now, let it run.
-          backend.leave().catch((err: Error) => log.error({ err: err.message }, 'leave failed'));
+          be().leave().catch((err: Error) => log.error({ err: err.message }, 'leave failed'));
           sendJson(req, res, 202, { state: 'leaving' });
         },
       },
@@ -320,7 +325,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       methods: {
         GET: async (req, res, p) => {
           const name = hostParam(p);
-          const report = await backend.host(name);
+          const report = await be().host(name);
           if (!report) throw new ApiError(404, `nothing is known about host ${name}`);
           sendJson(req, res, 200, report);
         },
@@ -328,11 +333,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     },
     {
       pattern: /^\/hosts\/([^/]+)\/pause$/,
-      methods: { POST: async (req, res, p) => { const name = hostParam(p); req.resume(); sendJson(req, res, 200, await backend.pauseHost(name)); } },
+      methods: { POST: async (req, res, p) => { const name = hostParam(p); req.resume(); sendJson(req, res, 200, await be().pauseHost(name)); } },
     },
     {
       pattern: /^\/hosts\/([^/]+)\/resume$/,
-      methods: { POST: async (req, res, p) => { const name = hostParam(p); req.resume(); sendJson(req, res, 200, await backend.resumeHost(name)); } },
+      methods: { POST: async (req, res, p) => { const name = hostParam(p); req.resume(); sendJson(req, res, 200, await be().resumeHost(name)); } },
     },
     {
       pattern: /^\/hosts\/([^/]+)\/policy$/,
@@ -345,17 +350,25 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
           if ('minDelayMs' in body) policy.minDelayMs = intOrNull(body.minDelayMs, 'minDelayMs', MAX_DELAY_MS);
           if ('pageBudget' in body) policy.pageBudget = intOrNull(body.pageBudget, 'pageBudget', MAX_PAGE_BUDGET);
           if (Object.keys(policy).length === 0) throw new ApiError(400, 'give minDelayMs and/or pageBudget (a number, or null to clear)');
-          sendJson(req, res, 200, await backend.setHostPolicy(name, policy));
+          sendJson(req, res, 200, await be().setHostPolicy(name, policy));
         },
       },
     },
   ];
 
-  const authorized = (req: IncomingMessage): boolean => {
-    if (!tokenDigest) return true;
+  const hasToken = (req: IncomingMessage): boolean => {
+    if (!tokenDigest) return false;
     const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(req.headers.authorization ?? '');
     // Comparing fixed-length digests keeps the time independent of where the strings differ and of their lengths.
     return m !== null && timingSafeEqual(digest(m[1]), tokenDigest);
+  };
+
+  const refuse = (req: IncomingMessage, res: ServerResponse): never => {
+    req.resume();
+    res.setHeader('www-authenticate', 'Bearer realm="ubicrawl"');
+    throw new ApiError(401, tokenDigest
+      ? 'missing or wrong bearer token (Authorization: Bearer <token>)'
+      : 'this API has no bearer token configured, so it accepts no changes');
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -369,7 +382,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       throw new ApiError(400, 'malformed request target');
     }
     const hostHeader = req.headers.host;
-    if (!tokenDigest && hostHeader !== undefined) {
+    if (readsOpen && hostHeader !== undefined) {
       let name = '';
       try { name = new URL(`http://${hostHeader}/`).hostname; } catch { /* stays empty: refused below */ }
       if (!isLoopbackHost(name)) { req.resume(); throw new ApiError(403, 'this API answers only requests addressed to a loopback host'); }
@@ -382,15 +395,12 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     }
     const path = url.pathname;
     const isShell = path === '/' && (method === 'GET' || method === 'HEAD');
-    if (!isShell && !authorized(req)) {
-      req.resume();
-      res.setHeader('www-authenticate', 'Bearer realm="ubicrawl"');
-      throw new ApiError(401, 'missing or wrong bearer token (Authorization: Bearer <token>)');
-    }
+    if (!isShell && !readsOpen && !hasToken(req)) refuse(req, res);
     for (const r of routes) {
       const m = r.pattern.exec(path);
       if (!m) continue;
-      const h = r.methods[method === 'HEAD' ? 'GET' : method];
+      const verb = method === 'HEAD' ? 'GET' : method;
+      const h = r.methods[verb];
       if (!h) {
         req.resume();
         const allow = Object.keys(r.methods);
@@ -398,6 +408,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         res.setHeader('allow', allow.join(', '));
         throw new ApiError(405, `${method} is not allowed on ${path} (allowed: ${allow.join(', ')})`);
       }
+      // Changing the crawl always takes the token, on loopback too: any local process or user could otherwise.
+      if (verb !== 'GET' && !hasToken(req)) refuse(req, res);
       await h(req, res, { host: m[1], query: url.searchParams });
       return;
     }
@@ -440,14 +452,15 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   server.on('error', (err) => log.error({ err: err.message }, 'api server error'));
   const addr = server.address() as AddressInfo;
   const shownHost = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  log.info({ url: `http://${shownHost}:${addr.port}`, auth: token ? 'bearer' : 'none (loopback)' }, 'API listening');
+  log.debug({ url: `http://${shownHost}:${addr.port}`, auth: !token ? 'none (loopback, read-only)' : readsOpen ? 'bearer for changes (loopback reads open)' : 'bearer' }, 'API listening');
 
   let closing: Promise<void> | undefined;
   return {
     url: `http://${shownHost}:${addr.port}`,
     host: addr.address,
     port: addr.port,
-    authRequired: token !== undefined,
+    authRequired: !readsOpen,
+    attach(backend: ApiBackend) { attached = backend; },
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

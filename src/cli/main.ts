@@ -3,7 +3,7 @@
 // Heavy modules are imported inside the actions so `--help` stays instant.
 import { writeFileSync, readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { parseResolveRule, DEFAULT_USER_AGENT, type ResolveRule } from '../config.js';
+import { parseResolveRule, DEFAULT_DATA_DIR, DEFAULT_USER_AGENT, type ResolveRule } from '../config.js';
 import { classifySeed, UsageError, type SeedSet } from './seeds.js';
 import { DEFAULT_POLITENESS } from '../politeness/host.js';
 import { parseCidr } from '../fetch/address.js';
@@ -60,7 +60,7 @@ export function buildProgram(): Command {
   program.command('join')
     .description('start an agent: crawl seeds, and (with a peer seed) join a mesh')
     .option('--seed <url|peer|file>', 'crawl seed URL, peer (multiaddr or host:port), or file of either; repeatable', collect, [])
-    .option('--data-dir <dir>', 'where the store and the WARC files live', './ubicrawl-data')
+    .option('--data-dir <dir>', 'where the store, the WARC files and the API token (api.token) live', DEFAULT_DATA_DIR)
     .option('--user-agent <string>', 'User-Agent header; its product token is matched against robots.txt', DEFAULT_USER_AGENT)
     .option('--concurrency <n>', 'parallel fetches (each to a different host)', intArg('--concurrency', 1), 32)
     .option('--min-delay <ms>', 'minimum delay between two requests to one host', intArg('--min-delay', 0), 1000)
@@ -108,7 +108,7 @@ export function buildProgram(): Command {
     .option('--heartbeat <ms>', 'membership heartbeat interval', intArg('--heartbeat', 50), 1000)
     .option('--dead-after <ms>', 'a silent member without a connection is dead after this long', intArg('--dead-after', 100), 5000)
     .option('--api <host:port>', 'serve the status and control API (and dashboard) here, e.g. 127.0.0.1:7070')
-    .option('--api-token-file <file>', 'bearer token required by the API (mandatory when it listens beyond loopback)')
+    .option('--api-token-file <file>', 'bearer token required by every API route (mandatory when it listens beyond loopback); without it the agent makes DATA-DIR/api.token, required by the routes that change something')
     .addOption(new Option('--progress <mode>', 'live display').choices(['auto', 'tty', 'log', 'off']).default('auto'))
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .option('--heap-growth <percent>', 'let the JS heap grow this many percent over its live size (but at least 48 MB) before a full GC; 0 = V8\'s own policy, up to 300', intArg('--heap-growth', 0), 50)
@@ -161,7 +161,8 @@ export function buildProgram(): Command {
   // Commands that talk to a running agent's API (src/api/client.ts).
   const apiOptions = (c: Command) => c
     .option('--api <host:port>', 'the agent API', '127.0.0.1:7070')
-    .option('--token-file <file>', 'bearer token file')
+    .option('--token-file <file>', 'bearer token file (default: DATA-DIR/api.token, for an agent on this machine)')
+    .option('--data-dir <dir>', "the agent's data dir, where its API token is", DEFAULT_DATA_DIR)
     .option('--json', 'print raw JSON', false);
   apiOptions(program.command('status').description('show an agent and the mesh as it sees it'))
     .action(async (opts) => { const { runStatus } = await import('../api/client.js'); process.exitCode = await runStatus(opts); });
@@ -184,7 +185,7 @@ export function buildProgram(): Command {
   warc.command('get')
     .description('print the stored response body of a URL, found through the CDXJ indexes')
     .argument('<url>')
-    .option('--dir <dir>', 'WARC directory', './ubicrawl-data/warc')
+    .option('--dir <dir>', 'WARC directory', `${DEFAULT_DATA_DIR}/warc`)
     .option('--headers', 'print the status line and headers first (like curl -i)', false)
     .option('--out <file>', 'write the body to this file instead of stdout')
     .option('--timestamp <ts>', 'the capture closest to this 14-digit timestamp')
@@ -239,7 +240,8 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   const { startProgress } = await import('./progress.js');
   // On a TTY the live line is the display; logs show only what needs attention.
   const logger = createLogger(mode === 'tty' && opts.logLevel === 'info' ? 'warn' : opts.logLevel);
-  const agent = await startAgent({
+  const { StartupError } = await import('../crawl/preflight.js');
+  const starting = startAgent({
     dataDir: opts.dataDir, userAgent: opts.userAgent, seeds: seeds.urls, concurrency: opts.concurrency,
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
     resolve: opts.resolve, allowAddress: opts.allowAddress, fetch: { maxBodyBytes: opts.maxBody },
@@ -264,6 +266,14 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     },
     logger,
   });
+  let agent: Awaited<typeof starting>;
+  try {
+    agent = await starting;
+  } catch (err) {
+    // Found before anything started: one line, exit 2 (docs/cli.md "Exit codes").
+    if (err instanceof StartupError) { process.stderr.write(`ubicrawl: ${err.message}\n`); return 2; }
+    throw err;
+  }
   const progress = startProgress(mode, () => agent.snapshot(), logger);
   let signals = 0;
   const onSignal = (sig: string) => {

@@ -31,7 +31,8 @@ import { WarcWriter, type WriteResult } from '../warc/writer.js';
 import { encodeFetchRecord, type FetchRecord } from './records.js';
 import { createMetrics } from '../api/metrics.js';
 import { ThroughputHistory, RecentErrors } from '../api/history.js';
-import { startApiServer, type ApiServer } from '../api/server.js';
+import type { ApiServer } from '../api/server.js';
+import { preflight, StartupError } from './preflight.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
@@ -125,6 +126,9 @@ function queuedAt(seen: Buffer, value: Buffer | undefined): Buffer | undefined {
   return k;
 }
 
+/** Pause between two handoff rounds of a leave while URLs are still queued here. */
+const LEAVE_ROUND_MS = 50;
+
 /** Promotions looked up per store round trip. */
 const PROMOTION_BATCH = 512;
 
@@ -156,13 +160,21 @@ export async function startAgent(options: AgentOptions & { logger?: Logger } = {
   const config = resolveConfig(options);
   for (const a of config.allowAddress) parseCidr(a); // a bad range is a usage error, found before anything opens
   const logger = options.logger ?? (config.logLevel === 'silent' ? silentLogger : createLogger(config.logLevel));
+  // Every startup error is found before anything starts (src/crawl/preflight.ts).
+  const { api } = await preflight(config, logger);
   limitHeapGrowth(config.heapGrowthPercent);
-  const store = await openStore(config.dataDir);
-  const agent = new Agent(config, store, logger);
+  let store: Store;
+  try {
+    store = await openStore(config.dataDir);
+  } catch (err) {
+    await api?.close();
+    throw new StartupError((err as Error).message);
+  }
+  const agent = new Agent(config, store, logger, api);
   try {
     await agent.start();
   } catch (err) {
-    await store.close().catch(() => {});
+    await agent.abandonStart();
     throw err;
   }
   return agent;
@@ -237,7 +249,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly recrawl: Recrawler | undefined;
   private durationTimer: NodeJS.Timeout | undefined;
 
-  constructor(readonly config: AgentConfig, readonly store: Store, private readonly log: Logger) {
+  constructor(readonly config: AgentConfig, readonly store: Store, private readonly log: Logger, api?: ApiServer) {
+    this.api = api;
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
@@ -308,12 +321,17 @@ class Agent implements AgentHandle, AgentView {
         timeoutMs: this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs,
         floorMs: this.config.minDelayMs,
       });
-      this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
-        accept: (items, from) => this.acceptFromPeer(items, from),
-        onChange: (c) => this.onMembershipChange(c),
-        counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
-        localIdle: () => this.localIdle(),
-      }, this.log);
+      try {
+        this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
+          accept: (items, from) => this.acceptFromPeer(items, from),
+          onChange: (c) => this.onMembershipChange(c),
+          counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
+          localIdle: () => this.localIdle(),
+        }, this.log);
+      } catch (err) {
+        // Nothing was crawled yet: a mesh that cannot start (e.g. its port in use) is a startup error.
+        throw new StartupError(`cannot start the mesh: ${(err as Error).message}`);
+      }
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
       this.startHandoffGate(this.mesh);
     }
@@ -355,8 +373,9 @@ class Agent implements AgentHandle, AgentView {
     });
     this.sampler = setInterval(() => this.history.sample(Date.now(), this.stats.fetched), 1000);
     this.sampler.unref();
-    if (this.config.api.listen) {
-      this.api = await startApiServer({ listen: this.config.api.listen, tokenFile: this.config.api.tokenFile, backend: new AgentBackend(this), logger: this.log });
+    if (this.api) {
+      // Bound before anything started (src/crawl/preflight.ts); it answers from now on.
+      this.api.attach(new AgentBackend(this));
       this.log.info({ api: this.api.url }, 'API listening');
     }
     this.log.info({ dataDir: this.config.dataDir, queued: this.frontier.queued, hosts: this.frontier.knownHosts, agent: this.shortId }, 'agent started');
@@ -429,26 +448,40 @@ class Agent implements AgentHandle, AgentView {
   /**
    * Graceful leave: announce it, hand every host (queued URLs and seen
    * entries) to its new owner, wait until the peers acknowledged all of it,
-   * then stop. Without a mesh, just stop.
+   * then stop. Without a mesh, or with no other member to hand to, just stop:
+   * the queue stays on disk for the next start. The whole leave is bounded by
+   * mesh.leaveTimeoutMs and waits on timers and I/O only, so the API and a
+   * second signal are answered meanwhile (docs/mesh.md "Leaving").
    */
   async leave(): Promise<void> {
     if (!this.mesh || this.lifecycle !== 'active') { void this.stop(); return; }
+    const mesh = this.mesh;
     this.lifecycle = 'leaving';
     this.log.info('leaving the mesh: handing hosts over');
-    await this.mesh.leave();
+    await mesh.leave();
+    // Our own ring no longer holds us: with nobody else in it every host maps back to us.
+    const nobodyToHandTo = () => mesh.membership.ring.members().length === 0;
+    if (nobodyToHandTo()) {
+      if (this.frontier.queued > 0) this.log.warn({ queued: this.frontier.queued }, 'no other member to hand hosts to: stopping with the queue kept for the next start');
+      void this.stop();
+      return;
+    }
+    const deadline = Date.now() + this.config.mesh.leaveTimeoutMs;
     // Our queue drains only through handoffs now. URLs still in the DRUM buffer, or
     // arriving from peers that have not yet seen us leave, land in our frontier
     // after a handoff: repeat until nothing is left here.
-    const deadline = Date.now() + 120_000;
-    do {
+    for (;;) {
       await this.drum.flush();
       this.scheduleRebalance();
       await this.rebalancing;
-      while (this.inFlight > 0 || this.processing > 0 || this.rebalancePending) await this.rebalancing.then(() => sleep(20));
-    } while ((this.frontier.queued > 0 || this.drum.busy) && Date.now() < deadline);
+      while ((this.inFlight > 0 || this.processing > 0 || this.rebalancePending) && Date.now() < deadline) await this.rebalancing.then(() => sleep(20));
+      if ((this.frontier.queued === 0 && !this.drum.busy) || Date.now() >= deadline || nobodyToHandTo()) break;
+      // A real timer between rounds: URLs that cannot move yet must not make this a microtask loop.
+      await sleep(LEAVE_ROUND_MS);
+    }
     if (this.frontier.queued > 0) this.log.warn({ queued: this.frontier.queued }, 'left with URLs still queued here; they are crawled when this agent returns');
-    const acked = await this.mesh.outbox.waitEmpty({ timeoutMs: 60_000 });
-    if (!acked) this.log.warn({ queued: this.mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
+    const acked = await mesh.outbox.waitEmpty({ timeoutMs: Math.max(0, deadline - Date.now()) });
+    if (!acked) this.log.warn({ queued: mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
     void this.stop();
   }
 
@@ -1486,6 +1519,19 @@ class Agent implements AgentHandle, AgentView {
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
     this.resolveDone(summary);
     return summary;
+  }
+
+  /** Undoes a start() that threw: nothing was crawled, so nothing is flushed, only closed. */
+  async abandonStart(): Promise<void> {
+    this.running = false;
+    if (this.handoffTimer) clearInterval(this.handoffTimer);
+    if (this.sampler) clearInterval(this.sampler);
+    await this.api?.close().catch(() => {});
+    await this.mesh?.stop().catch(() => {});
+    await this.warc?.close().catch(() => {});
+    await this.fingerprinter?.close().catch(() => {});
+    await this.fetcher.close().catch(() => {});
+    await this.store.close().catch(() => {});
   }
 
   private async agentShortId(): Promise<string> {
