@@ -49,6 +49,7 @@ import { decodeFetchRecord } from './records.js';
 import { indexWarcFile } from '../warc/cdxj.js';
 import { newHostPoliteness, politenessConfig, retryDelayMs, unpark, type HostPoliteness } from '../politeness/host.js';
 import { PolitenessControl, type Verdict } from '../politeness/control.js';
+import { SideClocks } from '../politeness/side-clocks.js';
 import { DnsError } from '../fetch/dns.js';
 import { CrawlStats, bump } from './stats.js';
 import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
@@ -77,7 +78,20 @@ export interface HostData {
   checkSeen: boolean;
   /** robots.txt fetches in a row that found it unreachable (5xx, 429, network): its URLs wait while this is within the retry limit. */
   robotsFailures: number;
+  /** A robots.txt exchange under way: the redirect hop its next turn requests (RFC 9309 §2.3.1.2). */
+  robotsHop?: { origin: string; target: string; hop: number };
 }
+
+/** A host held for one robots.txt redirect hop made on another host's turn (Agent.holdHopHost). */
+interface HopHold {
+  state: HostPoliteness;
+  minDelayMs: number | null;
+  frontierHost: HostState<HostData> | undefined;
+  release(nextAllowedAt: number): void;
+}
+
+/** How soon a robots.txt hop to a host with a request in flight is tried again. */
+const HOP_BUSY_RETRY_MS = 100;
 
 export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
 
@@ -213,6 +227,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly fetcher: Fetcher;
   readonly politeness: PolitenessControl;
   private readonly robots: RobotsCache;
+  /** Clocks of hosts outside the frontier that robots.txt redirects lead to. */
+  private readonly sideClocks = new SideClocks();
   private readonly drum: Drum<Candidate>;
   /** Finished pages' writes, grouped into shared batches (src/store/group-commit.ts). */
   private readonly commits: GroupCommit;
@@ -258,7 +274,7 @@ class Agent implements AgentHandle, AgentView {
       addresses: new AddressPolicy(config.allowAddress),
     });
     this.politeness = new PolitenessControl(politenessConfig(config));
-    this.robots = new RobotsCache(store.robots, this.fetcher, config.robots, config.minDelayMs);
+    this.robots = new RobotsCache(store.robots, this.fetcher, config.robots);
     this.scope = new ScopePolicy(config.scope);
     this.sitemapGrants = new SitemapGrants(store.meta);
     this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, config.dedup, this.stats.dedup) : undefined;
@@ -840,38 +856,62 @@ class Agent implements AgentHandle, AgentView {
         if (robots) h.data.robots.set(origin, robots);
       }
       if (!robots) {
-        // Fetching robots.txt is this turn's request; the page waits for the next turn.
-        const ip = this.beforeRequest(h, q, u);
-        if (ip === null) return;
-        if (typeof ip === 'object') { await this.refuseAddress(q, h, ip); continue; }
+        // Fetching robots.txt — one request of it: robots.txt itself or one redirect hop (RFC 9309 §2.3.1.2) — is
+        // this turn's request; the page waits for a later turn. Each hop waits for the clock of the host it goes
+        // to, as every request does (docs/politeness.md "Redirects").
+        const pending = h.data.robotsHop?.origin === origin ? h.data.robotsHop : undefined;
+        const target = pending?.target ?? `${origin}/robots.txt`;
+        const hop = pending?.hop ?? 0;
+        const targetHost = hostOf(target);
+        const other = targetHost === h.name ? undefined : this.holdHopHost(targetHost, Date.now());
+        if (typeof other === 'number') {
+          // The target's host is busy or resting: this host tries again when it is free (nothing was sent).
+          this.frontier.unshift(h, q);
+          h.data.pendingAcks--;
+          this.frontier.release(h, Math.max(other, h.data.polite.nextAllowedAt));
+          return;
+        }
+        if (other === 'parked') {
+          // Not contacted again in this run: robots.txt is unreachable (RFC 9309 §2.3.1.4).
+          this.frontier.unshift(h, q);
+          h.data.pendingAcks--;
+          h.data.robotsHop = undefined;
+          await this.robotsDecided(h, origin, await this.robots.giveUp(origin));
+          this.frontier.release(h, Math.max(Date.now(), h.data.polite.nextAllowedAt));
+          return;
+        }
+        const checked = this.beforeRequest(h, q, new URL(target));
+        if (checked === null) { other?.release(Date.now()); return; }
+        if (typeof checked === 'object' && hop === 0) { other?.release(Date.now()); await this.refuseAddress(q, h, checked); continue; }
+        // A redirect hop to a refused address is refused again by the fetcher's connect check: robots.txt is then
+        // unreachable (RFC 9309 §2.3.1.4), never silently allowed.
+        const ip = typeof checked === 'object' ? undefined : checked;
         this.frontier.unshift(h, q);
         h.data.pendingAcks--;
-        const log = { outcomes: [] as FetchOutcome[] };
-        const entry = await this.robots.fetch(origin, log);
-        this.stats.robotsFetches++;
-        this.metrics.robotsFetched(entry.verdict);
-        // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
-        if (entry.verdict === 'unreachable') {
-          const n = h.data.robotsFailures++;
-          if (n < this.politeness.cfg.maxRetries) entry.expires = Math.min(entry.expires, Date.now() + retryDelayMs(n, this.politeness.cfg));
-        } else {
-          h.data.robotsFailures = 0;
-        }
-        h.data.robots.set(origin, entry);
-        h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
-        for (const out of log.outcomes) if (out.ok) await this.writeWarc(out);
-        if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
-        else await this.discoverSitemaps(origin, entry);
-        // Every robots.txt exchange with this host goes through the politeness state too.
+        const step = await this.robots.step(origin, target, hop);
+        const out = step.out;
+        if (out.ok) await this.writeWarc(out);
+        // The exchange shapes the clock of the host it went to (its backoff, pauses and parking too).
         const now = Date.now();
-        let v: Verdict | undefined;
-        for (const out of log.outcomes) {
-          if (hostOf(out.url) !== h.name) continue;
-          const one = this.politeness.record(h.name, h.data.polite, out, 0, now, { dnsPermanent: this.dnsPermanent(out, u.hostname), minDelayMs: h.data.policy.minDelayMs, robots: true });
-          if (one) { v = one; this.notePoliteness(h, one, out.url); }
-        }
+        const clock = other ? other.state : h.data.polite;
+        const v = this.politeness.record(targetHost, clock, out, 0, now, {
+          dnsPermanent: this.dnsPermanent(out, new URL(target).hostname), minDelayMs: other ? other.minDelayMs : h.data.policy.minDelayMs, robots: true,
+        });
         this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
-        this.frontier.release(h, v && !v.park ? v.nextAllowedAt : now);
+        const next = v && !v.park ? v.nextAllowedAt : now;
+        if (other) {
+          if (v && other.frontierHost) this.notePoliteness(other.frontierHost, v, out.url);
+          other.release(next);
+        } else if (v) {
+          this.notePoliteness(h, v, out.url);
+        }
+        if (step.next !== undefined) {
+          h.data.robotsHop = { origin, target: step.next, hop: hop + 1 };
+        } else {
+          h.data.robotsHop = undefined;
+          await this.robotsDecided(h, origin, step.entry);
+        }
+        this.frontier.release(h, other ? Math.max(now, h.data.polite.nextAllowedAt) : next);
         return;
       }
       if (robots.rules.crawlDelay(this.token) !== undefined) h.data.polite.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
@@ -939,6 +979,51 @@ class Agent implements AgentHandle, AgentView {
       });
       return;
     }
+  }
+
+  /** robots.txt for `origin` is decided: kept, counted, its sitemaps found. */
+  private async robotsDecided(h: HostState<HostData>, origin: string, entry: RobotsEntry): Promise<void> {
+    this.stats.robotsFetches++;
+    this.metrics.robotsFetched(entry.verdict);
+    // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
+    if (entry.verdict === 'unreachable') {
+      const n = h.data.robotsFailures++;
+      if (n < this.politeness.cfg.maxRetries) entry.expires = Math.min(entry.expires, Date.now() + retryDelayMs(n, this.politeness.cfg));
+    } else {
+      h.data.robotsFailures = 0;
+    }
+    h.data.robots.set(origin, entry);
+    h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
+    if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
+    else await this.discoverSitemaps(origin, entry);
+  }
+
+  /**
+   * The clock of another host a robots.txt redirect leads to, held for one
+   * request: that host's frontier record if we have one (held like a turn of
+   * its own, so none of its pages goes out meanwhile), else a side clock. A
+   * number when the host is busy or resting (try again then); 'parked' for a
+   * host we no longer contact.
+   */
+  private holdHopHost(name: string, now: number): HopHold | number | 'parked' {
+    const fh = this.frontier.host(name);
+    if (fh) {
+      if (fh.data.polite.parked) return 'parked';
+      const at = Math.max(fh.nextAllowed, fh.data.polite.nextAllowedAt);
+      if (at > now) return at;
+      if (!this.frontier.hold(fh)) return now + HOP_BUSY_RETRY_MS;
+      return {
+        state: fh.data.polite, minDelayMs: fh.data.policy.minDelayMs, frontierHost: fh,
+        // Never earlier than it was (a hop that sent nothing, e.g. waiting for DNS, leaves its clock as it was).
+        release: (t) => this.frontier.release(fh, Math.max(t, fh.nextAllowed)),
+      };
+    }
+    const c = this.sideClocks.get(name, now);
+    if (c.state.parked) return 'parked';
+    if (c.state.nextAllowedAt > now) return c.state.nextAllowedAt;
+    if (c.busy) return now + HOP_BUSY_RETRY_MS;
+    c.busy = true;
+    return { state: c.state, minDelayMs: null, frontierHost: undefined, release: () => { c.busy = false; } };
   }
 
   /**
@@ -1107,8 +1192,14 @@ class Agent implements AgentHandle, AgentView {
       const loc = out.header('location');
       if (loc) {
         this.stats.redirects++;
-        const c = this.candidate(loc, q.url, q.depth);
-        if (c) { c.inlink = true; links.push(c); }
+        // A sitemap's redirect leads to the sitemap (with its cross-submit grants), queued like any URL: through the
+        // frontier, so the target waits for its host's clock.
+        const c = this.candidate(loc, q.url, q.depth, q.kind);
+        if (c && q.kind === 'sitemap') {
+          const grants = await this.sitemapGrants.get(q.url);
+          if (grants?.length) { c.grant = grants[0]; for (const g of grants.slice(1)) links.push({ ...c, grant: g }); }
+          links.push(c);
+        } else if (c) { c.inlink = true; links.push(c); }
       }
     } else if (out.status >= 200 && out.status < 300) {
       if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));

@@ -730,6 +730,18 @@ export class Frontier<D> {
     this.schedule(h);
   }
 
+  /**
+   * Holds a host that is not in flight as if handed out, for a request made
+   * on another host's turn (a robots.txt redirect across hosts); `release`
+   * ends it. False if it is in flight already.
+   */
+  hold(h: HostState<D>): boolean {
+    if (h.inFlight) return false;
+    h.inFlight = true;
+    this.unready(h);
+    return true;
+  }
+
   setPaused(h: HostState<D>, paused: boolean): void {
     h.paused = paused;
     this.schedule(h);

@@ -25,18 +25,17 @@ export interface RobotsEntry {
   status?: number;
 }
 
-/** What was fetched to decide, so the caller can log, count and WARC-record it. */
-export interface RobotsFetchLog {
-  outcomes: FetchOutcome[];
-}
+/** One request of a robots.txt exchange (the caller logs, counts and WARC-records `out`). */
+export type RobotsStep =
+  | { out: FetchOutcome; entry: RobotsEntry; next?: undefined }
+  | { out: FetchOutcome; next: string; entry?: undefined };
 
 const UNREACHABLE_TTL_MS = 10 * 60_000;
 
 interface Stored { fetchedAt: number; status: number; body: string }
 
 export class RobotsCache {
-  /** `hopDelayMs`: pause between two redirect hops to the same host (politeness holds for robots.txt too). */
-  constructor(private readonly db: Sublevel, private readonly fetcher: Fetcher, private readonly cfg: RobotsConfig, private readonly hopDelayMs = 0) {}
+  constructor(private readonly db: Sublevel, private readonly fetcher: Fetcher, private readonly cfg: RobotsConfig) {}
 
   /** The cached entry for an origin if still fresh. */
   async lookup(origin: string, now = Date.now()): Promise<RobotsEntry | undefined> {
@@ -45,31 +44,39 @@ export class RobotsCache {
     return this.fromStored(stored, stored.fetchedAt + this.cfg.cacheTtlMs);
   }
 
-  /** Fetches robots.txt for `origin`, following redirects; stores what it learns. */
-  async fetch(origin: string, log: RobotsFetchLog, now = Date.now()): Promise<RobotsEntry> {
-    let target = `${origin}/robots.txt`;
-    for (let hop = 0; hop <= this.cfg.maxRedirects; hop++) {
-      const out = await this.fetcher.fetch(target);
-      log.outcomes.push(out);
-      if (!out.ok) return this.unreachable(origin, now);
-      const s = out.status;
-      if (s >= 300 && s < 400) {
-        const loc = out.header('location');
-        if (!loc) return this.store(origin, { fetchedAt: now, status: s, body: '' });
-        const from = new URL(target).host;
-        try { target = new URL(loc, target).href; } catch { return this.store(origin, { fetchedAt: now, status: 404, body: '' }); }
-        if (this.hopDelayMs > 0 && new URL(target).host === from) await new Promise((r) => setTimeout(r, this.hopDelayMs));
-        continue;
-      }
-      if (s === 429 || s >= 500) return this.unreachable(origin, now);
-      if (s >= 200 && s < 300) {
-        const body = out.body.subarray(0, this.cfg.maxBytes).toString('utf8');
-        return this.store(origin, { fetchedAt: now, status: s, body });
-      }
-      return this.store(origin, { fetchedAt: now, status: s, body: '' });
+  /**
+   * One request of the robots.txt exchange for `origin`: `target` is
+   * `${origin}/robots.txt` at hop 0, else the Location of hop − 1. Either the
+   * exchange is decided (`entry`, stored) or it goes on at `next`, one hop
+   * further. One request per call, so that the caller can wait for the
+   * politeness clock of the target's host between hops (docs/politeness.md).
+   */
+  async step(origin: string, target: string, hop: number, now = Date.now()): Promise<RobotsStep> {
+    const out = await this.fetcher.fetch(target);
+    if (!out.ok) return { out, entry: await this.unreachable(origin, now) };
+    const s = out.status;
+    if (s >= 300 && s < 400) {
+      const loc = out.header('location');
+      if (!loc) return { out, entry: await this.store(origin, { fetchedAt: now, status: s, body: '' }) };
+      let next: string;
+      try { next = new URL(loc, target).href; } catch { return { out, entry: await this.store(origin, { fetchedAt: now, status: 404, body: '' }) }; }
+      // §2.3.1.2: more than five redirects → treat as unavailable (allow all).
+      if (hop >= this.cfg.maxRedirects) return { out, entry: await this.store(origin, { fetchedAt: now, status: 404, body: '' }) };
+      // Not fetchable over HTTP: as if the fetch had failed.
+      if (!next.startsWith('http://') && !next.startsWith('https://')) return { out, entry: await this.unreachable(origin, now) };
+      return { out, next };
     }
-    // §2.3.1.2: more than five redirects → treat as unavailable (allow all).
-    return this.store(origin, { fetchedAt: now, status: 404, body: '' });
+    if (s === 429 || s >= 500) return { out, entry: await this.unreachable(origin, now) };
+    if (s >= 200 && s < 300) {
+      const body = out.body.subarray(0, this.cfg.maxBytes).toString('utf8');
+      return { out, entry: await this.store(origin, { fetchedAt: now, status: s, body }) };
+    }
+    return { out, entry: await this.store(origin, { fetchedAt: now, status: s, body: '' }) };
+  }
+
+  /** The exchange ends without a request (e.g. a redirect to a host we no longer contact): unreachable (§2.3.1.4). */
+  giveUp(origin: string, now = Date.now()): Promise<RobotsEntry> {
+    return this.unreachable(origin, now);
   }
 
   private async unreachable(origin: string, now: number): Promise<RobotsEntry> {
