@@ -11,7 +11,11 @@
 // - a unit's ops are never split: they land in one LevelDB batch, in order;
 // - a unit's promise settles only after the batch holding it is written, so a
 //   caller that waits for it still knows its ops are in the log;
-// - units are written in the order they were handed over.
+// - units are written in the order they were handed over;
+// - fail-stop: after a batch fails, no later unit is written (each is rejected
+//   with that error). A failed log append may leave a torn record, and LevelDB's
+//   recovery drops what follows it in its log block, so a later batch could be
+//   lost although it was reported written (docs/storage.md "Write failures").
 import type { RawDb } from './db.js';
 import type { BatchOp } from '../seen/drum.js';
 
@@ -29,12 +33,15 @@ export class GroupCommit {
   private waiters: Waiter[] = [];
   private writing = false;
   private scheduled = false;
+  /** The error of the first failed batch: nothing is written after it. */
+  private failed: Error | undefined;
   readonly stats: GroupCommitStats = { batches: 0, units: 0 };
 
   constructor(private readonly db: RawDb) {}
 
   /** Writes `ops` atomically with whatever else is waiting; settles when they are in the log. */
   write(ops: BatchOp[]): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
     return new Promise<void>((resolve, reject) => {
       for (const op of ops) this.ops.push(op);
       this.waiters.push({ resolve, reject });
@@ -67,11 +74,13 @@ export class GroupCommit {
   }
 
   private async writeBatch(ops: BatchOp[], waiters: Waiter[]): Promise<void> {
-    let error: Error | undefined;
-    try {
-      await this.db.batch(ops as never);
-    } catch (err) {
-      error = err as Error;
+    let error: Error | undefined = this.failed;
+    if (!error) {
+      try {
+        await this.db.batch(ops as never);
+      } catch (err) {
+        error = this.failed = err as Error;
+      }
     }
     this.writing = false;
     for (const w of waiters) {
