@@ -1,9 +1,11 @@
-// Write failures (docs/storage.md "Write failures"): a WARC write that fails
+// Write failures and durability (docs/storage.md "Write failures", "Durability
+// window"): a WARC write that fails
 // leaves its URL queued and stops the agent with `failure` in its summary; a
 // failed store batch stops the group commit and the DRUM from writing anything
 // after it (fail-stop). The WARC failure is a real one: the WARC directory is
 // removed while the agent waits for a page, so the writer's next file (one per
-// record with a 1-byte size limit) cannot be created.
+// record with a 1-byte size limit) cannot be created. Then what is synced: a
+// peer's URLs (DRUM round, sync barrier) and the WARC file being written.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -13,6 +15,8 @@ import { join } from 'node:path';
 import { startAgent } from '../src/crawl/agent.js';
 import { openStore } from '../src/store/db.js';
 import { GroupCommit } from '../src/store/group-commit.js';
+import { SyncBarrier } from '../src/store/sync-barrier.js';
+import { WarcWriter } from '../src/warc/writer.js';
 import { Drum, type BatchOp } from '../src/seen/drum.js';
 import { hostKey, seenKey, prefixEnd } from '../src/store/keys.js';
 import { tempDir } from './helpers.js';
@@ -108,5 +112,55 @@ test('fail-stop: after a failed batch the group commit and the DRUM write nothin
     assert.equal(await store.seen.get(Buffer.alloc(16, 3)), undefined);
   } finally {
     await store.close();
+  }
+});
+
+test('durability for peers: a DRUM round with a sync submitter is written with sync: true, one with nothing new writes the barrier; concurrent barriers share a write', async () => {
+  const store = await openStore(tempDir());
+  try {
+    const db = store.db as unknown as { batch: (ops: unknown, o?: { sync?: boolean }) => Promise<void> };
+    const real = db.batch.bind(db);
+    const syncs: boolean[] = [];
+    db.batch = (ops, o) => { syncs.push(o?.sync === true); return real(ops, o); };
+    const barrier = new SyncBarrier(store.meta);
+    const drum = new Drum<{ key: Buffer }>(store.db, store.seen, {
+      batchSize: 100, maxWaitMs: 1, valueOf: () => Buffer.from([1]), onNew: () => [], afterCommit: () => {}, filter: false,
+      syncBarrier: () => barrier.sync(),
+    });
+    await drum.submit([{ key: Buffer.alloc(16, 1) }]);
+    assert.deepEqual(syncs, [false], 'a local round is not synced');
+    // A peer's URLs and local ones in one round: one synced batch for all of them.
+    await Promise.all([drum.submit([{ key: Buffer.alloc(16, 2) }], true), drum.submit([{ key: Buffer.alloc(16, 3) }])]);
+    assert.deepEqual(syncs, [false, true]);
+    // Nothing new (stored before, perhaps unsynced): the barrier is written, synced.
+    const before = barrier.syncs;
+    await drum.submit([{ key: Buffer.alloc(16, 1) }], true);
+    assert.equal(barrier.syncs, before + 1);
+    // Callers arriving together share one synced write; one arriving during it waits for the next.
+    const n = barrier.syncs;
+    const first = [barrier.sync(), barrier.sync()];
+    const later = [barrier.sync(), barrier.sync(), barrier.sync()];
+    await Promise.all([...first, ...later]);
+    assert.equal(barrier.syncs, n + 2);
+  } finally {
+    await store.close();
+  }
+});
+
+test('WARC writer: the file being written is fsynced every fsyncIntervalMs, only when it grew', async () => {
+  const dir = tempDir();
+  const w = await WarcWriter.open({ dir, agentShortId: 'a', worker: false, fsyncIntervalMs: 20 });
+  try {
+    await w.writeMetadata('http://x.test/', new Date(), { note: 'one' });
+    const deadline = Date.now() + 5000;
+    while (w.stats.syncs < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(w.stats.syncs, 1, 'synced once after the write');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(w.stats.syncs, 1, 'not again while nothing was written');
+    await w.writeMetadata('http://x.test/', new Date(), { note: 'two' });
+    while (w.stats.syncs < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(w.stats.syncs, 2);
+  } finally {
+    await w.close();
   }
 });

@@ -307,7 +307,11 @@ class Agent implements AgentHandle, AgentView {
         floorMs: this.config.minDelayMs,
       });
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
-        accept: (items, from) => this.acceptFromPeer(items, from),
+        // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
+        accept: (items, from) => this.acceptFromPeer(items, from).catch((err: unknown) => {
+          if (!this.stopping && isStoreFailure(err)) this.onFatal(new Error(`store write failed: ${errorText(err)}`));
+          throw err;
+        }),
         onChange: (c) => this.onMembershipChange(c),
         counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
         localIdle: () => this.localIdle(),
@@ -1487,6 +1491,12 @@ class Agent implements AgentHandle, AgentView {
 }
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
+
+/** A LevelDB I/O or corruption error (classic-level's codes), or a full disk. */
+function isStoreFailure(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  return e?.code === 'LEVEL_IO_ERROR' || e?.code === 'LEVEL_CORRUPTION' || /ENOSPC|no space left/i.test(String(e?.message));
+}
 
 /** An error's message with its cause's (classic-level puts LevelDB's own status text, e.g. "No space left on device", in the cause). */
 function errorText(err: unknown): string {

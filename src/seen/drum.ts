@@ -21,6 +21,7 @@
 // agent marks a URL fetched) needs nothing.
 import type { RawDb, Sublevel } from '../store/db.js';
 import { KeyBloom, KeySet } from './bloom.js';
+import { mayTearLog } from '../store/group-commit.js';
 
 export interface DrumItem {
   /** 16-byte seen key (host hash ‖ url hash). */
@@ -412,7 +413,7 @@ export class Drum<T extends DrumItem> {
     try {
       await this.db.batch(ops as never, { sync });
     } catch (err) {
-      this.failed = err as Error;
+      if (mayTearLog(err)) this.failed = err as Error;
       throw err;
     }
     // Cached only once durable: the cache must never claim more than the store holds.

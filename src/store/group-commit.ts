@@ -12,14 +12,28 @@
 // - a unit's promise settles only after the batch holding it is written, so a
 //   caller that waits for it still knows its ops are in the log;
 // - units are written in the order they were handed over;
-// - fail-stop: after a batch fails, no later unit is written (each is rejected
-//   with that error). A failed log append may leave a torn record, and LevelDB's
-//   recovery drops what follows it in its log block, so a later batch could be
-//   lost although it was reported written (docs/storage.md "Write failures").
+// - fail-stop: after a batch fails in LevelDB's write path (mayTearLog), no
+//   later unit is written (each is rejected with that error). A failed log
+//   append may leave a torn record, and LevelDB's recovery drops what follows it
+//   in its log block, so a later batch could be lost although it was reported
+//   written (docs/storage.md "Write failures"). A batch refused before it
+//   reached LevelDB (a bad key) fails alone.
 import type { RawDb } from './db.js';
 import type { BatchOp } from '../seen/drum.js';
 
 interface Waiter { resolve(): void; reject(err: Error): void }
+
+/**
+ * Whether a failed write may have reached LevelDB's log: an I/O or corruption
+ * error from LevelDB, or an error of unknown kind. Not so for abstract-level's
+ * own checks, which refuse a write before it starts (LEVEL_INVALID_KEY,
+ * LEVEL_DATABASE_NOT_OPEN, …).
+ */
+export function mayTearLog(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string' || !code.startsWith('LEVEL_')) return true;
+  return code === 'LEVEL_IO_ERROR' || code === 'LEVEL_CORRUPTION';
+}
 
 export interface GroupCommitStats {
   /** LevelDB batches written. */
@@ -79,7 +93,8 @@ export class GroupCommit {
       try {
         await this.db.batch(ops as never);
       } catch (err) {
-        error = this.failed = err as Error;
+        error = err as Error;
+        if (mayTearLog(err)) this.failed = error;
       }
     }
     this.writing = false;

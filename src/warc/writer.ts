@@ -77,6 +77,8 @@ export interface WriterStats {
   records: number;
   bytes: number;
   pending: number;
+  /** Periodic fsyncs of the file being written (fsyncIntervalMs) that completed. */
+  syncs: number;
 }
 
 const GiB = 1024 * 1024 * 1024;
@@ -357,7 +359,7 @@ export class WarcWriter {
   private closed = false;
   /** Last error met while completing a file in the background (it keeps its .open name). */
   lastError: Error | null = null;
-  private readonly st: WriterStats = { filesClosed: 0, records: 0, bytes: 0, pending: 0 };
+  private readonly st: WriterStats = { filesClosed: 0, records: 0, bytes: 0, pending: 0, syncs: 0 };
 
   private constructor(opts: WarcWriterOptions, serial: number) {
     this.dir = opts.dir;
@@ -389,7 +391,7 @@ export class WarcWriter {
     if (!fh || this.syncing || this.curSize === this.syncedSize) return;
     const size = this.curSize;
     this.syncing = fh.datasync().then(
-      () => { if (this.fh === fh) this.syncedSize = size; },
+      () => { this.st.syncs++; if (this.fh === fh) this.syncedSize = size; },
       (e: unknown) => { this.lastError = e instanceof Error ? e : new Error(String(e)); },
     ).finally(() => { this.syncing = undefined; });
   }
