@@ -9,6 +9,8 @@
 // URL is durable on the receiver and removed from the sender's outbox.
 // By default the receiver is a separate process (two agents, two processes);
 // --inproc runs both nodes in this process. Prints URLs/s, median of 3 runs.
+// --sync: the receiver writes each accepted batch with LevelDB `sync: true`
+// (fsynced before the ack, as the agent does: docs/storage.md "Durability window").
 import '../src/polyfill.js';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,7 +34,7 @@ async function openDb(dir: string): Promise<Db> {
 }
 
 /** A receiving agent: accept() = one LevelDB batch write per batch (key: URL, value: depth, hops). */
-async function startReceiver(dir: string): Promise<{ node: MeshNode; stop(): Promise<void>; received(): number }> {
+async function startReceiver(dir: string, sync = false): Promise<{ node: MeshNode; stop(): Promise<void>; received(): number }> {
   const node = await createMeshNode({ dataDir: dir });
   const db = await openDb(dir);
   const store = db.sublevel<Buffer, Buffer>('inbox-urls', enc);
@@ -41,7 +43,7 @@ async function startReceiver(dir: string): Promise<{ node: MeshNode; stop(): Pro
     node,
     inbox: db.sublevel<Buffer, Buffer>('inbox', enc) as unknown as OutboxDb,
     accept: async (items) => {
-      await store.batch(items.map((it) => ({ type: 'put' as const, key: Buffer.from(it.url, 'latin1'), value: Buffer.from([it.depth & 0xff, it.hops]) })));
+      await store.batch(items.map((it) => ({ type: 'put' as const, key: Buffer.from(it.url, 'latin1'), value: Buffer.from([it.depth & 0xff, it.hops]) })), { sync } as never);
       received += items.length;
     },
   });
@@ -72,8 +74,8 @@ function makeUrls(n: number): UrlItem[] {
   return out;
 }
 
-async function remoteReceiver(dir: string): Promise<{ addr: string; id: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', fileURLToPath(new URL('../src/polyfill.js', import.meta.url)), fileURLToPath(import.meta.url), '--receiver', dir], { stdio: ['pipe', 'pipe', 'inherit'] });
+async function remoteReceiver(dir: string, sync: boolean): Promise<{ addr: string; id: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', fileURLToPath(new URL('../src/polyfill.js', import.meta.url)), fileURLToPath(import.meta.url), '--receiver', dir, ...(sync ? ['--sync'] : [])], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout! });
   const it = lines[Symbol.asyncIterator]();
   const first = await it.next();
@@ -88,12 +90,12 @@ async function remoteReceiver(dir: string): Promise<{ addr: string; id: string; 
   };
 }
 
-async function run(urls: UrlItem[], inproc: boolean): Promise<number> {
+async function run(urls: UrlItem[], inproc: boolean, sync: boolean): Promise<number> {
   const base = mkdtempSync(join(tmpdir(), 'ubicrawl-bench-'));
   try {
     const rDir = join(base, 'r');
-    const local = inproc ? await startReceiver(rDir) : null;
-    const remote = inproc ? null : await remoteReceiver(rDir);
+    const local = inproc ? await startReceiver(rDir, sync) : null;
+    const remote = inproc ? null : await remoteReceiver(rDir, sync);
     const rAddr = local ? local.node.addrs()[0]! : remote!.addr;
     const rId = local ? local.node.id : remote!.id;
 
@@ -133,7 +135,7 @@ async function run(urls: UrlItem[], inproc: boolean): Promise<number> {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   if (args[0] === '--receiver') {
-    const r = await startReceiver(args[1]!);
+    const r = await startReceiver(args[1]!, args.includes('--sync'));
     process.stdout.write(`READY ${r.node.id} ${r.node.addrs()[0]}\n`);
     process.stdin.resume();
     await new Promise((res) => process.stdin.once('end', res));
@@ -143,12 +145,13 @@ async function main(): Promise<void> {
     return;
   }
   const inproc = args.includes('--inproc');
+  const sync = args.includes('--sync');
   const n = Number(args.find((a) => /^\d+$/.test(a)) ?? 300_000);
   const urls = makeUrls(n);
   const avg = urls.reduce((s, u) => s + u.url.length, 0) / n;
-  console.log(`URL exchange, ${inproc ? 'both nodes in one process' : 'receiver in its own process'}, ${n} URLs of ${avg.toFixed(0)} bytes on average, 500 per batch, durable on both sides`);
+  console.log(`URL exchange, ${inproc ? 'both nodes in one process' : 'receiver in its own process'}, ${n} URLs of ${avg.toFixed(0)} bytes on average, 500 per batch, durable on both sides${sync ? ', receiver batches fsynced (sync: true)' : ''}`);
   const rates: number[] = [];
-  for (let i = 0; i < 3; i++) rates.push(await run(urls, inproc));
+  for (let i = 0; i < 3; i++) rates.push(await run(urls, inproc, sync));
   rates.sort((a, b) => a - b);
   console.log(`median: ${Math.round(rates[1]!).toLocaleString('en')} URLs/s`);
 }

@@ -172,6 +172,8 @@ export interface WarcConfig {
   enabled: boolean;
   prefix: string;
   maxFileBytes: number;
+  /** fsync the WARC file being written this often, ms (0: only at rotation and close); the power-loss window of docs/storage.md. */
+  fsyncIntervalMs: number;
 }
 
 export interface FrontierConfig {
@@ -227,6 +229,7 @@ export function defaultConfig(): AgentConfig {
       enabled: true,
       prefix: 'ubicrawl',
       maxFileBytes: 1024 * 1024 * 1024,
+      fsyncIntervalMs: 2000,
     },
     frontier: {
       activeHostsPerSlot: 3,

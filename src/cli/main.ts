@@ -304,6 +304,8 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   process.stdout.write(text + '\n');
   if (opts.summary) writeFileSync(opts.summary, text + '\n');
   if (mode === 'tty' && summary.warcDir) process.stderr.write(`WARC files are in ${String(summary.warcDir)}\n`);
+  // One plain line for the operator; nothing acknowledged was lost (docs/storage.md "Write failures").
+  if (summary.failure) process.stderr.write(`ubicrawl: stopped: ${String(summary.failure)} (queued work is kept: fix the cause, e.g. free disk space, and run the same command again to resume)\n`);
   return summary.failure ? 1 : 0;
 }
 

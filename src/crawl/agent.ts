@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { openStore, type Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
+import { SyncBarrier } from '../store/sync-barrier.js';
 import { limitHeapGrowth } from '../util/memory.js';
 import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
@@ -232,6 +233,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly drum: Drum<Candidate>;
   /** Finished pages' writes, grouped into shared batches (src/store/group-commit.ts). */
   private readonly commits: GroupCommit;
+  /** A synced write: what a peer's batch stored is durable before the batch is acknowledged (docs/storage.md "Durability window"). */
+  private readonly barrier: SyncBarrier;
   readonly frontier: Frontier<HostData>;
   private readonly scope: ScopePolicy;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
@@ -291,6 +294,7 @@ class Agent implements AgentHandle, AgentView {
     this.frontier.onReady = (h) => { this.prefetchDns(h); this.schedulePump(); };
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
     this.commits = new GroupCommit(store.db);
+    this.barrier = new SyncBarrier(store.meta);
     this.drum = new Drum<Candidate>(store.db, store.seen, {
       batchSize: config.seen.batchSize,
       maxWaitMs: config.seen.maxWaitMs,
@@ -308,6 +312,7 @@ class Agent implements AgentHandle, AgentView {
         for (const it of items) if (it.inlink) this.inlinks.add(it.key);
       },
       onOld: (items) => this.countInlinks(items),
+      syncBarrier: () => this.barrier.sync(),
     });
     if (config.recrawl.enabled) {
       this.recrawl = new Recrawler(store, config.recrawl, {
@@ -339,7 +344,11 @@ class Agent implements AgentHandle, AgentView {
       });
       try {
         this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
-          accept: (items, from) => this.acceptFromPeer(items, from),
+          // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
+          accept: (items, from) => this.acceptFromPeer(items, from).catch((err: unknown) => {
+            if (!this.stopping && isStoreFailure(err)) this.onFatal(new Error(`store write failed: ${errorText(err)}`));
+            throw err;
+          }),
           onChange: (c) => this.onMembershipChange(c),
           counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
           localIdle: () => this.localIdle(),
@@ -361,6 +370,9 @@ class Agent implements AgentHandle, AgentView {
         // Each finished (or recovered) WARC gets its CDXJ index next to it.
         onFileClosed: (path: string, lines?: string[]) => this.indexLater(path, lines),
         collectCdxj: true,
+        fsyncIntervalMs: this.config.warc.fsyncIntervalMs,
+        // A file whose index write failed (disk full) is indexed at the next start.
+        indexMissing: true,
         warcinfo: {
           software: 'ubicrawl/0.1',
           format: 'WARC File Format 1.1',
@@ -505,11 +517,14 @@ class Agent implements AgentHandle, AgentView {
 
   // ---- the mesh: routing, receiving, handing over ------------------------
 
-  /** Sends each URL to the agent that owns its host (ourselves included). Resolves once all are durable. */
-  private async route(cands: Candidate[]): Promise<void> {
+  /**
+   * Sends each URL to the agent that owns its host (ourselves included). Resolves once all are
+   * durable; with `sync`, durable against a power loss too (fsynced).
+   */
+  private async route(cands: Candidate[], sync = false): Promise<void> {
     if (cands.length === 0) return;
     const mesh = this.mesh;
-    if (!mesh) { await this.keepGrants(cands); await this.drum.submit(cands); return; }
+    if (!mesh) { await this.keepGrants(cands); await this.drum.submit(cands, sync); return; }
     const local: Candidate[] = [];
     const byOwner = new Map<string, UrlItem[]>();
     const self = mesh.id;
@@ -523,11 +538,12 @@ class Agent implements AgentHandle, AgentView {
       if (items) items.push(item); else byOwner.set(owner, [item]);
     }
     await this.keepGrants(local);
-    const jobs: Promise<unknown>[] = [this.drum.submit(local)];
+    const jobs: Promise<unknown>[] = [this.drum.submit(local, sync)];
     for (const [owner, items] of byOwner) {
       jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.metrics.urlsForwarded(owner.slice(-12), n); }));
     }
     await Promise.all(jobs);
+    if (sync && byOwner.size > 0) await this.barrier.sync(); // the outbox writes
   }
 
   /** URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or to pass on), or handoff markers. */
@@ -583,11 +599,13 @@ class Agent implements AgentHandle, AgentView {
         for (let i = 0; i < settled.length; i++) {
           if (!have[i]) ops.push({ type: 'put', sublevel: this.store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
         }
-        await this.store.db.batch(ops as never);
+        await this.store.db.batch(ops as never, { sync: true } as never); // acknowledged to the peer next
         this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }
-    await Promise.all([this.route(cands), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
+    // The sender deletes the batch once we acknowledge it: what it stored here is synced first.
+    await Promise.all([this.route(cands, true), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
+    if (passOn.size > 0) await this.barrier.sync();
     // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
     for (const rid of markers) {
       this.handoff?.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
@@ -1129,7 +1147,8 @@ class Agent implements AgentHandle, AgentView {
     this.noteRecent(h, { url: q.url, status: out.ok ? out.status : null, at, durationMs: out.durationMs, error: kind });
     if (!out.ok) { this.metrics.fetchFailed(out.kind, out.durationMs); return; }
     this.processing++;
-    this.writeWarc(out).finally(() => { this.processing--; this.schedulePump(); });
+    // A failure is fatal and reported by warcWrite; the URL is queued for its retry either way.
+    this.writeWarc(out).catch(() => {}).finally(() => { this.processing--; this.schedulePump(); });
   }
 
   /** Warms the DNS cache for a host that just entered the ready heap (at most every few seconds per host). */
@@ -1177,7 +1196,14 @@ class Agent implements AgentHandle, AgentView {
     const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
     // Content dedup (src/dedup/content.ts): an exact duplicate is stored as a revisit record and its links are not extracted again.
     const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, out.body) : undefined;
-    const stored = earlier ? await this.writeNotModified(out, earlier) : exact?.original ? await this.writeRevisit(out, exact, record) : await this.writeWarc(out, exact);
+    let stored: WriteResult | undefined;
+    try {
+      stored = earlier ? await this.writeNotModified(out, earlier) : exact?.original ? await this.writeRevisit(out, exact, record) : await this.writeWarc(out, exact);
+    } catch (err) {
+      // Not recorded, so not acknowledged: the URL stays queued for the next run (docs/storage.md "Write failures").
+      h.data.pendingAcks--;
+      throw err;
+    }
     if (stored) { record.digest = stored.payloadDigest; record.warc = { filename: stored.filename, offset: stored.offset, length: stored.length }; }
     let recrawlOutcome: RecrawlOutcome | undefined;
     if (this.recrawl && q.kind === 'page') {
@@ -1474,6 +1500,8 @@ class Agent implements AgentHandle, AgentView {
     try {
       await this.route(links);
       if (before) await before; // e.g. the page's SimHash indexed (src/dedup/content.ts), before it is marked fetched
+      // After a failed write nothing more is acknowledged (docs/storage.md "Write failures").
+      if (this.fatal) throw this.fatal;
       const key = seenKey(h.key, q.url);
       // Seen states: 2 fetched, 3 failed or not fetched (robots, budget); bit 0x10 flags noindex.
       const base = record.failure === 'settled-elsewhere' ? SEEN_ELSEWHERE : record.failure ? 3 : 2;
@@ -1489,7 +1517,7 @@ class Agent implements AgentHandle, AgentView {
       this.frontier.acknowledged(1, h, q);
       if (base !== SEEN_ELSEWHERE) this.replicateSettled(h.name, q.url);
     } catch (err) {
-      this.onFatal(err as Error);
+      this.onFatal(this.fatal && err === this.fatal ? this.fatal : new Error(`store write failed: ${errorText(err)}`));
     } finally {
       h.data.pendingAcks--;
     }
@@ -1543,16 +1571,20 @@ class Agent implements AgentHandle, AgentView {
     })));
   }
 
-  /** One WARC write: `records` counted when it lands; a failure is counted and fatal (nothing may be acknowledged unrecorded). */
-  private async warcWrite<T>(records: number, write: () => Promise<T>): Promise<T | undefined> {
+  /**
+   * One WARC write: `records` counted when it lands. A failure is counted, fatal, and thrown on:
+   * the page must not be acknowledged unrecorded (docs/storage.md "Write failures").
+   */
+  private async warcWrite<T>(records: number, write: () => Promise<T>): Promise<T> {
     try {
       const result = await write();
       this.stats.warcRecords += records;
       return result;
     } catch (err) {
       bump(this.stats.errors, 'warc');
-      this.onFatal(new Error(`WARC write failed: ${(err as Error).message}`));
-      return undefined;
+      const failure = new Error(`WARC write failed: ${errorText(err)}`);
+      this.onFatal(failure);
+      throw failure;
     }
   }
 
@@ -1567,10 +1599,14 @@ class Agent implements AgentHandle, AgentView {
     // (some of its awaits, e.g. on the WARC worker thread, hold no handle of their own).
   }
 
+  /**
+   * The first failed write (or other fatal error) stops the agent: no new fetch starts, nothing
+   * more is acknowledged, queued work stays on disk for the next start (docs/storage.md "Write failures").
+   */
   private onFatal(err: Error): void {
     if (this.fatal) return;
-    this.fatal = err;
-    this.log.error({ err: err.message }, 'agent failed');
+    this.fatal = /ENOSPC|no space left/i.test(err.message) && !err.message.startsWith('disk full') ? new Error(`disk full: ${err.message}`) : err;
+    this.log.error({ err: this.fatal.message }, 'agent failed: stopping (queued work is kept for the next start)');
     void this.stop();
   }
 
@@ -1641,6 +1677,20 @@ class Agent implements AgentHandle, AgentView {
 }
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
+
+/** A LevelDB I/O or corruption error (classic-level's codes), or a full disk. */
+function isStoreFailure(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown };
+  return e?.code === 'LEVEL_IO_ERROR' || e?.code === 'LEVEL_CORRUPTION' || /ENOSPC|no space left/i.test(String(e?.message));
+}
+
+/** An error's message with its cause's (classic-level puts LevelDB's own status text, e.g. "No space left on device", in the cause). */
+function errorText(err: unknown): string {
+  const e = err as Error & { code?: string; cause?: Error };
+  const msg = e?.message ?? String(err);
+  const cause = e?.cause?.message;
+  return cause && !msg.includes(cause) ? `${msg}: ${cause}` : msg;
+}
 
 /** Host name and port of an absolute http(s) URL string, without a URL object (hot path). */
 function hostPort(url: string): { host: string; port: number } | undefined {

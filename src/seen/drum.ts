@@ -21,6 +21,7 @@
 // agent marks a URL fetched) needs nothing.
 import type { RawDb, Sublevel } from '../store/db.js';
 import { KeyBloom, KeySet } from './bloom.js';
+import { mayTearLog } from '../store/group-commit.js';
 
 export interface DrumItem {
   /** 16-byte seen key (host hash ‖ url hash). */
@@ -57,9 +58,14 @@ export interface DrumOptions<T extends DrumItem> {
   cacheSize?: number;
   /** Bloom filter in front of the store; `false` turns it off. On by default. */
   filter?: DrumFilterOptions | false;
+  /**
+   * Makes every earlier write durable (a synced write, src/store/sync-barrier.ts): used by a
+   * round some submitter asked to sync when it has nothing new to write itself.
+   */
+  syncBarrier?: () => Promise<void>;
 }
 
-interface Waiter { resolve(): void; reject(err: Error): void }
+interface Waiter { resolve(): void; reject(err: Error): void; sync: boolean }
 
 /** Big-endian 32-bit word of a key. */
 function word(key: Uint8Array, at: number): number {
@@ -78,6 +84,8 @@ export class Drum<T extends DrumItem> {
   /** Keys written before the filter was allocated (added to it when it is). */
   private early: Buffer[] | undefined = [];
   private readonly filterLoad: Promise<void>;
+  /** The error of the first failed round write: fail-stop, no round writes after it (see src/store/group-commit.ts). */
+  private failed: Error | undefined;
   /** Root-level key prefix of the seen sublevel (undefined: go through the sublevel). */
   private readonly prefix: Buffer | undefined;
   /** Sort scratch: four key words per item. */
@@ -121,11 +129,15 @@ export class Drum<T extends DrumItem> {
   /** Resolves when the start-up filter scan has finished (checks are correct before, only slower). */
   ready(): Promise<void> { return this.filterLoad; }
 
-  /** Queues items for the next round; resolves once that round is durable. */
-  submit(items: T[]): Promise<void> {
+  /**
+   * Queues items for the next round; resolves once that round is durable. With `sync`, durable
+   * against a power loss too: the round's batch is written with `sync: true` (one fsync shared
+   * by everything in the round), or, when nothing in it is new, the sync barrier is written.
+   */
+  submit(items: T[], sync = false): Promise<void> {
     if (items.length === 0) return Promise.resolve();
     for (const it of items) this.buffer.push(it);
-    const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject, sync }));
     if (this.buffer.length >= this.opts.batchSize) this.kick();
     else if (!this.timer) this.timer = setTimeout(() => this.kick(), this.opts.maxWaitMs);
     return done;
@@ -268,7 +280,9 @@ export class Drum<T extends DrumItem> {
     const waiters = this.waiters;
     this.buffer = [];
     this.waiters = [];
-    this.running = this.round(items).then(
+    let sync = false;
+    for (const w of waiters) if (w.sync) { sync = true; break; }
+    this.running = this.round(items, sync).then(
       () => { for (const w of waiters) w.resolve(); },
       (err: Error) => { for (const w of waiters) w.reject(err); },
     ).finally(() => {
@@ -332,7 +346,8 @@ export class Drum<T extends DrumItem> {
     return (this.db as unknown as { hasMany(k: Buffer[]): Promise<boolean[]> }).hasMany(this.prefixed(idx, keys, idx.length));
   }
 
-  private async round(items: T[]): Promise<void> {
+  private async round(items: T[], sync: boolean): Promise<void> {
+    if (this.failed) throw this.failed;
     this.stats.rounds++;
     this.stats.checked += items.length;
     const n = items.length;
@@ -373,6 +388,8 @@ export class Drum<T extends DrumItem> {
       else olds?.push(items[i]!);
     }
     if (news.length === 0) {
+      // Already seen items were stored by earlier rounds, perhaps without a sync.
+      if (sync) await this.opts.syncBarrier?.();
       if (olds?.length) this.opts.onOld!(olds);
       return;
     }
@@ -393,7 +410,12 @@ export class Drum<T extends DrumItem> {
     // The filter learns the keys before the write: it may then say "maybe" for
     // a key not yet (or, if the write fails, never) stored, which only costs a read.
     for (let i = 0; i < news.length; i++) this.note(news[i]!.key);
-    await this.db.batch(ops as never);
+    try {
+      await this.db.batch(ops as never, { sync });
+    } catch (err) {
+      if (mayTearLog(err)) this.failed = err as Error;
+      throw err;
+    }
     // Cached only once durable: the cache must never claim more than the store holds.
     for (let i = 0; i < news.length; i++) this.cache.add(news[i]!.key);
     this.stats.fresh += news.length;

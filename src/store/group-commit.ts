@@ -11,11 +11,29 @@
 // - a unit's ops are never split: they land in one LevelDB batch, in order;
 // - a unit's promise settles only after the batch holding it is written, so a
 //   caller that waits for it still knows its ops are in the log;
-// - units are written in the order they were handed over.
+// - units are written in the order they were handed over;
+// - fail-stop: after a batch fails in LevelDB's write path (mayTearLog), no
+//   later unit is written (each is rejected with that error). A failed log
+//   append may leave a torn record, and LevelDB's recovery drops what follows it
+//   in its log block, so a later batch could be lost although it was reported
+//   written (docs/storage.md "Write failures"). A batch refused before it
+//   reached LevelDB (a bad key) fails alone.
 import type { RawDb } from './db.js';
 import type { BatchOp } from '../seen/drum.js';
 
 interface Waiter { resolve(): void; reject(err: Error): void }
+
+/**
+ * Whether a failed write may have reached LevelDB's log: an I/O or corruption
+ * error from LevelDB, or an error of unknown kind. Not so for abstract-level's
+ * own checks, which refuse a write before it starts (LEVEL_INVALID_KEY,
+ * LEVEL_DATABASE_NOT_OPEN, …).
+ */
+export function mayTearLog(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string' || !code.startsWith('LEVEL_')) return true;
+  return code === 'LEVEL_IO_ERROR' || code === 'LEVEL_CORRUPTION';
+}
 
 export interface GroupCommitStats {
   /** LevelDB batches written. */
@@ -29,12 +47,15 @@ export class GroupCommit {
   private waiters: Waiter[] = [];
   private writing = false;
   private scheduled = false;
+  /** The error of the first failed batch: nothing is written after it. */
+  private failed: Error | undefined;
   readonly stats: GroupCommitStats = { batches: 0, units: 0 };
 
   constructor(private readonly db: RawDb) {}
 
   /** Writes `ops` atomically with whatever else is waiting; settles when they are in the log. */
   write(ops: BatchOp[]): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
     return new Promise<void>((resolve, reject) => {
       for (const op of ops) this.ops.push(op);
       this.waiters.push({ resolve, reject });
@@ -67,11 +88,14 @@ export class GroupCommit {
   }
 
   private async writeBatch(ops: BatchOp[], waiters: Waiter[]): Promise<void> {
-    let error: Error | undefined;
-    try {
-      await this.db.batch(ops as never);
-    } catch (err) {
-      error = err as Error;
+    let error: Error | undefined = this.failed;
+    if (!error) {
+      try {
+        await this.db.batch(ops as never);
+      } catch (err) {
+        error = err as Error;
+        if (mayTearLog(err)) this.failed = error;
+      }
     }
     this.writing = false;
     for (const w of waiters) {

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { encodeJob, encodeWarcinfo } from './records.js';
 import type { EncodeJob, Encoded, ExchangeInput, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
-import { cdxjLineTail } from './cdxj.js';
+import { cdxjLineTail, cdxjPathFor } from './cdxj.js';
 
 export type { ExchangeInput, RevisitInput, HeaderList, RevisitProfile, TruncatedReason } from './records.js';
 
@@ -38,6 +38,16 @@ export interface WarcWriterOptions {
   maxPending?: number;
   /** fsync a file before it is renamed to its final name (default true). */
   fsync?: boolean;
+  /**
+   * With fsync on, also fsync the file being written this often, ms (default 2000; 0: only at
+   * rotation and close). Bounds what a power loss can take from a WARC file (docs/storage.md).
+   */
+  fsyncIntervalMs?: number;
+  /**
+   * On open, also report to onFileClosed every complete file of this agent that has no
+   * `<file>.cdxj` next to it (its index write failed, e.g. on a full disk). Default false.
+   */
+  indexMissing?: boolean;
   /**
    * Called with the final path of every file once it is complete (rotation, close, recovery);
    * with collectCdxj, also with the file's CDXJ lines (unsorted) when the writer has them all.
@@ -67,6 +77,8 @@ export interface WriterStats {
   records: number;
   bytes: number;
   pending: number;
+  /** Periodic fsyncs of the file being written (fsyncIntervalMs) that completed. */
+  syncs: number;
 }
 
 const GiB = 1024 * 1024 * 1024;
@@ -323,6 +335,12 @@ export class WarcWriter {
   private readonly maxPending: number;
   private readonly fsync: boolean;
   private readonly encoder: Encoder;
+  /** Periodic fsync of the current file (fsyncIntervalMs), unref'd. */
+  private syncTimer: NodeJS.Timeout | undefined;
+  /** The periodic fsync running now, if any (a file is closed only after it). */
+  private syncing: Promise<void> | undefined;
+  /** Bytes of the current file covered by the last periodic fsync. */
+  private syncedSize = 0;
 
   private serial: number;
   private fh: FileHandle | null = null;
@@ -341,7 +359,7 @@ export class WarcWriter {
   private closed = false;
   /** Last error met while completing a file in the background (it keeps its .open name). */
   lastError: Error | null = null;
-  private readonly st: WriterStats = { filesClosed: 0, records: 0, bytes: 0, pending: 0 };
+  private readonly st: WriterStats = { filesClosed: 0, records: 0, bytes: 0, pending: 0, syncs: 0 };
 
   private constructor(opts: WarcWriterOptions, serial: number) {
     this.dir = opts.dir;
@@ -357,6 +375,25 @@ export class WarcWriter {
     this.collectCdxj = opts.collectCdxj === true;
     this.serial = serial;
     this.encoder = opts.worker === false ? inlineEncoder : new WorkerEncoder();
+    const every = opts.fsyncIntervalMs ?? 2000;
+    if (this.fsync && every > 0) {
+      this.syncTimer = setInterval(() => this.syncNow(), every);
+      this.syncTimer.unref();
+    }
+  }
+
+  /**
+   * The periodic fsync: in the background (fdatasync on the thread pool while appends go on),
+   * only when the file grew since the last one, never two at once.
+   */
+  private syncNow(): void {
+    const fh = this.fh;
+    if (!fh || this.syncing || this.curSize === this.syncedSize) return;
+    const size = this.curSize;
+    this.syncing = fh.datasync().then(
+      () => { this.st.syncs++; if (this.fh === fh) this.syncedSize = size; },
+      (e: unknown) => { this.lastError = e instanceof Error ? e : new Error(String(e)); },
+    ).finally(() => { this.syncing = undefined; });
   }
 
   /**
@@ -381,6 +418,13 @@ export class WarcWriter {
     for (const name of stale.sort()) {
       const final = await recoverWarcFile(join(opts.dir, name));
       if (final && !final.endsWith(OPEN_SUFFIX)) callHook(opts.onFileClosed, final);
+    }
+    if (opts.indexMissing) {
+      const names = new Set(await readdir(opts.dir));
+      for (const name of [...names].sort()) {
+        const m = re.exec(name);
+        if (m && !m[3] && !names.has(cdxjPathFor(name))) callHook(opts.onFileClosed, join(opts.dir, name));
+      }
     }
     return new WarcWriter(opts, maxSerial + 1);
   }
@@ -413,6 +457,7 @@ export class WarcWriter {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.syncTimer) clearInterval(this.syncTimer);
     while (this.all.size) await Promise.allSettled([...this.all]);
     try {
       await this.closeFile();
@@ -608,6 +653,7 @@ export class WarcWriter {
         this.curPayloadRecords = 0;
         this.curCdxj = this.collectCdxj ? [] : null;
         this.curCdxjChars = 0;
+        this.syncedSize = 0;
         return;
       } catch (e) {
         await fh.close().catch(() => {});
@@ -634,10 +680,16 @@ export class WarcWriter {
     this.fh = null;
     const lines = this.curCdxj ?? undefined;
     this.curCdxj = null;
+    const size = this.curSize;
+    const syncing = this.syncing;
     const open = join(this.dir, this.curName + OPEN_SUFFIX);
     const final = join(this.dir, this.curName);
     return (async () => {
       try {
+        await syncing; // a periodic fsync of this handle finishes before it is closed
+        // Nothing past the last whole record: a failed append whose cut-back failed too
+        // (e.g. ENOSPC, then EIO) must not leave a partial member at the end.
+        if ((await fh.stat()).size > size) await fh.truncate(size);
         if (this.fsync) await fh.sync();
       } finally {
         await fh.close();
