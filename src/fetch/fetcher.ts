@@ -49,7 +49,6 @@ export interface FetcherOptions {
   dial?: buildConnector.connector;
 }
 
-
 export interface FetchFailure {
   ok: false;
   url: string;
