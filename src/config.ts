@@ -89,7 +89,7 @@ export interface MeshConfig {
   maxHops: number;
   /**
    * A graceful leave (SIGTERM, `POST /leave`) hands hosts over and waits for their acknowledgements
-   * this long in total; what is left stays on disk for the next start (docs/mesh.md "Leaving").
+   * this long in total; what is left stays on disk for the next start (docs/mesh.md, "Graceful leave").
    */
   leaveTimeoutMs: number;
 }
