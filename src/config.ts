@@ -95,7 +95,7 @@ export interface MeshConfig {
   maxHops: number;
   /**
    * A graceful leave (SIGTERM, `POST /leave`) hands hosts over and waits for their acknowledgements
-   * this long in total; what is left stays on disk for the next start (docs/mesh.md "Leaving").
+   * this long in total; what is left stays on disk for the next start (docs/mesh.md, "Graceful leave").
    */
   leaveTimeoutMs: number;
   /** Listen beyond loopback without a swarm key: anyone who can reach the port can join (docs/mesh.md "Admission"). */

@@ -3,6 +3,7 @@ import './polyfill.js';
 
 // The agent
 export { startAgent, type AgentHandle, type AgentSnapshot } from './crawl/agent.js';
+export { StartupError } from './crawl/preflight.js';
 export { resolveConfig, defaultConfig, parseResolveRule, type AgentConfig, type AgentOptions } from './config.js';
 
 // Standards cores (pure)

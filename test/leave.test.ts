@@ -1,4 +1,4 @@
-// Leaving (docs/mesh.md "Leaving"): `POST /leave` and SIGTERM finish within
+// Leaving (docs/mesh.md, "Graceful leave"): `POST /leave` and SIGTERM finish within
 // seconds, also for a lone agent whose queue cannot move (nobody to hand it
 // to): it stops with the queue kept on disk, and the next start resumes it. A
 // second SIGTERM always exits at once. Real agent processes through the CLI.

@@ -248,12 +248,19 @@ function tokenOf(opts: ClientOptions): string | undefined {
       throw new ApiRequestError(-2, `cannot read the token file ${opts.tokenFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   }
-  // The local agent's own token goes only to a loopback address: it must not leak to another machine.
+  return localAgentToken(opts.api ?? DEFAULT_API_LISTEN, opts.dataDir ?? DEFAULT_DATA_DIR);
+}
+
+/**
+ * The token an agent on this machine made in its data dir (`api.token`), for an API address on
+ * loopback only: it is never sent to another machine. Undefined when there is none to read.
+ */
+export function localAgentToken(api: string, dataDir: string): string | undefined {
   let host: string;
-  try { host = new URL(apiBaseUrl(opts.api ?? DEFAULT_API_LISTEN)).hostname; } catch { return undefined; }
+  try { host = new URL(apiBaseUrl(api)).hostname; } catch { return undefined; }
   if (!isLoopbackHost(host)) return undefined;
   try {
-    return readTokenFileIfPresent(apiTokenPath(opts.dataDir ?? DEFAULT_DATA_DIR));
+    return readTokenFileIfPresent(apiTokenPath(dataDir));
   } catch {
     return undefined; // unreadable here (another user's agent): read-only commands still work, changes get a 401 with a hint
   }

@@ -8,7 +8,7 @@ export function renderCliDoc(program: Command): string {
     '',
     '_Generated from the program by `npm run docs:cli`; a test fails when it is out of date._',
     '',
-    'Exit codes: 0 success, 1 runtime failure, 2 usage error. Errors are one line on stderr.',
+    'Exit codes: 0 success, 1 runtime failure, 2 usage error (for `join` also any startup error: bad option value, API refused, unusable data dir, port in use, unreadable swarm key; found before anything starts). Errors are one line on stderr. A second SIGTERM or SIGINT exits at once (130).',
     '',
   ];
   const walk = (cmd: Command, prefix: string) => {

@@ -342,21 +342,16 @@ class Agent implements AgentHandle, AgentView {
         timeoutMs: this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs,
         floorMs: this.config.minDelayMs,
       });
-      try {
-        this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
-          // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
-          accept: (items, from) => this.acceptFromPeer(items, from).catch((err: unknown) => {
-            if (!this.stopping && isStoreFailure(err)) this.onFatal(new Error(`store write failed: ${errorText(err)}`));
-            throw err;
-          }),
-          onChange: (c) => this.onMembershipChange(c),
-          counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
-          localIdle: () => this.localIdle(),
-        }, this.log);
-      } catch (err) {
-        // Nothing was crawled yet: a mesh that cannot start (e.g. its port in use) is a startup error.
-        throw new StartupError(`cannot start the mesh: ${(err as Error).message}`);
-      }
+      this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
+        // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
+        accept: (items, from) => this.acceptFromPeer(items, from).catch((err: unknown) => {
+          if (!this.stopping && isStoreFailure(err)) this.onFatal(new Error(`store write failed: ${errorText(err)}`));
+          throw err;
+        }),
+        onChange: (c) => this.onMembershipChange(c),
+        counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
+        localIdle: () => this.localIdle(),
+      }, this.log);
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
       this.startHandoffGate(this.mesh);
     }
@@ -481,7 +476,7 @@ class Agent implements AgentHandle, AgentView {
    * then stop. Without a mesh, or with no other member to hand to, just stop:
    * the queue stays on disk for the next start. The whole leave is bounded by
    * mesh.leaveTimeoutMs and waits on timers and I/O only, so the API and a
-   * second signal are answered meanwhile (docs/mesh.md "Leaving").
+   * second signal are answered meanwhile (docs/mesh.md, "Graceful leave").
    */
   async leave(): Promise<void> {
     if (!this.mesh || this.lifecycle !== 'active') { void this.stop(); return; }
