@@ -596,8 +596,10 @@ export class Membership extends EventEmitter<MembershipEvents> {
     const now = Date.now();
     const admission = this.table.admission(hb, now);
     if (admission === 'cooldown' || admission === 'full') return this.ignore(admission);
+    // A delayed or replayed heartbeat of a member declared dead: not forwarded, and no per-peer state for it.
+    if (admission === 'stale') { this.stats.stale++; return TopicValidatorResult.Ignore; }
     if (admission === 'new' && !this.newMembers.take(now)) return this.ignore('admission');
-    if (admission !== 'stale' && !this.heartbeatRate.hit(hb.id, now)) return this.ignore('rate');
+    if (!this.heartbeatRate.hit(hb.id, now)) return this.ignore('rate');
     this.validated.set(msg, hb);
     return TopicValidatorResult.Accept;
   }
