@@ -7,6 +7,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
 import { fetchCounts, spawnAgent, tempDir } from './helpers.js';
+import { openStore } from '../src/store/db.js';
+import { hostKey, seenKey } from '../src/store/keys.js';
+import { decodeSegment, parseOutboxKey } from '../src/mesh/wire.js';
 
 export const MIN_DELAY = 150;
 export const CONCURRENCY = 16;
@@ -94,4 +97,35 @@ export async function meshWeb(hosts: number, pages: number) {
 /** Who fetched a URL, and when (for failure messages). */
 export function whoFetched(web: SyntheticWeb, url: string): string {
   return web.requests().filter((r) => r.url === url).map((r) => `${agentOf(r.userAgent)}@${Math.round(r.start)}`).join(' ');
+}
+
+/**
+ * What a killed agent's store says about its in-flight window (read after the
+ * kill, before any restart): the pages it had settled itself (seen state 2 or
+ * 3, by seen key in hex), and the URLs whose replica seen entries were still
+ * queued, i.e. not yet acknowledged by the hosts' next owners
+ * (src/mesh/outbox.ts in the `replicas` sublevel).
+ */
+export async function victimState(dataDir: string): Promise<{ settled: Set<string>; unreplicated: Set<string> }> {
+  const store = await openStore(dataDir);
+  try {
+    const settled = new Set<string>();
+    for await (const [k, v] of store.seen.iterator()) {
+      const state = v[0]! & 0x0f;
+      if (state === 2 || state === 3) settled.add(Buffer.from(k).toString('hex'));
+    }
+    const unreplicated = new Set<string>();
+    for await (const [k, v] of store.replicas.iterator()) {
+      if (!parseOutboxKey(k)) continue; // the counters
+      for (const it of decodeSegment(v) ?? []) unreplicated.add(it.url);
+    }
+    return { settled, unreplicated };
+  } finally {
+    await store.close();
+  }
+}
+
+/** The seen key of a page URL, in hex (src/store/keys.ts). */
+export function seenKeyHex(url: string): string {
+  return seenKey(hostKey(new URL(url).hostname), url).toString('hex');
 }

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
 import {
-  MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, meshWeb, whoFetched, type AgentProc,
+  MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, meshWeb, whoFetched, victimState, seenKeyHex, type AgentProc,
 } from './mesh-agents.js';
 
 const PORT0 = 26_000 + (process.pid % 1000) * 2; // 26–28 k: below the ephemeral range, clear of mesh-crawl and api-mesh
@@ -45,8 +45,11 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
     a1.proc.kill('SIGKILL');
     assert.equal((await a1.done).signal, 'SIGKILL');
     const diedAt = Date.now(); // the signal takes a few ms: requests up to here may be the victim's last
+    // Its in-flight window, from its own store as the kill left it (read while the others take over).
+    const atKill = victimState(join(dir, 'a1'));
     // Back a little later (the others have declared it dead and taken its hosts over by then).
     await new Promise((r) => setTimeout(r, DEAD_AFTER + 700));
+    const victim = await atKill;
     const restartedAt = Date.now();
     const a1b = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`]);
     const results = await Promise.all([a0.done, a2.done, a1b.done]);
@@ -69,6 +72,17 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
       return rs.length > 2 || agentOf(rs[0]!.userAgent) !== 'a1' || rs[0]!.start > diedAt || rs[0]!.start < killedAt - IN_FLIGHT_WINDOW_MS;
     });
     assert.deepEqual(outside.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], `no page fetched twice outside the killed agent's in-flight window (killed at ${Math.round(killedAt)})`);
+    // Exactly: a page fetched twice is one the victim had requested and, at the kill, either not settled in its
+    // store or settled with its replica seen entry not yet acknowledged by the host's next owner (the replica is
+    // queued in the same write as the completion, and sent on its own lane: docs/mesh.md "Crashes").
+    const requested = new Set(web.requests().filter((r) => agentOf(r.userAgent) === 'a1' && r.start <= diedAt && r.url).map((r) => r.url!));
+    const unsettled = (u: string) => !victim.settled.has(seenKeyHex(u));
+    const inFlight = (u: string) => requested.has(u) && (unsettled(u) || victim.unreplicated.has(u));
+    const settledTwice = twice.filter((u) => !unsettled(u));
+    t.diagnostic(`victim at the kill: ${requested.size} pages requested, ${[...requested].filter(unsettled).length} of them not settled, ` +
+      `${victim.unreplicated.size} settled pages' replicas not yet acknowledged; fetched twice: ${twice.length - settledTwice.length} unsettled, ` +
+      `${settledTwice.length} settled with the replica on its way`);
+    assert.deepEqual(twice.filter((u) => !inFlight(u)).slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'every page fetched twice was in the victim\'s in-flight window at the kill');
     // Its hosts came back: after the restart it crawls again, and a host it fetched after
     // its return was not fetched by anyone else from then on.
     assert.ok(hostsBack.size >= 5, `the restarted agent crawled its hosts again (${hostsBack.size} hosts)`);

@@ -10,7 +10,7 @@ import { tempDir } from './helpers.js';
 import { createMeshNode, type MeshNode } from '../src/mesh/node.js';
 import { Outbox, type OutboxDb } from '../src/mesh/outbox.js';
 import { UrlExchange, type AcceptFn } from '../src/mesh/exchange.js';
-import { PROTOCOL_URLS, decodeAck, encodeBatchFrame, type UrlItem } from '../src/mesh/wire.js';
+import { PROTOCOL_URLS, FLAG_REPLICA, REPLICA_SEEN_HOPS, decodeAck, encodeBatchFrame, type UrlItem } from '../src/mesh/wire.js';
 
 type Db = ClassicLevel<Buffer, Buffer>;
 const enc = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
@@ -186,5 +186,62 @@ test('DESIGN "URL exchange": garbage on the protocol is rejected and counted, th
   } finally {
     await evil.stop();
     await r.close();
+  }
+});
+
+test('docs/mesh.md "Crashes": replica seen entries go on their own lane, accepted while the sender\'s URL batches are held up; a replica frame carries nothing else', async () => {
+  const rNode = await createMeshNode({ dataDir: tempDir() });
+  let releaseUrls!: () => void;
+  const urlsHeld = new Promise<void>((r) => { releaseUrls = r; });
+  const gotUrls: UrlItem[] = [];
+  const gotReplicas: { item: UrlItem; at: number }[] = [];
+  const accept: AcceptFn = async (its, _from, meta) => {
+    if (meta.replica) { for (const it of its) gotReplicas.push({ item: it, at: Date.now() }); return; }
+    await urlsHeld; // e.g. a slow seen-set round at the receiver
+    gotUrls.push(...its);
+  };
+  const rEx = new UrlExchange({ node: rNode, accept, readIdleMs: 5000 });
+  await rEx.start();
+  const sNode = await createMeshNode({ dataDir: tempDir() });
+  const sDb = await openDb(tempDir());
+  const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
+  const replicas = await Outbox.open({ db: sub(sDb, 'replicas'), recentSize: 0 });
+  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {} });
+  await sEx.start();
+  try {
+    await sNode.dialPeer(rNode.addrs()[0]!);
+    await outbox.enqueue(rNode.id, items(0, 3000));
+    await until('URL batches on the wire', () => sEx.stats().sent > 0);
+    // A finished page's replica: queued in the caller's own batch (queueOps), sendable once written.
+    const replicaItems: UrlItem[] = [0, 1, 2].map((i) => ({ url: `https://done${i}.example/page`, depth: 0, hops: REPLICA_SEEN_HOPS }));
+    const written = Date.now();
+    for (const it of replicaItems) {
+      const q = replicas.queueOps(rNode.id, [it]);
+      await (sDb.sublevel<Buffer, Buffer>('replicas', enc) as unknown as OutboxDb).batch(q.ops);
+      replicas.written(rNode.id, q.n);
+    }
+    await until('replicas accepted', () => gotReplicas.length === 3 && replicas.queued(rNode.id) === 0);
+    assert.equal(gotUrls.length, 0, 'the URL batches are still held at the receiver');
+    assert.deepEqual(gotReplicas.map((r) => r.item.url).sort(), replicaItems.map((it) => it.url).sort());
+    assert.ok(Math.max(...gotReplicas.map((r) => r.at)) - written < 5000);
+    releaseUrls();
+    await until('URL batches accepted', () => outbox.queued(rNode.id) === 0);
+    assert.equal(new Set(gotUrls.map((it) => it.url)).size, 3000);
+
+    // A replica frame holding an ordinary URL: that item is refused and counted; the replica in it is taken.
+    const frame = encodeBatchFrame({ batchId: 9, from: sNode.id, epoch: 3, flags: FLAG_REPLICA, items: [items(5000, 1)[0]!, { url: 'https://done9.example/', depth: 0, hops: REPLICA_SEEN_HOPS }], seqs: [1, 2] });
+    assert.deepEqual((await raw(sNode, rNode, [frame])).acks, [9]);
+    assert.equal(rEx.stats().rejected['replica-item'], 1);
+    assert.ok(gotReplicas.some((r) => r.item.url === 'https://done9.example/'));
+    assert.ok(!gotUrls.some((it) => it.url === url(5000)));
+  } finally {
+    releaseUrls();
+    await sEx.stop(500);
+    await outbox.close();
+    await replicas.close();
+    await sNode.stop();
+    await sDb.close();
+    await rEx.stop(500);
+    await rNode.stop();
   }
 });

@@ -680,8 +680,14 @@ class Agent implements AgentHandle, AgentView {
   /** A dead or departed peer's queue goes to the hosts' new owners (ourselves included). */
   private rerouteOutbox(id: string): void {
     const mesh = this.mesh!;
-    if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
     const ring = mesh.membership.ring;
+    if (id !== mesh.id && mesh.replicas.queued(id) > 0 && !mesh.replicas.isPaused(id)) {
+      // Replica seen entries go to the hosts' new next owner, or are dropped when that is us.
+      const nextOwner = (it: UrlItem) => { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; };
+      void mesh.replicas.reassign(id, nextOwner, async () => {})
+        .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing replica entries failed'));
+    }
+    if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
     void mesh.outbox.reassign(id, (it) => {
       if (isHandoffMarker(it)) return null; // meant for that peer only: dropped below
       if (it.hops === REPLICA_SEEN_HOPS) { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
@@ -705,7 +711,7 @@ class Agent implements AgentHandle, AgentView {
       // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
       // once it could have been heard of, it goes to the hosts' owners.
       if (Date.now() - startedAt > this.config.mesh.deadAfterMs) {
-        for (const p of mesh.outbox.peers()) if (!mesh.membership.member(p)) this.rerouteOutbox(p);
+        for (const p of new Set([...mesh.outbox.peers(), ...mesh.replicas.peers()])) if (!mesh.membership.member(p)) this.rerouteOutbox(p);
       }
     }, this.config.mesh.heartbeatMs);
     this.handoffTimer.unref();
@@ -1508,9 +1514,10 @@ class Agent implements AgentHandle, AgentView {
         ...extraOps, // e.g. the payload digest's first capture (src/dedup/content.ts)
       ];
       if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
+      const replica = base !== SEEN_ELSEWHERE ? this.replicateSettled(h.name, q.url, ops) : undefined;
       await this.commits.write(ops);
       this.frontier.acknowledged(1, h, q);
-      if (base !== SEEN_ELSEWHERE) this.replicateSettled(h.name, q.url);
+      if (replica) this.mesh?.replicas.written(replica.peer, replica.n);
     } catch (err) {
       this.onFatal(this.fatal && err === this.fatal ? this.fatal : new Error(`store write failed: ${errorText(err)}`));
     } finally {
@@ -1521,14 +1528,25 @@ class Agent implements AgentHandle, AgentView {
   /**
    * The host's next owner on the ring (who takes it over should we die) learns
    * what we settled, so a crash of ours costs no second fetch of it beyond the
-   * replication lag (docs/mesh.md "Crashes"). Queued durably, not awaited.
+   * pages in flight (docs/mesh.md "Crashes"). The replica seen entry is queued
+   * in the same batch as the completion (appended to `ops`): a settled page's
+   * replica is on its way or acknowledged, never missing. It leaves on the
+   * replica lane at once (src/mesh/exchange.ts), not behind URL batches.
    */
-  private replicateSettled(host: string, url: string): void {
+  private replicateSettled(host: string, url: string, ops: BatchOp[]): { peer: string; n: number } | undefined {
     const mesh = this.mesh;
-    if (!mesh) return;
+    if (!mesh) return undefined;
     const next = mesh.membership.ring.nextOwnersOf(host, 2)[1];
-    if (!next || next === mesh.id) return;
-    mesh.forward(next, [{ url, depth: 0, hops: REPLICA_SEEN_HOPS }], true).catch((err: Error) => this.log.debug({ err: err.message }, 'replicating a seen entry failed'));
+    if (!next || next === mesh.id) return undefined;
+    try {
+      const q = mesh.replicas.queueOps(next, [{ url, depth: 0, hops: REPLICA_SEEN_HOPS }]);
+      for (const op of q.ops) ops.push({ ...op, sublevel: this.store.replicas } as BatchOp);
+      return { peer: next, n: q.n };
+    } catch (err) {
+      // The mesh is stopping (outbox closed): the page is settled all the same, without a replica.
+      this.log.debug({ err: (err as Error).message }, 'replicating a seen entry failed');
+      return undefined;
+    }
   }
 
   private indexLater(path: string, lines?: string[]): void {

@@ -31,6 +31,8 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
     readonly node: MeshNode,
     readonly membership: Membership,
     readonly outbox: Outbox,
+    /** Replica seen entries, sent on their own lane (docs/mesh.md "Crashes"). */
+    readonly replicas: Outbox,
     readonly exchange: UrlExchange,
     private readonly cfg: MeshConfig,
     private readonly log: Logger,
@@ -42,6 +44,8 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
     });
     try {
       const outbox = await Outbox.open({ db: store.outbox });
+      // No "recently forwarded" cache: every settled page is replicated once anyway.
+      const replicas = await Outbox.open({ db: store.replicas, recentSize: 0 });
       let exchange: UrlExchange | undefined;
       const membership = new Membership({
         node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
@@ -51,8 +55,8 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
           return { fetched: own.fetched, queued: own.queued + outbox.totalQueued() + (handlers.localIdle() ? 0 : 1), sent: ex.sent, received: ex.received };
         },
       });
-      exchange = new UrlExchange({ node, outbox, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log });
-      const mesh = new AgentMesh(node, membership, outbox, exchange, cfg, log);
+      exchange = new UrlExchange({ node, outbox, replicaOutbox: replicas, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log });
+      const mesh = new AgentMesh(node, membership, outbox, replicas, exchange, cfg, log);
       membership.on('change', (c) => handlers.onChange(c));
       exchange.on('rejected', (reason: string, peer: string) => log.warn({ reason, peer }, 'rejected a batch from a peer'));
       for (const peer of cfg.peers) {
@@ -86,6 +90,11 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
   /** Queues URLs for their owner; resolves once durable in our outbox. */
   forward(owner: string, items: UrlItem[], handoff = false): Promise<number> {
     return this.outbox.enqueue(owner, items, { bypassRecent: handoff });
+  }
+
+  /** Queues replica seen entries for `peer` (the hosts' next owner); resolves once durable. */
+  replicate(peer: string, items: UrlItem[]): Promise<number> {
+    return this.replicas.enqueue(peer, items);
   }
 
   /**
@@ -129,6 +138,7 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
     await this.membership.stop().catch(() => {});
     await this.exchange.stop().catch(() => {});
     await this.outbox.close().catch(() => {});
+    await this.replicas.close().catch(() => {});
     await this.node.stop().catch(() => {});
   }
 }

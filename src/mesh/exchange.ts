@@ -18,7 +18,7 @@ import type { Connection, PeerId, Stream } from '@libp2p/interface';
 import { pushable, type Pushable } from 'it-pushable';
 import * as lp from 'it-length-prefixed';
 import {
-  MAX_ACK_BYTES, MAX_BATCH_BYTES, PROTOCOL_URLS, FLAG_REPLICA, decodeAck, decodeBatch, encodeAckFrame, encodeRunsFrame,
+  MAX_ACK_BYTES, MAX_BATCH_BYTES, PROTOCOL_URLS, FLAG_REPLICA, REPLICA_SEEN_HOPS, decodeAck, decodeBatch, encodeAckFrame, encodeRunsFrame,
   outboxPrefix, readU53At, type UrlItem,
 } from './wire.js';
 import type { Outbox, OutboxBatch, OutboxDb } from './outbox.js';
@@ -27,7 +27,7 @@ import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
 export interface AcceptMeta {
   batchId: number;
   epoch: number;
-  /** Held as the hosts' replica rather than their owner (reserved for replicated handoff; always false today). */
+  /** A replica frame: replica seen entries only, from the sender's replica outbox (accepted out of order, maybe twice). */
   replica: boolean;
 }
 
@@ -40,6 +40,12 @@ export interface UrlExchangeOptions {
   accept: AcceptFn;
   /** Sender side: the durable outbox to drain. Omit for a receive-only exchange. */
   outbox?: Outbox;
+  /**
+   * Sender side: a second outbox holding replica seen entries only (docs/mesh.md "Crashes"). It is sent on a
+   * stream of its own, without linger, as FLAG_REPLICA frames the receiver takes without the per-sender order
+   * (they are idempotent): a finished page's replica never waits behind URL batches.
+   */
+  replicaOutbox?: Outbox;
   /** Durable store for the receiver's per-sender high-water marks (a sublevel). In memory if omitted. */
   inbox?: OutboxDb;
   /** URLs per batch. Default 500 (≤ MAX_BATCH_URLS). */
@@ -61,7 +67,7 @@ export interface UrlExchangeOptions {
   /** Retry backoff after a failed stream: min, max (ms), doubled per consecutive failure, ±25 % jitter. */
   backoffMinMs?: number;
   backoffMaxMs?: number;
-  /** Inbound streams of this protocol per connection. Default 2. */
+  /** Inbound streams of this protocol per connection. Default 3 (URL and replica streams, and one being replaced). */
   maxInboundStreams?: number;
   logger?: MeshLogger;
 }
@@ -94,7 +100,19 @@ export interface ExchangeStats {
   peers: Map<string, PeerExchangeStats>;
 }
 
+/** Unacknowledged replica frames per peer: they are small, and the receiver reads them at once. */
+const REPLICA_WINDOW = 16;
+
+/** One outbox drained to a peer: the URL queue, or the replica queue. */
+interface Lane {
+  outbox: Outbox;
+  flags: number;
+  lingerMs: number;
+  window: number;
+}
+
 interface SenderState {
+  lane: Lane;
   running: boolean;
   failures: number;
   retryAt: number;
@@ -114,9 +132,11 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private readonly node: MeshNode;
   private readonly accept: AcceptFn;
   private readonly outbox: Outbox | undefined;
+  private readonly urlLane: Lane | undefined;
+  private readonly replicaLane: Lane | undefined;
   private readonly inbox: OutboxDb | undefined;
   private readonly log: MeshLogger;
-  private readonly o: Required<Omit<UrlExchangeOptions, 'node' | 'accept' | 'outbox' | 'inbox' | 'logger'>>;
+  private readonly o: Required<Omit<UrlExchangeOptions, 'node' | 'accept' | 'outbox' | 'replicaOutbox' | 'inbox' | 'logger'>>;
   private readonly senders = new Map<string, SenderState>();
   private readonly marks = new Map<string, { epoch: number; seq: number }>();
   private readonly locks = new Map<string, Promise<void>>();
@@ -130,10 +150,12 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private started = false;
   private stopping = false;
   private readonly onReady = (peer: string) => this.kick(peer);
+  private readonly onReplicaReady = (peer: string) => this.kickLane(peer, this.replicaLane!);
   // A peer that (re)connects gets its queue retried at once, not after the backoff.
   private readonly onConnect = (evt: CustomEvent<PeerId>) => {
     const p = evt.detail.toString();
     if (this.outbox && this.outbox.queued(p) > 0) this.kick(p, true);
+    if (this.replicaLane && this.replicaLane.outbox.queued(p) > 0) this.kickLane(p, this.replicaLane, true);
   };
 
   constructor(opts: UrlExchangeOptions) {
@@ -154,8 +176,12 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       readIdleMs: opts.readIdleMs ?? 120_000,
       backoffMinMs: opts.backoffMinMs ?? 100,
       backoffMaxMs: opts.backoffMaxMs ?? 10_000,
-      maxInboundStreams: opts.maxInboundStreams ?? 2,
+      maxInboundStreams: opts.maxInboundStreams ?? 3,
     };
+    this.urlLane = opts.outbox ? { outbox: opts.outbox, flags: 0, lingerMs: this.o.lingerMs, window: this.o.window } : undefined;
+    // Replicas: no linger, and a window as deep as the receiver's intake (ReplicaIntake), which takes frames off
+    // the stream at once and accepts those that arrived meanwhile together (docs/mesh.md "Crashes").
+    this.replicaLane = opts.outbox && opts.replicaOutbox ? { outbox: opts.replicaOutbox, flags: FLAG_REPLICA, lingerMs: 0, window: REPLICA_WINDOW } : undefined;
   }
 
   /** Registers the protocol handler and starts sending whatever the outbox holds. */
@@ -164,12 +190,16 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     this.started = true;
     await this.node.libp2p.handle(PROTOCOL_URLS, ({ stream, connection }) => this.serve(stream, connection), {
       maxInboundStreams: this.o.maxInboundStreams,
-      maxOutboundStreams: 2,
+      maxOutboundStreams: 3,
     });
     if (this.outbox) {
       this.node.libp2p.addEventListener('peer:connect', this.onConnect);
       this.outbox.on('ready', this.onReady);
       for (const p of this.outbox.peers()) this.kick(p);
+    }
+    if (this.replicaLane) {
+      this.replicaLane.outbox.on('ready', this.onReplicaReady);
+      for (const p of this.replicaLane.outbox.peers()) this.kickLane(p, this.replicaLane);
     }
   }
 
@@ -182,6 +212,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     if (!this.started || this.stopping) return;
     this.stopping = true;
     this.outbox?.off('ready', this.onReady);
+    this.replicaLane?.outbox.off('ready', this.onReplicaReady);
     this.node.libp2p.removeEventListener('peer:connect', this.onConnect);
     this.stopCtl.abort();
     for (const s of this.senders.values()) s.wake?.();
@@ -200,8 +231,12 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
 
   /** Wakes the sender of `peer` (called on the outbox's 'ready' event; call it after a peer (re)connects to retry at once). */
   kick(peer: string, resetBackoff = false): void {
-    if (!this.outbox || this.stopping || peer === this.node.id) return;
-    const s = this.sender(peer);
+    if (this.urlLane) this.kickLane(peer, this.urlLane, resetBackoff);
+  }
+
+  private kickLane(peer: string, lane: Lane, resetBackoff = false): void {
+    if (this.stopping || peer === this.node.id) return;
+    const s = this.sender(peer, lane);
     if (resetBackoff) s.retryAt = 0;
     if (s.wake) { s.wake(); return; }
     if (s.running) return;
@@ -210,7 +245,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       s.running = false;
       this.sending.delete(p);
       // An enqueue that raced with the loop's exit must not be stranded.
-      if (!this.stopping && this.outbox!.queued(peer) > 0 && !this.outbox!.isPaused(peer)) this.kick(peer);
+      if (!this.stopping && lane.outbox.queued(peer) > 0 && !lane.outbox.isPaused(peer)) this.kickLane(peer, lane);
     });
     this.sending.add(p);
   }
@@ -232,17 +267,18 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
 
   // ------------------------------------------------------------ sender
 
-  private sender(peer: string): SenderState {
-    let s = this.senders.get(peer);
+  private sender(peer: string, lane: Lane): SenderState {
+    const key = lane === this.urlLane ? peer : `${peer}/replica`;
+    let s = this.senders.get(key);
     if (!s) {
-      s = { running: false, failures: 0, retryAt: 0, wake: null };
-      this.senders.set(peer, s);
+      s = { lane, running: false, failures: 0, retryAt: 0, wake: null };
+      this.senders.set(key, s);
     }
     return s;
   }
 
   private async runSender(peer: string, s: SenderState): Promise<void> {
-    const ob = this.outbox!;
+    const ob = s.lane.outbox;
     while (!this.stopping && ob.queued(peer) > 0 && !ob.isPaused(peer)) {
       const wait = s.retryAt - Date.now();
       if (wait > 0) await this.sleepWake(s, wait);
@@ -264,7 +300,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
 
   // One stream: fill the window, wait for acks in order, repeat; close after idleCloseMs with nothing to send.
   private async session(peer: string, s: SenderState): Promise<void> {
-    const ob = this.outbox!;
+    const { outbox: ob, flags, lingerMs, window } = s.lane;
     const pid: PeerId = peerIdFromString(peer);
     const stream = await this.node.libp2p.dialProtocol(pid, PROTOCOL_URLS, {
       signal: AbortSignal.any([this.stopCtl.signal, AbortSignal.timeout(this.o.dialTimeoutMs)]),
@@ -282,13 +318,13 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       for (;;) {
         if (this.stopping) break;
         let lingerWait = 0;
-        while (inflight.length < this.o.window && !ob.isPaused(peer)) {
-          const r = await ob.read(peer, cursor, { maxUrls: this.o.batchMaxUrls, maxBytes: this.o.batchMaxBytes, lingerMs: this.o.lingerMs });
+        while (inflight.length < window && !ob.isPaused(peer)) {
+          const r = await ob.read(peer, cursor, { maxUrls: this.o.batchMaxUrls, maxBytes: this.o.batchMaxBytes, lingerMs });
           if (!r.batch) { lingerWait = r.waitMs; break; }
           const b = r.batch;
           inflight.push(b);
           cursor = b.lastSeq;
-          out.push(encodeRunsFrame({ batchId: b.lastSeq, from: this.node.id, epoch: ob.epoch, flags: 0 }, b.runs));
+          out.push(encodeRunsFrame({ batchId: b.lastSeq, from: this.node.id, epoch: ob.epoch, flags }, b.runs));
           ps.sent += b.count;
           this.totals.sent += b.count;
         }
@@ -359,6 +395,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       idle = setTimeout(() => { this.reject('idle', from, ps); stream.abort(new Error('idle')); }, this.o.readIdleMs);
     };
     let failed: string | null = null;
+    let intake: ReplicaIntake | undefined;
     try {
       arm();
       for await (const frame of lp.decode(stream.source, { maxDataLength: MAX_BATCH_BYTES })) {
@@ -374,6 +411,35 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         }
         let accepted = 0;
         let dropped = b.invalidUrls;
+        if (b.flags & FLAG_REPLICA) {
+          // Replica seen entries (docs/mesh.md "Crashes") are idempotent: no per-sender order or high-water mark,
+          // so they never wait behind the sender's URL batches; frames are read at once and accepted together
+          // (ReplicaIntake). Anything but a replica seen entry in such a frame is refused.
+          const items = b.items.filter((it) => it.hops === REPLICA_SEEN_HOPS);
+          if (items.length < b.items.length) {
+            const n = b.items.length - items.length;
+            this.rejected['replica-item'] = (this.rejected['replica-item'] ?? 0) + n;
+            ps.rejected += n;
+            dropped += n;
+          }
+          intake ??= new ReplicaIntake(
+            (its) => this.accept(its, from, { batchId: 0, epoch: b.epoch, replica: true }),
+            (batchId, n, drop) => { ps.received += n; this.totals.received += n; out.push(encodeAckFrame({ batchId, accepted: n, dropped: drop })); },
+            (err) => {
+              this.totals.acceptErrors++;
+              this.log.warn({ peer: from, err: (err as Error).message }, 'url exchange: accept failed; the sender will retry');
+              stream.abort(err as Error);
+            },
+          );
+          // Bounded: past a few frames waiting, the stream is read no further until they are accepted.
+          if (intake.push(b.batchId, items, dropped) >= REPLICA_FRAMES_QUEUED) await intake.idle();
+          entry.busy = false;
+          if (this.stopping) break;
+          arm();
+          continue;
+        }
+        // Acks go out in frame order.
+        if (intake) await intake.idle();
         try {
           await this.locked(from, async () => {
             const mark = await this.mark(from, b.epoch);
@@ -418,6 +484,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       stream.abort(new Error(`rejected: ${failed}`));
       return;
     }
+    if (intake) await intake.idle();
     out.end();
     await withTimeout(sinkDone, 2000, 'close').catch(() => stream.abort(new Error('close timed out')));
   }
@@ -474,6 +541,57 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       this.perPeer.set(peer, p);
     }
     return p;
+  }
+}
+
+/** Replica frames waiting for their accept on one stream before the stream is read further. */
+const REPLICA_FRAMES_QUEUED = 16;
+
+/**
+ * The replica frames of one inbound stream: each is taken off the stream as it
+ * arrives, and all those that arrived while an accept ran are accepted
+ * together in the next one (one seen-set write for many frames); each is acked,
+ * in order, once its items are durable.
+ */
+class ReplicaIntake {
+  private queue: { batchId: number; items: UrlItem[]; dropped: number }[] = [];
+  private running: Promise<void> | undefined;
+  private failed = false;
+
+  constructor(
+    private readonly accept: (items: UrlItem[]) => Promise<void>,
+    private readonly ack: (batchId: number, accepted: number, dropped: number) => void,
+    private readonly fail: (err: unknown) => void,
+  ) {}
+
+  /** Queues a frame; returns the frames now waiting. */
+  push(batchId: number, items: UrlItem[], dropped: number): number {
+    if (this.failed) return 0;
+    this.queue.push({ batchId, items, dropped });
+    this.running ??= this.drain().finally(() => { this.running = undefined; });
+    return this.queue.length;
+  }
+
+  /** Resolves once every queued frame is accepted (or the intake failed). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length && !this.failed) {
+      const frames = this.queue;
+      this.queue = [];
+      const items = frames.length === 1 ? frames[0]!.items : frames.flatMap((f) => f.items);
+      try {
+        if (items.length) await this.accept(items);
+      } catch (err) {
+        this.failed = true;
+        this.queue = [];
+        this.fail(err);
+        return;
+      }
+      for (const f of frames) this.ack(f.batchId, f.items.length, f.dropped);
+    }
   }
 }
 

@@ -235,6 +235,37 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     });
   }
 
+  /**
+   * The writes that queue `items` for `peer`, for the caller to put in a batch
+   * of its own (e.g. atomically with the completion they replicate); call
+   * `written(peer, n)` once that batch is durable. Invalid items are left out
+   * and counted; no "recently forwarded" check. n = the items queued.
+   */
+  queueOps(peer: string, items: readonly UrlItem[]): { ops: BatchOp[]; n: number } {
+    if (this.closed) throw new Error('outbox closed');
+    if (!isPeerIdString(peer)) throw new RangeError(`not a peer id: ${peer}`);
+    const keep: UrlItem[] = [];
+    for (const it of items) {
+      if (isWireItem(it)) keep.push(it.grant === undefined ? { url: it.url, depth: it.depth, hops: it.hops } : { ...it });
+      else this.stats.invalid++;
+    }
+    const ops: BatchOp[] = [];
+    // Seqs are taken now; open() finds the highest on disk, so the counter need not be written with them.
+    if (keep.length) this.segmentOps(peer, keep, ops);
+    return { ops, n: keep.length };
+  }
+
+  /** The batch holding `queueOps(peer, …)`'s writes (n items) is durable: they are sendable. */
+  written(peer: string, n: number): void {
+    if (n <= 0) return;
+    const st = this.state(peer);
+    st.count += n;
+    st.gen++;
+    if (st.unsentSince === undefined) st.unsentSince = Date.now();
+    this.stats.enqueued += n;
+    this.emit('ready', peer);
+  }
+
   /** Writes everything enqueued so far; resolves when durable. */
   flush(): Promise<void> {
     this.flushScheduled = false;

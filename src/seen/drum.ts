@@ -77,6 +77,8 @@ export class Drum<T extends DrumItem> {
   private waiters: Waiter[] = [];
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  /** Callers of `exclusive` waiting for the round under way. */
+  private exclusiveWaiting = 0;
   private readonly cache: KeySet;
   private filter: KeyBloom | undefined;
   /** True once the filter holds every key of the store (start-up scan done). */
@@ -264,18 +266,26 @@ export class Drum<T extends DrumItem> {
    */
   async exclusive<R>(fn: () => Promise<R>): Promise<R> {
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
-    while (this.running) await this.running;
+    // While this waits no new round starts (`kick`), so it waits for at most the round under way: under a steady
+    // flow of rounds it would otherwise wait for a gap between two, for seconds (docs/mesh.md "Crashes").
+    this.exclusiveWaiting++;
+    try {
+      while (this.running) await this.running;
+    } finally {
+      this.exclusiveWaiting--;
+    }
     const result = fn();
     this.running = result.then(() => undefined, () => undefined).finally(() => {
       this.running = undefined;
-      if (this.buffer.length > 0) this.kick();
+      // A round next (even with others waiting), so rounds and exclusive runs alternate.
+      if (this.buffer.length > 0) this.kick(true);
     });
     return result;
   }
 
-  private kick(): void {
+  private kick(force = false): void {
     if (this.timer) { clearTimeout(this.timer); this.timer = undefined; }
-    if (this.running || this.buffer.length === 0) return;
+    if (this.running || this.buffer.length === 0 || (this.exclusiveWaiting > 0 && !force)) return;
     const items = this.buffer;
     const waiters = this.waiters;
     this.buffer = [];

@@ -50,6 +50,8 @@ export interface Store {
   outbox: Sublevel;
   /** The mesh's per-sender high-water marks (src/mesh/exchange.ts). */
   inbox: Sublevel;
+  /** The mesh's per-peer queues of replica seen entries (src/mesh/outbox.ts; sent apart from URLs, docs/mesh.md "Crashes"). */
+  replicas: Sublevel;
   /** SimHash permuted tables (src/dedup/index.ts). */
   simhash: Sublevel;
   /** Payload digest → first capture (src/dedup/digests.ts). */
@@ -114,6 +116,7 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     meta: sub('meta'),
     outbox: sub('outbox'),
     inbox: sub('inbox'),
+    replicas: sub('replicas'),
     simhash: sub('simhash'),
     digests: sub('digests'),
     recrawl: sub('recrawl'),
