@@ -264,6 +264,7 @@ test('POST /seeds refuses internal addresses with a 400 that says why; a mixed b
   const tokenFile = join(dir, 'token');
   const token = 'a'.repeat(64);
   writeFileSync(tokenFile, token, { mode: 0o600 });
+  await assert.rejects(startAgent({ dataDir: join(dir, 'bad'), allowAddress: ['10.0.0.0/99'] }), /--allow-address prefix length/);
   const agent = await startAgent({
     dataDir: join(dir, 'data'), logLevel: 'silent', minDelayMs: 10, sitemaps: { enabled: false },
     resolve: [parseResolveRule(`good.test:${site.port}:127.0.0.1`)], api: { listen: '127.0.0.1:0', tokenFile },
@@ -321,6 +322,9 @@ test('robots check applies the same guard: loopback refused unless allowed or pi
     const bad = await runCli(['robots', 'check', '--allow-address', '10.0.0.0/40', `http://127.0.0.1:${site.port}/robots.txt`, '/x']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /prefix length/);
+    const badJoin = await runCli(['join', '--allow-address', 'intranet', '--data-dir', join(tempDir(), 'd')]);
+    assert.equal(badJoin.code, 2);
+    assert.match(badJoin.stderr, /--allow-address expects an address range/);
   } finally {
     await close(site);
   }
