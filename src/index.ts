@@ -34,6 +34,10 @@ export { surt } from './warc/surt.js';
 export { nextAllowedAt, parseRetryAfter } from './politeness/delay.js';
 export { HostResolver, DnsError, DEFAULT_DNS_CONFIG, type DnsConfig, type Resolved } from './fetch/dns.js';
 export {
+  AddressPolicy, classifyAddress, describeAddress, parseIpLiteral, parseCidr,
+  type AddressClass, type AddressRange, type BlockedAddress, type Cidr, type Embedding, type IpLiteral,
+} from './fetch/address.js';
+export {
   onOutcome, newHostPoliteness, describeHost, politenessConfig, unpark, kindOfStatus, kindOfFailure, IpClock, DEFAULT_POLITENESS,
   type HostPoliteness, type PolitenessConfig, type Outcome, type OutcomeKind, type Decision, type DelayReason,
 } from './politeness/host.js';

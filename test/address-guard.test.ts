@@ -20,6 +20,7 @@ import { defaultConfig, parseResolveRule } from '../src/config.js';
 import { startAgent } from '../src/crawl/agent.js';
 import { openStore } from '../src/store/db.js';
 import { decodeFetchRecord, type FetchRecord } from '../src/crawl/records.js';
+import { kindOfFailure } from '../src/politeness/host.js';
 import { startDnsServer } from './helpers-dns.js';
 import { BIN, tempDir } from './helpers.js';
 
@@ -219,12 +220,17 @@ test('a crawl whose pages link and redirect inward in every notation opens no co
   const dir = tempDir();
   try {
     const agent = await startAgent(web.options(dir));
-    const summary = await agent.done as { errors: Record<string, number> };
+    const summary = await agent.done as { errors: Record<string, number>; politeness: { pauses: number; parkedHosts: number; failures: Record<string, number> } };
     for (const t of [web.t1, web.t2, web.t3, web.t6]) assert.equal(t.connections, 0, `no connection to port ${t.port} (${t.paths.join(', ')})`);
     const records = await fetchRecords(dir);
     assert.equal(records.get(`http://seed.test:${web.seed.port}/`)?.status, 200, 'the seed itself was fetched (its --resolve rule allows it)');
     for (const u of web.inward) assert.equal(records.get(u)?.failure, 'blocked-address', `${u} recorded as blocked-address`);
     assert.equal(summary.errors['blocked-address'], web.inward.length, 'each refused URL counted once as a blocked-address failure');
+    // Eight refused URLs on 127.0.0.1:port, more than a run of failures that pauses a host: none is the host's fault.
+    assert.equal(summary.politeness.pauses, 0);
+    assert.equal(summary.politeness.parkedHosts, 0);
+    assert.equal(summary.politeness.failures['blocked-address'], web.inward.length);
+    assert.equal(kindOfFailure('blocked-address'), undefined, 'politeness never sees a refused address as the host\'s failure');
     // r.test's robots.txt redirected to 127.0.0.2: the hop was refused (so robots.txt is unreachable and its page waits).
     assert.equal(records.get(`http://r.test:${web.seed.port}/`)?.failure, 'robots-unreachable');
     assert.ok(web.dns.count('inward.test') > 0, 'the inward name was resolved, then refused on its answer');
@@ -258,6 +264,7 @@ test('POST /seeds refuses internal addresses with a 400 that says why; a mixed b
   const tokenFile = join(dir, 'token');
   const token = 'a'.repeat(64);
   writeFileSync(tokenFile, token, { mode: 0o600 });
+  await assert.rejects(startAgent({ dataDir: join(dir, 'bad'), allowAddress: ['10.0.0.0/99'] }), /--allow-address prefix length/);
   const agent = await startAgent({
     dataDir: join(dir, 'data'), logLevel: 'silent', minDelayMs: 10, sitemaps: { enabled: false },
     resolve: [parseResolveRule(`good.test:${site.port}:127.0.0.1`)], api: { listen: '127.0.0.1:0', tokenFile },
@@ -315,6 +322,9 @@ test('robots check applies the same guard: loopback refused unless allowed or pi
     const bad = await runCli(['robots', 'check', '--allow-address', '10.0.0.0/40', `http://127.0.0.1:${site.port}/robots.txt`, '/x']);
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, /prefix length/);
+    const badJoin = await runCli(['join', '--allow-address', 'intranet', '--data-dir', join(tempDir(), 'd')]);
+    assert.equal(badJoin.code, 2);
+    assert.match(badJoin.stderr, /--allow-address expects an address range/);
   } finally {
     await close(site);
   }

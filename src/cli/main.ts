@@ -49,7 +49,7 @@ function allowAddressArg(v: string, prev: string[]): string[] {
   return [...prev, v.trim()];
 }
 
-const ALLOW_ADDRESS_HELP = 'also fetch from this internal address range (CIDR, e.g. 10.0.0.0/8 or ::1/128; loopback, private, link-local … are refused otherwise; a --resolve target is always allowed); repeatable';
+const ALLOW_ADDRESS_HELP = 'also fetch from this internal address range (CIDR, e.g. 10.0.0.0/8 or ::1/128; loopback, private, link-local … are refused otherwise; a --resolve rule reaches its own address for its host and port); repeatable';
 
 export function buildProgram(): Command {
   const program = new Command('ubicrawl')
