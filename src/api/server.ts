@@ -205,10 +205,15 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const tokenDigest = token ? digest(token) : undefined;
   const readsOpen = !tokenDigest || (opts.openReads === true && isLoopbackHost(host));
   let attached = opts.backend;
-  const be = (): ApiBackend => {
-    if (!attached) throw new ApiError(503, 'the agent is starting: try again in a moment');
-    return attached;
-  };
+  // Until `attach`, every use answers 503: the agent binds its API before anything else starts
+  // (src/crawl/preflight.ts) and attaches itself once it runs.
+  const backend = new Proxy({} as ApiBackend, {
+    get(_target, key) {
+      if (!attached) throw new ApiError(503, 'the agent is starting: try again in a moment');
+      const value: unknown = Reflect.get(attached, key);
+      return typeof value === 'function' ? value.bind(attached) : value;
+    },
+  });
 
   const sendJson = (req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void => {
     const text = JSON.stringify(body) + '\n';
@@ -247,13 +252,13 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         GET: async (req, res, { query }) => {
           const nHosts = countParam(query, 'hosts', 10);
           const nErrors = countParam(query, 'errors', 20);
-          const report = be().status();
+          const report = backend.status();
           const body: StatusResponse = {
             ...report,
             now: Date.now(),
-            throughput: be().throughputHistory(),
-            topHosts: be().topHosts(nHosts),
-            recentErrors: be().recentErrors(nErrors),
+            throughput: backend.throughputHistory(),
+            topHosts: backend.topHosts(nHosts),
+            recentErrors: backend.recentErrors(nErrors),
           };
           sendJson(req, res, 200, body);
         },
@@ -263,8 +268,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       pattern: /^\/metrics$/,
       methods: {
         GET: async (req, res) => {
-          const text = await be().metrics.render();
-          res.writeHead(200, { 'content-type': be().metrics.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+          const text = await backend.metrics.render();
+          res.writeHead(200, { 'content-type': backend.metrics.contentType, 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
           res.end(req.method === 'HEAD' ? undefined : text);
         },
       },
@@ -276,7 +281,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
           const all = query.getAll('url');
           if (all.length !== 1) throw new ApiError(400, 'give exactly one url query parameter: /urls?url=…');
           const url = checkUrl(all[0], 'url');
-          const report = await be().url(url);
+          const report = await backend.url(url);
           if (!report) throw new ApiError(400, `url: ${url} is not a crawlable URL`);
           sendJson(req, res, 200, report);
         },
@@ -315,7 +320,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
         POST: async (req, res) => {
           req.resume();
           // The leave hands off this agent's hosts and may take a while: answer now, let it run.
-          be().leave().catch((err: Error) => log.error({ err: err.message }, 'leave failed'));
+          backend.leave().catch((err: Error) => log.error({ err: err.message }, 'leave failed'));
           sendJson(req, res, 202, { state: 'leaving' });
         },
       },
@@ -325,7 +330,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       methods: {
         GET: async (req, res, p) => {
           const name = hostParam(p);
-          const report = await be().host(name);
+          const report = await backend.host(name);
           if (!report) throw new ApiError(404, `nothing is known about host ${name}`);
           sendJson(req, res, 200, report);
         },
@@ -333,11 +338,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     },
     {
       pattern: /^\/hosts\/([^/]+)\/pause$/,
-      methods: { POST: async (req, res, p) => { const name = hostParam(p); req.resume(); sendJson(req, res, 200, await be().pauseHost(name)); } },
+      methods: { POST: async (req, res, p) => { const name = hostParam(p); req.resume(); sendJson(req, res, 200, await backend.pauseHost(name)); } },
     },
     {
       pattern: /^\/hosts\/([^/]+)\/resume$/,
-      methods: { POST: async (req, res, p) => { const name = hostParam(p); req.resume(); sendJson(req, res, 200, await be().resumeHost(name)); } },
+      methods: { POST: async (req, res, p) => { const name = hostParam(p); req.resume(); sendJson(req, res, 200, await backend.resumeHost(name)); } },
     },
     {
       pattern: /^\/hosts\/([^/]+)\/policy$/,
@@ -350,7 +355,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
           if ('minDelayMs' in body) policy.minDelayMs = intOrNull(body.minDelayMs, 'minDelayMs', MAX_DELAY_MS);
           if ('pageBudget' in body) policy.pageBudget = intOrNull(body.pageBudget, 'pageBudget', MAX_PAGE_BUDGET);
           if (Object.keys(policy).length === 0) throw new ApiError(400, 'give minDelayMs and/or pageBudget (a number, or null to clear)');
-          sendJson(req, res, 200, await be().setHostPolicy(name, policy));
+          sendJson(req, res, 200, await backend.setHostPolicy(name, policy));
         },
       },
     },

@@ -255,8 +255,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   const { startProgress } = await import('./progress.js');
   // On a TTY the live line is the display; logs show only what needs attention.
   const logger = createLogger(mode === 'tty' && opts.logLevel === 'info' ? 'warn' : opts.logLevel);
-  const { StartupError } = await import('../crawl/preflight.js');
-  const starting = startAgent({
+  const agent = await startAgent({
     dataDir: opts.dataDir, userAgent: opts.userAgent, seeds: seeds.urls, concurrency: opts.concurrency,
     minDelayMs: opts.minDelay, delayFactor: opts.delayFactor, maxPages: opts.maxPages, untilIdle: opts.untilIdle,
     resolve: opts.resolve, allowAddress: opts.allowAddress, fetch: { maxBodyBytes: opts.maxBody },
@@ -280,14 +279,6 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     },
     logger,
   });
-  let agent: Awaited<typeof starting>;
-  try {
-    agent = await starting;
-  } catch (err) {
-    // Found before anything started: one line, exit 2 (docs/cli.md "Exit codes").
-    if (err instanceof StartupError) { process.stderr.write(`ubicrawl: ${err.message}\n`); return 2; }
-    throw err;
-  }
   const progress = startProgress(mode, () => agent.snapshot(), logger);
   let signals = 0;
   const onSignal = (sig: string) => {
@@ -324,6 +315,8 @@ export async function main(argv: string[]): Promise<number> {
       return 2; // commander already printed its one-line message
     }
     if (err instanceof UsageError) { process.stderr.write(`ubicrawl: ${err.message}\n`); return 2; }
+    // src/crawl/preflight.ts: refused before anything started. Matched by name: importing it here would load the agent for `--help`.
+    if (err instanceof Error && err.name === 'StartupError') { process.stderr.write(`ubicrawl: ${err.message}\n`); return 2; }
     process.stderr.write(`ubicrawl: ${(err as Error).message}\n`);
     return 1;
   }
