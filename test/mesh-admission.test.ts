@@ -302,7 +302,7 @@ test('gossipsub scoring: a peer relaying invalid heartbeats ends graylisted and 
   }
 });
 
-test('a churn of 30 fresh identities leaves the member table, per-peer state and metrics bounded and the honest rings back to the honest set', async () => {
+test('a churn of 30 fresh identities leaves the member table, per-peer state and metrics bounded and the honest rings back to the honest set', async (t) => {
   // One new identity per 2 s after a burst of 2 (newMembersPerInterval 0.05 at 100 ms intervals).
   const admission: Partial<MeshAdmissionConfig> = { newMembersBurst: 2, newMembersPerInterval: 0.05, maxMembers: 12 };
   const o = { admission, intervalMs: 100, deadAfterMs: 600 };
@@ -351,6 +351,7 @@ test('a churn of 30 fresh identities leaves the member table, per-peer state and
     }
     await Promise.all(lives);
     const elapsedS = (Date.now() - started) / 1000;
+    t.diagnostic(`churn: ${churned.size} identities in ${elapsedS.toFixed(1)} s, ${new Set(a.changes.flatMap((c) => c.added).filter((id) => churned.has(id))).size} entered a's ring; refused ${JSON.stringify(a.m.refusals())}; peak sizes ${JSON.stringify(maxSizes)}`);
     assert.ok(dialFailures <= 5, `${dialFailures} churn nodes could not connect`);
     const enteredRing = new Set(a.changes.flatMap((c) => c.added).filter((id) => churned.has(id)));
     assert.ok(enteredRing.size <= 2 + Math.ceil(elapsedS / 2) + 1, `${enteredRing.size} of ${churned.size} churn identities entered a's ring in ${elapsedS} s`);
