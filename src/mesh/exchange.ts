@@ -93,7 +93,7 @@ export interface ExchangeStats {
   acked: number;
   received: number;
   duplicates: number;
-  /** Rejections by reason: frame reasons of decodeBatch (oversize, type, version, flags, from, count, truncated, seq, depth, hops, url-length, trailing), 'framing' (bad length prefix), 'from-mismatch', 'url' (item with a bad URL, dropped alone), 'idle'. */
+  /** Rejections by reason: frame reasons of decodeBatch (oversize, type, version, flags, from, count, truncated, seq, depth, hops, url-length, trailing), 'framing' (bad length prefix), 'from-mismatch', 'url' (item with a bad URL, dropped alone), 'replica-item' (anything but a replica seen entry in a replica frame, dropped alone), 'idle'. */
   rejected: Record<string, number>;
   acceptErrors: number;
   failures: number;
@@ -313,6 +313,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     let cursor = 0;
     let ok = false;
     let idleSince: number | undefined;
+    let nextAck: Promise<IteratorResult<{ subarray(): Uint8Array }>> | undefined;
     this.outStreams.add(stream);
     try {
       for (;;) {
@@ -340,7 +341,11 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
           continue;
         }
         idleSince = undefined;
-        const r = await withTimeout(acks.next(), this.o.ackTimeoutMs, 'ack');
+        nextAck ??= withTimeout(acks.next(), this.o.ackTimeoutMs, 'ack');
+        // Without linger (replicas) new items go out while earlier frames wait for their ack, window permitting.
+        if (lingerMs === 0 && inflight.length < window && !(await this.ackOrWake(s, nextAck))) continue;
+        const r = await nextAck;
+        nextAck = undefined;
         if (r.done) throw new Error('stream closed by the receiver');
         const a = decodeAck(r.value.subarray());
         if (!a.ok) throw new Error(`bad ack: ${a.reason}`);
@@ -364,6 +369,17 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         stream.abort(new Error('url exchange session failed'));
       }
     }
+  }
+
+  // Waits until `ack` settles (true) or the sender is woken by new items or stop (false).
+  private ackOrWake(s: SenderState, ack: Promise<unknown>): Promise<boolean> {
+    if (this.stopping) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const wake = () => { s.wake = null; resolve(false); };
+      s.wake = wake;
+      const done = () => { if (s.wake === wake) s.wake = null; resolve(true); };
+      ack.then(done, done);
+    });
   }
 
   // Waits until woken or `ms` pass; returns true if woken (by new items or stop).
