@@ -300,7 +300,7 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
             const u = urls[i];
             if (typeof u !== 'string' || u.length === 0 || u.length > MAX_URL_LENGTH) throw new ApiError(400, `urls[${i}]: expected a URL string of 1-${MAX_URL_LENGTH} characters`);
           }
-          const result = await be().seed(urls as string[]);
+          const result = await backend.seed(urls as string[]);
           const blocked = result.rejected.filter((r) => r.reason === 'blocked-address');
           if (result.accepted === 0 && blocked.length > 0) {
             // Nothing was taken and at least one URL points inward (docs/operations.md "Internal addresses").
