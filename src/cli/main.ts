@@ -244,11 +244,8 @@ interface JoinOpts {
 async function runJoin(opts: JoinOpts): Promise<number> {
   const seeds: SeedSet = { urls: [], peers: [] };
   for (const s of opts.seed) classifySeed(s, seeds);
-  // Mesh exposure is decided before anything starts (docs/mesh.md "Admission").
+  // Exposure beyond loopback is checked with the other startup checks (src/crawl/preflight.ts).
   const listen = opts.listen.length ? opts.listen : [opts.swarmKey ? DEFAULT_MESH_LISTEN_WITH_KEY : DEFAULT_MESH_LISTEN];
-  const { meshExposureError } = await import('../mesh/node.js');
-  const exposure = meshExposureError(listen, { swarmKey: !!opts.swarmKey, openMesh: opts.openMesh });
-  if (exposure) throw new UsageError(exposure);
   const mode = opts.progress === 'auto' ? (process.stderr.isTTY ? 'tty' : 'log') : opts.progress;
   const { startAgent } = await import('../crawl/agent.js');
   const { createLogger } = await import('../util/log.js');

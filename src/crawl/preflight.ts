@@ -9,7 +9,7 @@ import { multiaddr } from '@multiformats/multiaddr';
 import type { AgentConfig } from '../config.js';
 import { assertListenAllowed, parseListen, startApiServer, type ApiServer } from '../api/server.js';
 import { apiTokenPath, ensureTokenFile, readTokenFile } from '../api/token.js';
-import { checkSwarmKey } from '../mesh/node.js';
+import { checkSwarmKey, meshExposureError } from '../mesh/node.js';
 import type { Logger } from '../util/log.js';
 
 /** A start refused because of its options or its environment: nothing was started. */
@@ -64,6 +64,9 @@ function checkOptions(config: AgentConfig): void {
       try { multiaddr(a); } catch (err) { throw new StartupError(`invalid --${what} address "${a}": ${(err as Error).message}`); }
     }
   }
+  // Listening beyond loopback without a swarm key is refused unless asked for (docs/mesh.md "Admission").
+  const exposure = meshExposureError(config.mesh.listen, { swarmKey: config.mesh.swarmKeyFile !== undefined, openMesh: config.mesh.openMesh });
+  if (exposure) throw new StartupError(exposure);
   if (config.mesh.swarmKeyFile !== undefined) {
     let key: Buffer;
     try { key = readFileSync(config.mesh.swarmKeyFile); } catch (err) {
