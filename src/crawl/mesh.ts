@@ -92,11 +92,6 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
     return this.outbox.enqueue(owner, items, { bypassRecent: handoff });
   }
 
-  /** Queues replica seen entries for `peer` (the hosts' next owner); resolves once durable. */
-  replicate(peer: string, items: UrlItem[]): Promise<number> {
-    return this.replicas.enqueue(peer, items);
-  }
-
   /**
    * Mesh-wide idle (issue 5 item 6). Every member's heartbeat reports its
    * frontier *plus its outbox* as `queued`, and a URL leaves a sender's outbox

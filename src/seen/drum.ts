@@ -148,7 +148,7 @@ export class Drum<T extends DrumItem> {
   /** Runs rounds until the buffer is empty. */
   async flush(): Promise<void> {
     while (this.buffer.length > 0 || this.running) {
-      this.kick();
+      this.kick(true);
       await this.running;
     }
   }
