@@ -98,3 +98,37 @@ test('Mercator k × answer time holds for robots.txt redirects (same host and cr
     await web.close();
   }
 });
+
+test('RFC 9309 §2.3.1.2: a robots.txt redirect chain to a host outside the frontier waits for that host\'s clock at every hop; past 5 redirects robots.txt is unavailable (allow all)', async () => {
+  const LATENCY = 100, K = 3;
+  const C = 'c.paths.test', D = 'd.paths.test';
+  const web = await startSlowWeb(LATENCY, (host, path, origin) => {
+    if (host === C) {
+      if (path === '/robots.txt') return moved(`${origin(D)}/hop-1`);
+      if (path === '/') return html(['/private']);
+      return html([]);
+    }
+    // D is never crawled itself: only the redirect chain goes there, each hop to the next, six redirects in all.
+    const n = Number(/^\/hop-(\d+)$/.exec(path)?.[1] ?? NaN);
+    return n >= 1 ? moved(`/hop-${n + 1}`) : { status: 404 };
+  });
+  try {
+    const agent = await startAgent({
+      dataDir: tempDir(), seeds: [`${web.origin(C)}/`], untilIdle: true, minDelayMs: 20, delayFactor: K, concurrency: 2,
+      resolve: [parseResolveRule(`*.paths.test:${web.port}:127.0.0.1`)], logLevel: 'silent', sitemaps: { enabled: false },
+    });
+    await agent.done;
+    const onD = web.log.filter((r) => r.host === D).sort((a, b) => a.start - b.start);
+    assert.deepEqual(onD.map((r) => r.path), ['/hop-1', '/hop-2', '/hop-3', '/hop-4', '/hop-5'], 'five hops after robots.txt itself, then no more');
+    for (let i = 1; i < onD.length; i++) {
+      const prev = onD[i - 1]!, cur = onD[i]!;
+      const took = prev.end - prev.start;
+      const gap = cur.start - prev.end;
+      assert.ok(gap >= K * took - TOL, `${D}: ${cur.path} came ${gap.toFixed(0)} ms after ${prev.path} ended (answer took ${took.toFixed(0)} ms)`);
+    }
+    // Unavailable: everything allowed, so C's pages are fetched.
+    assert.ok(web.log.some((r) => r.host === C && r.path === '/private'), 'allow all after too many redirects');
+  } finally {
+    await web.close();
+  }
+});
