@@ -547,6 +547,7 @@ class Agent implements AgentHandle, AgentView {
     const cands: Candidate[] = [];
     const settled: Buffer[] = [];
     const settledUrls: string[] = [];
+    let handedOver = 0; // settled entries that are not replicas
     const passOn = new Map<string, UrlItem[]>();
     const markers: bigint[] = [];
     let bad = 0;
@@ -571,6 +572,7 @@ class Agent implements AgentHandle, AgentView {
         const hk = hostKey(host);
         settled.push(seenKey(hk, it.url));
         settledUrls.push(it.url);
+        if (it.hops !== REPLICA_SEEN_HOPS) handedOver++;
         const h = this.frontier.host(host);
         if (h) h.data.checkSeen = true;
         else if (it.hops !== REPLICA_SEEN_HOPS && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
@@ -594,7 +596,9 @@ class Agent implements AgentHandle, AgentView {
         for (let i = 0; i < settled.length; i++) {
           if (!have[i]) ops.push({ type: 'put', sublevel: this.store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
         }
-        await this.store.db.batch(ops as never, { sync: true } as never); // acknowledged to the peer next
+        // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
+        // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
+        await this.store.db.batch(ops as never, { sync: handedOver > 0 } as never);
         this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }
