@@ -28,7 +28,11 @@ async function freePort(): Promise<number> {
 interface Status { agent: { counters: { fetched: number; queued: number } }; mesh: { members: unknown[] } }
 
 async function status(api: string): Promise<Status | undefined> {
-  try { return (await (await fetch(`${api}/status`)).json()) as Status; } catch { return undefined; }
+  // Not yet answering (the API is bound before the agent runs: 503 until then) counts as no status.
+  try {
+    const res = await fetch(`${api}/status`);
+    return res.ok ? (await res.json()) as Status : undefined;
+  } catch { return undefined; }
 }
 
 async function until(cond: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -71,7 +75,12 @@ async function main(): Promise<void> {
   say(`three agents (a, b, c) form a mesh on 127.0.0.1:${base}; dashboards at ${agents.map((a) => a.api).join(' ')}`);
   // Seed once every agent sees all three, so each host has one owner from the start.
   for (const a of agents) await until(async () => ((await status(a.api))?.mesh.members.length ?? 0) >= 3, 30_000);
-  const res = await fetch(`${agents[0]!.api}/seeds`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ urls: web.roots() }) });
+  // Changes need the agent's token, which it wrote to its data dir (docs/operations.md).
+  const token = readFileSync(join(DATA, 'a', 'api.token'), 'utf8').trim();
+  const res = await fetch(`${agents[0]!.api}/seeds`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ urls: web.roots() }),
+  });
+  if (!res.ok) throw new Error(`seeding failed: ${res.status} ${await res.text()}`);
   const routed = (await res.json()) as { routed: Record<string, number> };
   say(`seeded ${web.roots().length} roots through agent a, routed to their owners: ${JSON.stringify(routed.routed)}\n`);
   const tty = process.stdout.isTTY;
