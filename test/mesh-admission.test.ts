@@ -13,17 +13,9 @@ import { Membership, MemberTable, TokenBucket, WindowCounter, dialableAddrs, typ
 import { encodeHeartbeat, membersTopic, type Heartbeat } from '../src/mesh/wire.js';
 import { AgentMetrics } from '../src/api/metrics.js';
 import type { MeshAdmissionConfig } from '../src/config.js';
+import { ID_A, ID_B, hb } from './mesh-fixtures.js';
 
 const GOSSIP = { heartbeatInterval: 200 };
-const ID_A = '12D3KooWB92f6rzMWUvLZHsGqKLY1SpAavAFS9ZWYRFQGQZRfN9E';
-const ID_B = '12D3KooWKEipnGNqSH84wnUumPDZRmgz1T7rGv7Rq7fY5Yk1KP1Z';
-
-function hb(id: string, over: Partial<Heartbeat> = {}): Heartbeat {
-  return {
-    id, addrs: [`/ip4/127.0.0.1/tcp/4001/p2p/${id}`], capacity: 1, incarnation: 1, state: 'active',
-    counters: { fetched: 0, queued: 0, sent: 0, received: 0 }, seq: 1, ...over,
-  };
-}
 
 async function until(what: string, cond: () => boolean, ms = 8000): Promise<void> {
   if (!(await waitUntil(cond, ms, 20))) throw new Error(`timed out waiting for ${what}`);

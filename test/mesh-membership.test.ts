@@ -6,19 +6,11 @@ import { createMeshNode, type MeshNode } from '../src/mesh/node.js';
 import { Membership, MemberTable, syncRing, type MembershipChange } from '../src/mesh/membership.js';
 import { HostRing } from '../src/assign/ring.js';
 import { decodeHeartbeat, encodeHeartbeat, membersTopic, MAX_HEARTBEAT_BYTES, type Heartbeat } from '../src/mesh/wire.js';
+import { ID_A, ID_B, hb } from './mesh-fixtures.js';
 
 const FAST = { intervalMs: 150, deadAfterMs: 900 };
 const GOSSIP = { heartbeatInterval: 200 };
 
-const ID_A = '12D3KooWB92f6rzMWUvLZHsGqKLY1SpAavAFS9ZWYRFQGQZRfN9E';
-const ID_B = '12D3KooWKEipnGNqSH84wnUumPDZRmgz1T7rGv7Rq7fY5Yk1KP1Z';
-
-function hb(id: string, over: Partial<Heartbeat> = {}): Heartbeat {
-  return {
-    id, addrs: [`/ip4/127.0.0.1/tcp/4001/p2p/${id}`], capacity: 1, incarnation: 1, state: 'active',
-    counters: { fetched: 0, queued: 0, sent: 0, received: 0 }, seq: 1, ...over,
-  };
-}
 
 async function until(what: string, cond: () => boolean, ms = 8000): Promise<void> {
   const end = Date.now() + ms;
