@@ -92,10 +92,16 @@ export class MemberTable {
     return [...this.byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
-  /** Live members that own hosts: state active and capacity > 0, with their capacities. */
-  ringMembers(): Map<string, number> {
+  /**
+   * Live members that own hosts: state active, ready (first handoff round
+   * done, docs/mesh.md "Admission") and capacity > 0, with their capacities;
+   * `excluded` ids are left out (members this agent found not useful).
+   */
+  ringMembers(excluded?: ReadonlyMap<string, number>): Map<string, number> {
     const out = new Map<string, number>();
-    for (const m of this.byId.values()) if (m.state === 'active' && m.capacity > 0) out.set(m.id, m.capacity);
+    for (const m of this.byId.values()) {
+      if (m.state === 'active' && m.ready !== false && m.capacity > 0 && !excluded?.has(m.id)) out.set(m.id, m.capacity);
+    }
     return out;
   }
 }
@@ -147,6 +153,11 @@ export interface MembershipOptions {
   counters?: () => MemberCounters;
   /** Most members tracked (bounds memory against a flood of identities). Default 4096. */
   maxMembers?: number;
+  /**
+   * Whether we own hosts from the start. An agent starts not ready and calls
+   * setReady() after its first handoff round (docs/mesh.md "Admission"). Default true.
+   */
+  ready?: boolean;
   /** Connect to members learned from heartbeats. Default true. */
   autoDial?: boolean;
   ring?: HostRingOptions;
@@ -200,6 +211,9 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private capacity: number;
   private readonly incarnation: number;
   private state: MemberState = 'active';
+  private ready: boolean;
+  /** Members left out of our ring until the given time (local decision: not useful to us). */
+  private readonly excluded = new Map<string, number>();
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -218,6 +232,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.intervalMs = opts.intervalMs ?? 1000;
     this.deadAfterMs = opts.deadAfterMs ?? 5 * this.intervalMs;
     this.autoDial = opts.autoDial ?? true;
+    this.ready = opts.ready ?? true;
     this.counters = opts.counters ?? (() => ({ fetched: 0, queued: 0, sent: 0, received: 0 }));
     this.log = opts.logger ?? silentLogger;
     this.ring = new HostRing(opts.ring);
@@ -269,6 +284,33 @@ export class Membership extends EventEmitter<MembershipEvents> {
     await this.beat();
   }
 
+  /** We finished our first handoff round: we own hosts from now on (published at once). */
+  async setReady(): Promise<void> {
+    if (this.ready) return;
+    this.ready = true;
+    this.table.setSelf(this.selfHeartbeat(), Date.now());
+    this.applyRing([]);
+    await this.beat();
+  }
+
+  get isReady(): boolean { return this.ready; }
+
+  /**
+   * Leaves `id` out of our ring for `ms` (a member that never acknowledges
+   * what we send it: docs/mesh.md "Admission"). Local: other agents decide
+   * for themselves. Emits 'change' like a death, without a tombstone.
+   */
+  exclude(id: string, ms: number): void {
+    if (id === this.node.id) return;
+    this.excluded.set(id, Date.now() + ms);
+    if (this.excluded.size > 4096) this.excluded.delete(this.excluded.keys().next().value!);
+    this.applyRing([id]);
+  }
+
+  isExcluded(id: string): boolean {
+    return this.excluded.has(id);
+  }
+
   /** Changes our capacity; published with the next heartbeat (sent now). */
   async setCapacity(capacity: number): Promise<void> {
     this.capacity = capacity;
@@ -302,17 +344,21 @@ export class Membership extends EventEmitter<MembershipEvents> {
       state: this.state,
       counters: this.counters(),
       seq: this.seq,
+      ...(this.ready ? {} : { ready: false }),
     };
   }
 
   private async tick(): Promise<void> {
     if (!this.running) return;
     await this.beat();
-    const dead = this.table.sweep(Date.now(), (id) => this.node.isConnected(id));
+    const now = Date.now();
+    const dead = this.table.sweep(now, (id) => this.node.isConnected(id));
+    let expired = false;
+    for (const [id, until] of this.excluded) if (until <= now || !this.table.get(id)) { this.excluded.delete(id); expired = true; }
     if (dead.length) {
       this.log.info({ dead }, 'members declared dead');
       this.applyRing(dead);
-    }
+    } else if (expired) this.applyRing([]);
     if (this.autoDial) for (const m of this.table.all()) if (!m.self && m.state === 'active') this.maybeDial(m);
   }
 
@@ -362,7 +408,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   private applyRing(dead: string[]): void {
-    const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers());
+    const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers(this.excluded));
     if (!changed) return;
     const change: MembershipChange = { members: this.ring.members(), added, removed, dead: dead.filter((d) => removed.includes(d)) };
     this.log.info(change, 'membership changed');
