@@ -195,6 +195,11 @@ class Agent implements AgentHandle, AgentView {
   private readonly refused: Record<string, number> = {};
   private refusalLog: RateLimitedLog | undefined;
   /**
+   * A joiner becomes ready only once it has heard a ready member (its first round must hand over to
+   * the mesh, not to itself), or after this time without hearing anyone (it is alone).
+   */
+  private readyAfter = 0;
+  /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it): kept in LevelDB, and sent
    * along with the sitemap URL to the agent that fetches it (src/sitemap/grants.ts).
    */
@@ -627,7 +632,8 @@ class Agent implements AgentHandle, AgentView {
           this.settledOnly.delete(host);
         } catch (err) { failed = true; this.log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
       }
-      if (!failed && await this.sendMarkers(rid) && !mesh.membership.isReady && this.lifecycle !== 'leaving') {
+      if (!failed && await this.sendMarkers(rid) && !mesh.membership.isReady && this.lifecycle !== 'leaving'
+        && (mesh.membership.ring.members().length > 0 || Date.now() >= this.readyAfter)) {
         // First complete round: what we held is handed over and marked; now we may own hosts.
         this.log.info({ ring: rid?.toString(16) }, 'first handoff round complete: ready');
         await mesh.membership.setReady();
@@ -677,7 +683,9 @@ class Agent implements AgentHandle, AgentView {
     // A peer restarted without a ring change waits for our marker again.
     mesh.membership.on('heartbeat', (m) => { if (gate.heard(m.id, m.incarnation)) this.scheduleRebalance(); });
     const startedAt = Date.now();
+    this.readyAfter = this.config.mesh.peers.length ? startedAt + 4 * this.config.mesh.deadAfterMs : 0;
     this.handoffTimer = setInterval(() => {
+      if (!mesh.membership.isReady && Date.now() >= this.readyAfter) this.scheduleRebalance(); // alone after all
       gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
       // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
       // once it could have been heard of, it goes to the hosts' owners.
