@@ -199,6 +199,8 @@ class Agent implements AgentHandle, AgentView {
    * the mesh, not to itself), or after this time without hearing anyone (it is alone).
    */
   private readyAfter = 0;
+  /** When our ring last changed: a joiner waits for its view of the mesh to settle before it becomes ready. */
+  private ringChangedAt = 0;
   /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it): kept in LevelDB, and sent
    * along with the sitemap URL to the agent that fetches it (src/sitemap/grants.ts).
@@ -590,10 +592,13 @@ class Agent implements AgentHandle, AgentView {
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
     this.metrics.setMembers({ active: c.members.length });
     this.recentRings.push(mesh.membership.ring);
+    this.ringChangedAt = Date.now();
     if (this.handoff) {
       const now = Date.now();
       for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once
-      this.handoff.ringChanged(mesh.membership.ring, mesh.members().filter((m) => !m.self).map((m) => m.id), c.added, now);
+      // A member we left out of our ring (it acknowledges nothing) is not waited for, like a dead one.
+      const alive = mesh.members().filter((m) => !m.self && !mesh.membership.isExcluded(m.id)).map((m) => m.id);
+      this.handoff.ringChanged(mesh.membership.ring, alive, c.added, now);
       this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
     }
     // Hosts go back to earlier owners, which may have handed on URLs we sent them.
@@ -633,7 +638,7 @@ class Agent implements AgentHandle, AgentView {
         } catch (err) { failed = true; this.log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
       }
       if (!failed && await this.sendMarkers(rid) && !mesh.membership.isReady && this.lifecycle !== 'leaving'
-        && (mesh.membership.ring.members().length > 0 || Date.now() >= this.readyAfter)) {
+        && ((mesh.membership.ring.members().length > 0 && Date.now() - this.ringChangedAt >= 3 * this.config.mesh.heartbeatMs) || Date.now() >= this.readyAfter)) {
         // First complete round: what we held is handed over and marked; now we may own hosts.
         this.log.info({ ring: rid?.toString(16) }, 'first handoff round complete: ready');
         await mesh.membership.setReady();
@@ -685,7 +690,8 @@ class Agent implements AgentHandle, AgentView {
     const startedAt = Date.now();
     this.readyAfter = this.config.mesh.peers.length ? startedAt + 4 * this.config.mesh.deadAfterMs : 0;
     this.handoffTimer = setInterval(() => {
-      if (!mesh.membership.isReady && Date.now() >= this.readyAfter) this.scheduleRebalance(); // alone after all
+      // Not ready yet: try again once the view has settled (or we turn out to be alone).
+      if (!mesh.membership.isReady && this.lifecycle !== 'leaving') this.scheduleRebalance();
       gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
       // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
       // once it could have been heard of, it goes to the hosts' owners.
