@@ -587,12 +587,12 @@ class Agent implements AgentHandle, AgentView {
   }
 
   private onMembershipChange(c: MembershipChange): void {
+    this.ringChangedAt = Date.now();
     const mesh = this.mesh;
     if (!mesh) return;
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
     this.metrics.setMembers({ active: c.members.length });
     this.recentRings.push(mesh.membership.ring);
-    this.ringChangedAt = Date.now();
     if (this.handoff) {
       const now = Date.now();
       for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once

@@ -33,6 +33,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   private readonly absentSince = new Map<string, number>();
   /** Since when each member has been in the table without being ready (idle detection stops waiting for it after a while). */
   private readonly notReadySince = new Map<string, number>();
+  /** When each member was first heard (a member younger than a dead-after period does not hold idle detection). */
+  private readonly firstSeen = new Map<string, number>();
   private ticks = 0;
   private idleStreak = 0;
   /** The crawl has begun somewhere in the mesh: an agent waiting for peers and seeds is not "idle". */
@@ -54,6 +56,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     try {
       const outbox = await Outbox.open({ db: store.outbox });
       let exchange: UrlExchange | undefined;
+      let mesh: AgentMesh | undefined;
       const membership = new Membership({
         node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, logger: log,
         // We own no host before our first handoff round (the agent calls setReady(): docs/mesh.md "Admission").
@@ -61,7 +64,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
         counters: () => {
           const own = handlers.counters();
           const ex = exchange?.idleCounters() ?? { sent: 0, received: 0 };
-          return { fetched: own.fetched, queued: own.queued + outbox.totalQueued() + (handlers.localIdle() ? 0 : 1), sent: ex.sent, received: ex.received };
+          const pending = mesh ? mesh.pendingOutbox() : outbox.totalQueued();
+          return { fetched: own.fetched, queued: own.queued + pending + (handlers.localIdle() ? 0 : 1), sent: ex.sent, received: ex.received };
         },
       });
       exchange = new UrlExchange({
@@ -70,7 +74,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
         admit: (from) => (membership.member(from) ? null : 'not-member'),
         limits: cfg.receiveLimits,
       });
-      const mesh = new AgentMesh(node, membership, outbox, exchange, cfg, log);
+      mesh = new AgentMesh(node, membership, outbox, exchange, cfg, log);
       membership.on('change', (c) => handlers.onChange(c));
       for (const peer of cfg.peers) {
         try {
@@ -147,9 +151,11 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       this.emit('forget', p);
     }
     for (const m of this.membership.members()) {
+      if (!m.self && !this.firstSeen.has(m.id)) this.firstSeen.set(m.id, now);
       if (m.ready === false) { if (!this.notReadySince.has(m.id)) this.notReadySince.set(m.id, now); } else this.notReadySince.delete(m.id);
     }
     for (const p of this.notReadySince.keys()) if (!this.membership.member(p)) this.notReadySince.delete(p);
+    for (const p of this.firstSeen.keys()) if (!this.membership.member(p)) this.firstSeen.delete(p);
   }
 
   /**
@@ -164,7 +170,10 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
    */
   private checkIdle(h: MeshHandlers): void {
     const reset = () => { this.idleStreak = 0; this.lastSignature = ''; };
-    if (!h.localIdle() || this.outbox.totalQueued() > 0) { reset(); return; }
+    // Members we left out of our ring, members that never finish joining and members younger than a
+    // dead-after period (a stream of fresh identities) do not hold the crawl open, nor do our queues for them.
+    const ignored = (id: string) => this.ignoredForIdle(id);
+    if (!h.localIdle() || this.pendingOutbox() > 0) { reset(); return; }
     const members = this.membership.members();
     if (!this.sawWork) {
       const own = h.counters();
@@ -172,8 +181,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
         || members.some((m) => m.counters.fetched + m.counters.queued + m.counters.sent + m.counters.received > 0);
       if (!this.sawWork) return;
     }
-    // A member we left out of our ring, or one that never finishes joining, does not hold the crawl open.
-    const counted = members.filter((m) => m.self || !(this.membership.isExcluded(m.id) || this.joiningTooLong(m.id)));
+    const counted = members.filter((m) => m.self || !ignored(m.id));
     for (const m of counted) {
       if (!m.self && (m.counters.queued > 0 || m.state !== 'active')) { reset(); return; }
     }
@@ -186,6 +194,22 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       this.log.info({ members: members.length }, 'mesh idle');
       this.emit('idle');
     }
+  }
+
+  /** URLs queued in our outbox for members that count for idle detection (and for departed peers: re-routed soon). */
+  pendingOutbox(): number {
+    let n = 0;
+    for (const p of this.outbox.peers()) if (!this.ignoredForIdle(p)) n += this.outbox.queued(p);
+    return n;
+  }
+
+  private ignoredForIdle(id: string): boolean {
+    return this.membership.isExcluded(id) || this.joiningTooLong(id) || this.young(id);
+  }
+
+  private young(id: string): boolean {
+    const since = this.firstSeen.get(id);
+    return since !== undefined && Date.now() - since < this.cfg.deadAfterMs + 2 * this.cfg.heartbeatMs;
   }
 
   private joiningTooLong(id: string): boolean {
