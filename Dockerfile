@@ -27,5 +27,6 @@ EXPOSE 4001 7070
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:7070/status',{headers:{authorization:'Bearer '+require('fs').readFileSync('/data/api.token','utf8').trim()}}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "/app/bin/ubicrawl.js"]
-# Create /data/api.token (16+ characters, chmod 600) before the first start.
-CMD ["join", "--data-dir", "/data", "--listen", "/ip4/0.0.0.0/tcp/4001", "--api", "0.0.0.0:7070", "--api-token-file", "/data/api.token"]
+# Create /data/api.token (16+ characters, chmod 600) and /data/swarm.key (`ubicrawl keygen`, the same file on
+# every machine) before the first start: without a swarm key the mesh port would be open to anyone (docs/mesh.md "Admission").
+CMD ["join", "--data-dir", "/data", "--swarm-key", "/data/swarm.key", "--listen", "/ip4/0.0.0.0/tcp/4001", "--api", "0.0.0.0:7070", "--api-token-file", "/data/api.token"]

@@ -97,6 +97,51 @@ export interface MeshConfig {
   excludeMs: number;
   /** State kept per departed peer (counters, rate limits, inbox high-water mark) is dropped this long after it left. */
   forgetPeerAfterMs: number;
+  /** Listen beyond loopback without a swarm key: anyone who can reach the port can join (docs/mesh.md "Admission"). */
+  openMesh: boolean;
+  /** What a heartbeat may claim and how fast identities are admitted (docs/mesh.md "Admission"). */
+  admission: MeshAdmissionConfig;
+}
+
+export interface MeshAdmissionConfig {
+  /** Smallest capacity a heartbeat (and `--capacity`) may carry; heartbeats outside [min, max] are refused. */
+  minCapacity: number;
+  /** Largest capacity; also the ring's clamp. */
+  maxCapacity: number;
+  /** Most members (admitted or waiting for a connection) in the table. */
+  maxMembers: number;
+  /** New identities admitted at once (token bucket size)... */
+  newMembersBurst: number;
+  /** ...then this many per heartbeat interval; the rest are ignored and counted. */
+  newMembersPerInterval: number;
+  /** Heartbeats accepted from one member per interval; more are ignored and counted. */
+  heartbeatsPerInterval: number;
+  /** Dials to members started per interval, all members together. */
+  dialsPerInterval: number;
+  /** Longest wait between two dials to one unreachable member (the backoff doubles up to this), ms. */
+  maxDialBackoffMs: number;
+}
+
+/** Default mesh listen address without a swarm key: loopback, so a one-machine crawl is not exposed. */
+export const DEFAULT_MESH_LISTEN = '/ip4/127.0.0.1/tcp/4001';
+/** Default listen address with a swarm key (only key holders can connect). */
+export const DEFAULT_MESH_LISTEN_WITH_KEY = '/ip4/0.0.0.0/tcp/4001';
+
+export function defaultMeshAdmission(): MeshAdmissionConfig {
+  return {
+    minCapacity: 1,
+    maxCapacity: 16,
+    // The mesh is a full mesh of direct connections: tens to a few hundred agents (docs/mesh.md "Known gaps").
+    maxMembers: 512,
+    // A joiner learns up to 32 members at once; after that one new identity per interval keeps a
+    // flood of fresh identities to a trickle that dies out after deadAfterMs each.
+    newMembersBurst: 32,
+    newMembersPerInterval: 1,
+    // An honest member sends one per interval, plus one at once for leave() or setCapacity().
+    heartbeatsPerInterval: 4,
+    dialsPerInterval: 8,
+    maxDialBackoffMs: 60_000,
+  };
 }
 
 export interface FetchConfig {
@@ -193,7 +238,7 @@ export function defaultConfig(): AgentConfig {
     mesh: {
       enabled: false,
       peers: [],
-      listen: ['/ip4/0.0.0.0/tcp/4001'],
+      listen: [DEFAULT_MESH_LISTEN],
       announce: [],
       crawlId: 'default',
       capacity: 1,
@@ -207,6 +252,8 @@ export function defaultConfig(): AgentConfig {
       peerStallMs: 60_000,
       excludeMs: 600_000,
       forgetPeerAfterMs: 600_000,
+      openMesh: false,
+      admission: defaultMeshAdmission(),
     },
     api: {},
     progress: 'auto',

@@ -1,8 +1,10 @@
 // Prometheus metrics of one agent (issue 6 item 2), on prom-client 15.
 // The agent sees only `AgentMetrics` and its plain methods; prom-client types stay
 // in here. Label sets are bounded on purpose: status classes, failure kinds from
-// the fetcher's fixed list, dedup kinds, member states, and peer ids (one series
-// per peer; `removePeer` drops them when a member is gone for good).
+// the fetcher's fixed list, dedup kinds, member states, heartbeat refusal
+// reasons (a fixed list in src/mesh/membership.ts), and peer ids: one series per
+// current member (`retainPeers` drops departed ones), at most `maxPeerLabels`,
+// anything else folded into the label `other`.
 // Hot-path methods use pre-bound label children, so recording a page costs a
 // few additions and no label hashing.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -19,7 +21,12 @@ export interface MetricsOptions {
   defaultMetrics?: boolean;
   /** Metric name prefix for the crawler's own metrics. Default `ubicrawl_`. */
   prefix?: string;
+  /** Most distinct peer label values; further peers are counted under `other`. Default 256. */
+  maxPeerLabels?: number;
 }
+
+/** The peer label that collects every peer beyond the bound (or not a current member). */
+export const OTHER_PEER = 'other';
 
 type Child = { inc(n?: number): void };
 type GaugeChild = { set(n: number): void };
@@ -59,6 +66,11 @@ export class AgentMetrics implements MetricsSource {
   private readonly receiveRejected: Counter<'peer'>;
   private readonly outbox: Gauge<'peer'>;
   private readonly peerChildren = new Map<string, { fwd: Child; rcv: Child; rej: Child; outbox: GaugeChild }>();
+  private readonly maxPeerLabels: number;
+  /** Current members' labels, once known: other peers are counted under OTHER_PEER. */
+  private peerAllow: Set<string> | undefined;
+  private readonly heartbeatsRefused: Counter<'reason'>;
+  private readonly heartbeatsRefusedSeen = new Map<string, number>();
   private readonly members: Gauge<'state'>;
   private readonly meshRefusals: Counter<'reason'>;
   private readonly meshRefusalChildren = new Map<string, Child>();
@@ -91,6 +103,8 @@ export class AgentMetrics implements MetricsSource {
     this.outbox = new Gauge({ name: `${p}outbox_urls`, help: 'URLs waiting in the outbox for a peer (not yet acknowledged).', labelNames: ['peer'], registers });
     this.meshRefusals = new Counter({ name: `${p}mesh_refused_total`, help: 'Frames, batches and items from peers refused, by reason (not-member, seen-not-owner, replica-not-owner, frame errors…).', labelNames: ['reason'], registers });
     for (const r of MESH_REFUSALS) this.meshRefusalChildren.set(r, this.meshRefusals.labels(r));
+    this.maxPeerLabels = opts.maxPeerLabels ?? 256;
+    this.heartbeatsRefused = new Counter({ name: `${p}mesh_heartbeats_refused_total`, help: 'Membership heartbeats refused, by reason (malformed, capacity, signer: rejected, costing the relayer gossipsub score; rate, admission, cooldown, full: ignored; unreachable: identities dropped for never becoming reachable).', labelNames: ['reason'], registers });
     this.members = new Gauge({ name: `${p}mesh_members`, help: 'Mesh members in this agent\'s view, by state.', labelNames: ['state'], registers });
     for (const s of MEMBER_STATES) this.members.labels(s).set(0);
     this.info = new Gauge({ name: `${p}agent_info`, help: 'Always 1; labels name this agent and its version.', labelNames: ['agent', 'version'], registers });
@@ -179,7 +193,9 @@ export class AgentMetrics implements MetricsSource {
 
   // ---- mesh exchange, per peer ------------------------------------------
 
-  private peer(id: string) {
+  private peer(label: string) {
+    let id = label;
+    if (id !== OTHER_PEER && ((this.peerAllow && !this.peerAllow.has(id)) || (!this.peerChildren.has(id) && this.peerChildren.size >= this.maxPeerLabels - 1))) id = OTHER_PEER;
     let c = this.peerChildren.get(id);
     if (!c) {
       c = { fwd: this.forwarded.labels(id), rcv: this.received.labels(id), rej: this.receiveRejected.labels(id), outbox: this.outbox.labels(id) };
@@ -205,6 +221,28 @@ export class AgentMetrics implements MetricsSource {
 
   setOutboxDepth(peer: string, n: number): void {
     this.peer(peer).outbox.set(n);
+  }
+
+  /**
+   * The current members' peer labels: every other peer's series is dropped and
+   * from now on counted under `other` (a departed member's counters restart
+   * from 0 if it comes back, which Prometheus' rate() handles).
+   */
+  retainPeers(labels: Iterable<string>): void {
+    this.peerAllow = new Set(labels);
+    for (const id of [...this.peerChildren.keys()]) if (id !== OTHER_PEER && !this.peerAllow.has(id)) this.removePeer(id);
+  }
+
+  /** Distinct peer label values in use (bounded by maxPeerLabels). */
+  get peerLabelCount(): number { return this.peerChildren.size; }
+
+  /** Brings the refused-heartbeat counters up to the membership's running totals by reason. */
+  heartbeatsRefusedTotals(totals: Record<string, number>): void {
+    for (const [reason, n] of Object.entries(totals)) {
+      const seen = this.heartbeatsRefusedSeen.get(reason) ?? 0;
+      if (n > seen) this.heartbeatsRefused.labels(reason).inc(n - seen);
+      this.heartbeatsRefusedSeen.set(reason, n);
+    }
   }
 
   /** Drops a departed peer's series (its counters restart from 0 if it comes back, which Prometheus' rate() handles). */

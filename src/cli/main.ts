@@ -3,7 +3,7 @@
 // Heavy modules are imported inside the actions so `--help` stays instant.
 import { writeFileSync, readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { parseResolveRule, DEFAULT_USER_AGENT, type ResolveRule } from '../config.js';
+import { parseResolveRule, DEFAULT_USER_AGENT, DEFAULT_MESH_LISTEN, DEFAULT_MESH_LISTEN_WITH_KEY, defaultMeshAdmission, type ResolveRule } from '../config.js';
 import { classifySeed, UsageError, type SeedSet } from './seeds.js';
 import { DEFAULT_POLITENESS } from '../politeness/host.js';
 
@@ -87,14 +87,12 @@ export function buildProgram(): Command {
       if (!/^\d+$/.test(v.trim()) || n > 3) throw new InvalidArgumentError('--near-dup-distance must be 0, 1, 2 or 3');
       return n;
     }, 3)
-    .option('--listen <multiaddr>', 'libp2p listen address; repeatable (default /ip4/0.0.0.0/tcp/4001)', collect, [])
+    .option('--listen <multiaddr>', `libp2p listen address; repeatable (default ${DEFAULT_MESH_LISTEN}, with --swarm-key ${DEFAULT_MESH_LISTEN_WITH_KEY}); beyond loopback it needs --swarm-key or --open-mesh`, collect, [])
     .option('--announce <multiaddr>', 'address to announce to peers instead of the listen addresses; repeatable', collect, [])
-    .option('--swarm-key <file>', 'libp2p private network key: only holders can connect')
-    .option('--capacity <n>', 'share of hosts relative to other agents', (v) => {
-      const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0 || n > 64) throw new InvalidArgumentError('--capacity must be a number in (0, 64]');
-      return n;
-    }, 1)
+    .option('--swarm-key <file>', 'libp2p private network key (make one with `ubicrawl keygen FILE`): only holders can connect')
+    .option('--open-mesh', 'allow listening beyond loopback without a swarm key: anyone who can reach this port can join the mesh', false)
+    .option('--capacity <n>', `share of hosts relative to other agents (${defaultMeshAdmission().minCapacity}–${defaultMeshAdmission().maxCapacity}; heartbeats outside this range are refused)`,
+      numberArg('--capacity', defaultMeshAdmission().minCapacity, defaultMeshAdmission().maxCapacity), 1)
     .option('--crawl-id <id>', 'agents of one crawl share this id (one gossip topic per crawl)', 'default')
     .option('--heartbeat <ms>', 'membership heartbeat interval', intArg('--heartbeat', 50), 1000)
     .option('--dead-after <ms>', 'a silent member without a connection is dead after this long', intArg('--dead-after', 100), 5000)
@@ -106,6 +104,18 @@ export function buildProgram(): Command {
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'silent']).default('info'))
     .option('--heap-growth <percent>', 'let the JS heap grow this many percent over its live size (but at least 48 MB) before a full GC; 0 = V8\'s own policy, up to 300', intArg('--heap-growth', 0), 50)
     .action(async (opts) => { process.exitCode = await runJoin(opts); });
+
+  program.command('keygen')
+    .description('write a new swarm key (mode 0600) for --swarm-key; copy the same file to every machine of the mesh')
+    .argument('<file>', 'where to write the key')
+    .option('--force', 'overwrite an existing file', false)
+    .action(async (file: string, opts: { force: boolean }) => {
+      const { existsSync } = await import('node:fs');
+      if (existsSync(file) && !opts.force) throw new UsageError(`${file} exists: refusing to overwrite a swarm key (--force to replace it; every machine then needs the new one)`);
+      const { writeSwarmKeyFile } = await import('../mesh/node.js');
+      writeSwarmKeyFile(file);
+      process.stderr.write(`wrote a new swarm key to ${file}: copy it to every machine (e.g. scp) and pass --swarm-key ${file}\n`);
+    });
 
   const robots = program.command('robots').description('robots.txt tools (RFC 9309)');
   robots.command('check')
@@ -216,13 +226,18 @@ interface JoinOpts {
   maxPages: number; untilIdle: boolean; maxDuration: number; recrawl: boolean; recrawlMin: number; recrawlMax: number;
   recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; maxBody: number; warcMaxSize: number;
   warc: boolean; sitemaps: boolean; dedup: boolean; nearDup: boolean; nearDupDistance: number; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
-  listen: string[]; announce: string[]; swarmKey?: string; capacity: number; crawlId: string; heartbeat: number; deadAfter: number; peerStall: number; peerRate: number;
+  listen: string[]; announce: string[]; swarmKey?: string; openMesh: boolean; capacity: number; crawlId: string; heartbeat: number; deadAfter: number; peerStall: number; peerRate: number;
   perIpDelay?: number; retries: number; retryDelay: number; dnsServer: string[]; heapGrowth: number;
 }
 
 async function runJoin(opts: JoinOpts): Promise<number> {
   const seeds: SeedSet = { urls: [], peers: [] };
   for (const s of opts.seed) classifySeed(s, seeds);
+  // Mesh exposure is decided before anything starts (docs/mesh.md "Admission").
+  const listen = opts.listen.length ? opts.listen : [opts.swarmKey ? DEFAULT_MESH_LISTEN_WITH_KEY : DEFAULT_MESH_LISTEN];
+  const { meshExposureError } = await import('../mesh/node.js');
+  const exposure = meshExposureError(listen, { swarmKey: !!opts.swarmKey, openMesh: opts.openMesh });
+  if (exposure) throw new UsageError(exposure);
   const mode = opts.progress === 'auto' ? (process.stderr.isTTY ? 'tty' : 'log') : opts.progress;
   const { startAgent } = await import('../crawl/agent.js');
   const { createLogger } = await import('../util/log.js');
@@ -249,9 +264,8 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     dedup: { enabled: opts.dedup, near: opts.nearDup, maxDistance: opts.nearDupDistance },
     mesh: {
       enabled: true, peers: seeds.peers, announce: opts.announce, swarmKeyFile: opts.swarmKey, capacity: opts.capacity, crawlId: opts.crawlId,
-      heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter, peerStallMs: opts.peerStall,
+      heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter, listen, openMesh: opts.openMesh, peerStallMs: opts.peerStall,
       receiveLimits: { itemsPerSec: opts.peerRate, itemsBurst: 5 * opts.peerRate, bytesPerSec: 16 << 20, bytesBurst: 64 << 20 },
-      ...(opts.listen.length ? { listen: opts.listen } : {}),
     },
     logger,
   });

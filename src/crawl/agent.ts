@@ -367,7 +367,9 @@ class Agent implements AgentHandle, AgentView {
           joining: members.filter((m) => m.state === 'active' && m.ready === false).length,
           leaving: members.filter((m) => m.state === 'leaving').length,
         });
+        this.metrics.retainPeers(members.filter((m) => !m.self).map((m) => m.id.slice(-12)));
         for (const m of members) if (!m.self) this.metrics.setOutboxDepth(m.id.slice(-12), this.mesh.outbox.queued(m.id));
+        this.metrics.heartbeatsRefusedTotals(this.mesh.membership.refusals());
       } else {
         this.metrics.setMembers({ active: 1 });
       }
@@ -593,6 +595,7 @@ class Agent implements AgentHandle, AgentView {
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
     this.metrics.setMembers({ active: c.members.length });
     this.recentRings.push(mesh.membership.ring);
+    this.metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => m.id.slice(-12)));
     if (this.handoff) {
       const now = Date.now();
       for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once

@@ -52,13 +52,15 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   ) { super(); }
 
   static async start(cfg: MeshConfig, dataDir: string, store: Store, handlers: MeshHandlers, log: Logger): Promise<AgentMesh> {
-    const node = await createMeshNode({ dataDir, listen: cfg.listen, announce: cfg.announce, swarmKeyFile: cfg.swarmKeyFile, logger: log });
+    const node = await createMeshNode({
+      dataDir, listen: cfg.listen, announce: cfg.announce, swarmKeyFile: cfg.swarmKeyFile, crawlId: cfg.crawlId, openMesh: cfg.openMesh, logger: log,
+    });
     try {
       const outbox = await Outbox.open({ db: store.outbox });
       let exchange: UrlExchange | undefined;
       let mesh: AgentMesh | undefined;
       const membership = new Membership({
-        node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, logger: log,
+        node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
         // We own no host before our first handoff round (the agent calls setReady(): docs/mesh.md "Admission").
         ready: false,
         counters: () => {

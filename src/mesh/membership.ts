@@ -14,6 +14,7 @@ import { TopicValidatorResult, type Message, type PeerId } from '@libp2p/interfa
 import { HostRing, type HostRingOptions } from '../assign/ring.js';
 import { decodeHeartbeat, encodeHeartbeat, membersTopic, type Heartbeat, type MemberCounters, type MemberState } from './wire.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
+import { defaultMeshAdmission, type MeshAdmissionConfig } from '../config.js';
 
 /** A member as this agent knows it: its latest heartbeat, plus when we heard it. */
 export interface MemberInfo extends Heartbeat {
@@ -22,7 +23,29 @@ export interface MemberInfo extends Heartbeat {
   self: boolean;
 }
 
-export type ObserveOutcome = 'new' | 'updated' | 'stale' | 'full';
+/**
+ * 'new': admitted to the ring view now; 'pending': recorded, but not admitted
+ * until we have a direct connection to it (docs/mesh.md "Admission");
+ * 'cooldown': an identity that never became reachable, refused for a while.
+ */
+export type ObserveOutcome = 'new' | 'pending' | 'updated' | 'stale' | 'full' | 'cooldown';
+
+export interface MemberTableOptions {
+  deadAfterMs: number;
+  /** Most members, admitted and pending together. */
+  maxMembers: number;
+  /** Most tombstones and cooldown entries, each. Default 4096. */
+  maxTombstones?: number;
+  /** A pending member not reachable within this long is dropped and cooled down. Default 2 × deadAfterMs. */
+  confirmWithinMs?: number;
+  /** How long a dropped pending identity is refused. Default 10 × deadAfterMs. */
+  cooldownMs?: number;
+  /**
+   * A member silent this long is dead even with an open connection (its
+   * heartbeats may be ignored, e.g. gossipsub graylisted it). Default 4 × deadAfterMs.
+   */
+  maxSilenceMs?: number;
+}
 
 // ---------------------------------------------------------------- pure core
 
@@ -30,72 +53,176 @@ export type ObserveOutcome = 'new' | 'updated' | 'stale' | 'full';
  * The member table: pure state, no I/O, driven by observe() and sweep(). A
  * heartbeat supersedes another of the same member if its (incarnation, seq)
  * is larger; tombstones of recently dead members keep replayed or delayed
- * heartbeats of a dead incarnation from resurrecting it.
+ * heartbeats of a dead incarnation from resurrecting it. A new identity is
+ * admitted (all(), ringMembers()) only once we have a direct connection to it;
+ * until then it is pending, and one that never becomes reachable is dropped
+ * and refused for a cooldown (docs/mesh.md "Admission").
  */
 export class MemberTable {
   private readonly byId = new Map<string, MemberInfo>();
+  private readonly pending = new Map<string, MemberInfo & { since: number }>();
   private readonly tombstones = new Map<string, { incarnation: number; seq: number }>();
+  private readonly cooldown = new Map<string, number>();
+  private readonly maxTombstones: number;
+  private readonly confirmWithinMs: number;
+  private readonly cooldownMs: number;
+  private readonly maxSilenceMs: number;
   constructor(
     readonly selfId: string,
-    readonly opts: { deadAfterMs: number; maxMembers: number; maxTombstones?: number },
-  ) {}
+    readonly opts: MemberTableOptions,
+  ) {
+    this.maxTombstones = opts.maxTombstones ?? 4096;
+    this.confirmWithinMs = opts.confirmWithinMs ?? 2 * opts.deadAfterMs;
+    this.cooldownMs = opts.cooldownMs ?? 10 * opts.deadAfterMs;
+    this.maxSilenceMs = opts.maxSilenceMs ?? 4 * opts.deadAfterMs;
+  }
 
   /** Records our own heartbeat (self is always live). */
   setSelf(hb: Heartbeat, now: number): void {
     this.byId.set(hb.id, { ...hb, lastHeard: now, self: true });
   }
 
-  observe(hb: Heartbeat, now: number): ObserveOutcome {
+  /** What observe() would do with a heartbeat of `id` not yet known ('known' if it is). */
+  admission(hb: Heartbeat, now: number): 'known' | 'stale' | 'cooldown' | 'full' | 'new' {
+    if (hb.id === this.selfId) return 'stale';
+    if (this.byId.has(hb.id) || this.pending.has(hb.id)) return 'known';
+    const t = this.tombstones.get(hb.id);
+    if (t && (hb.incarnation < t.incarnation || (hb.incarnation === t.incarnation && hb.seq <= t.seq))) return 'stale';
+    const until = this.cooldown.get(hb.id);
+    if (until !== undefined) {
+      if (now < until) return 'cooldown';
+      this.cooldown.delete(hb.id);
+    }
+    if (this.byId.size + this.pending.size >= this.opts.maxMembers) return 'full';
+    return 'new';
+  }
+
+  /**
+   * Applies a heartbeat. `connected`: whether we have a direct connection to
+   * the member (default true: the caller vouches for it); a new member without
+   * one waits in pending.
+   */
+  observe(hb: Heartbeat, now: number, connected = true): ObserveOutcome {
     if (hb.id === this.selfId) return 'stale'; // our own, echoed back: ignore
+    const newer = (cur: { incarnation: number; seq: number }) => hb.incarnation > cur.incarnation || (hb.incarnation === cur.incarnation && hb.seq > cur.seq);
     const cur = this.byId.get(hb.id);
     if (cur) {
-      if (hb.incarnation < cur.incarnation || (hb.incarnation === cur.incarnation && hb.seq <= cur.seq)) return 'stale';
+      if (!newer(cur)) return 'stale';
       this.byId.set(hb.id, { ...hb, lastHeard: now, self: false });
       return 'updated';
     }
-    const t = this.tombstones.get(hb.id);
-    if (t && (hb.incarnation < t.incarnation || (hb.incarnation === t.incarnation && hb.seq <= t.seq))) return 'stale';
-    if (this.byId.size >= this.opts.maxMembers) return 'full';
+    const waiting = this.pending.get(hb.id);
+    if (waiting) {
+      if (!newer(waiting)) return 'stale';
+      this.pending.set(hb.id, { ...hb, lastHeard: now, self: false, since: waiting.since });
+      if (connected) return this.confirm(hb.id) ? 'new' : 'pending';
+      return 'pending';
+    }
+    const a = this.admission(hb, now);
+    if (a === 'stale' || a === 'cooldown' || a === 'full') return a;
     this.tombstones.delete(hb.id);
+    if (!connected) {
+      this.pending.set(hb.id, { ...hb, lastHeard: now, self: false, since: now });
+      return 'pending';
+    }
     this.byId.set(hb.id, { ...hb, lastHeard: now, self: false });
     return 'new';
   }
 
-  /** Declares dead every member silent for more than deadAfterMs that has no open connection; returns their ids. */
+  /** Admits a pending member (we now have a direct connection to it). False if it was not pending. */
+  confirm(id: string): boolean {
+    const p = this.pending.get(id);
+    if (!p) return false;
+    this.pending.delete(id);
+    const { since: _since, ...info } = p;
+    this.byId.set(id, info);
+    return true;
+  }
+
+  /**
+   * Declares dead every member silent for more than deadAfterMs that has no
+   * open connection, or silent for more than maxSilenceMs whatever its
+   * connections; returns their ids. Pending members that stayed silent are
+   * forgotten too (not returned: they were never in the ring).
+   */
   sweep(now: number, isConnected: (id: string) => boolean): string[] {
     const dead: string[] = [];
     for (const m of this.byId.values()) {
       if (m.self) continue;
-      if (now - m.lastHeard > this.opts.deadAfterMs && !isConnected(m.id)) dead.push(m.id);
+      const silent = now - m.lastHeard;
+      if ((silent > this.opts.deadAfterMs && !isConnected(m.id)) || silent > this.maxSilenceMs) dead.push(m.id);
     }
     for (const id of dead) this.forget(id);
+    for (const p of [...this.pending.values()]) if (now - p.lastHeard > this.opts.deadAfterMs) this.forget(p.id);
     return dead;
   }
 
-  /** Removes a member at once (e.g. it was declared dead), leaving a tombstone. */
+  /**
+   * Drops pending members that have not become reachable within
+   * confirmWithinMs, refusing them for cooldownMs; returns their ids.
+   */
+  expirePending(now: number): string[] {
+    const out: string[] = [];
+    for (const p of this.pending.values()) if (now - p.since > this.confirmWithinMs) out.push(p.id);
+    for (const id of out) {
+      this.pending.delete(id);
+      this.cooldown.delete(id);
+      this.cooldown.set(id, now + this.cooldownMs);
+      if (this.cooldown.size > this.maxTombstones) this.cooldown.delete(this.cooldown.keys().next().value!);
+    }
+    return out;
+  }
+
+  /** Removes a member (admitted or pending) at once (e.g. it was declared dead), leaving a tombstone. */
   forget(id: string): boolean {
-    const m = this.byId.get(id);
+    const m = this.byId.get(id) ?? this.pending.get(id);
     if (!m || m.self) return false;
     this.byId.delete(id);
+    this.pending.delete(id);
+    this.tombstones.delete(id);
     this.tombstones.set(id, { incarnation: m.incarnation, seq: m.seq });
-    const max = this.opts.maxTombstones ?? 4096;
-    if (this.tombstones.size > max) this.tombstones.delete(this.tombstones.keys().next().value!);
+    if (this.tombstones.size > this.maxTombstones) this.tombstones.delete(this.tombstones.keys().next().value!);
     return true;
   }
 
+  /** An admitted member (pending ones are not members yet). */
   get(id: string): MemberInfo | undefined {
     return this.byId.get(id);
   }
 
-  /** All live members (active and leaving), self included, sorted by id. */
+  /** A pending member's latest heartbeat. */
+  getPending(id: string): MemberInfo | undefined {
+    const p = this.pending.get(id);
+    if (!p) return undefined;
+    const { since: _since, ...info } = p;
+    return info;
+  }
+
+  /** Whether `id` is admitted or pending. */
+  knows(id: string): boolean {
+    return this.byId.has(id) || this.pending.has(id);
+  }
+
+  /** Ids of pending members. */
+  pendingIds(): string[] {
+    return [...this.pending.keys()];
+  }
+
+  /** Sizes of the bounded maps (for tests and metrics). */
+  sizes(): { members: number; pending: number; tombstones: number; cooldown: number } {
+    return { members: this.byId.size, pending: this.pending.size, tombstones: this.tombstones.size, cooldown: this.cooldown.size };
+  }
+
+  /** All admitted live members (active and leaving), self included, sorted by id. */
   all(): MemberInfo[] {
     return [...this.byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /**
-   * Live members that own hosts: state active, ready (first handoff round
-   * done, docs/mesh.md "Admission") and capacity > 0, with their capacities;
-   * `excluded` ids are left out (members this agent found not useful).
+   * Admitted live members that own hosts: state active, ready (first handoff
+   * round done, docs/mesh.md "Admission: URL batches…") and capacity > 0, with
+   * their capacities; `excluded` ids are left out (members this agent found
+   * not useful).
    */
   ringMembers(excluded?: ReadonlyMap<string, number>): Map<string, number> {
     const out = new Map<string, number>();
@@ -103,6 +230,54 @@ export class MemberTable {
       if (m.state === 'active' && m.ready !== false && m.capacity > 0 && !excluded?.has(m.id)) out.set(m.id, m.capacity);
     }
     return out;
+  }
+}
+
+/**
+ * A token bucket: `burst` tokens, refilled at `perMs` tokens per millisecond.
+ * Admission of new identities (docs/mesh.md "Admission").
+ */
+export class TokenBucket {
+  private tokens: number;
+  private at: number;
+  constructor(private readonly burst: number, private readonly perMs: number, now: number) {
+    this.tokens = burst;
+    this.at = now;
+  }
+
+  take(now: number): boolean {
+    this.tokens = Math.min(this.burst, this.tokens + Math.max(0, now - this.at) * this.perMs);
+    this.at = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
+}
+
+/**
+ * Per-key event counts in fixed windows of `windowMs`; `hit` says whether the
+ * key is still within `limit` this window. Keys are dropped by `retain`.
+ */
+export class WindowCounter {
+  private readonly counts = new Map<string, { start: number; n: number }>();
+  constructor(private readonly windowMs: number, private readonly limit: number) {}
+
+  hit(key: string, now: number): boolean {
+    let c = this.counts.get(key);
+    if (!c || now - c.start >= this.windowMs) {
+      c = { start: now, n: 0 };
+      this.counts.set(key, c);
+    }
+    c.n++;
+    return c.n <= this.limit;
+  }
+
+  retain(keep: (key: string) => boolean): void {
+    for (const k of this.counts.keys()) if (!keep(k)) this.counts.delete(k);
+  }
+
+  get size(): number {
+    return this.counts.size;
   }
 }
 
@@ -141,7 +316,7 @@ export interface MembershipOptions {
   node: MeshNode;
   /** Crawl identifier: one gossip topic per crawl. */
   crawlId: string;
-  /** This agent's share of hosts. Default 1. */
+  /** This agent's share of hosts, within [admission.minCapacity, admission.maxCapacity]. Default 1. */
   capacity?: number;
   /** Default node.incarnation. */
   incarnation?: number;
@@ -151,13 +326,15 @@ export interface MembershipOptions {
   deadAfterMs?: number;
   /** Counters to publish, read at every heartbeat. Default all zero. */
   counters?: () => MemberCounters;
-  /** Most members tracked (bounds memory against a flood of identities). Default 4096. */
+  /** Most members tracked (bounds memory against a flood of identities). Default admission.maxMembers. */
   maxMembers?: number;
   /**
    * Whether we own hosts from the start. An agent starts not ready and calls
    * setReady() after its first handoff round (docs/mesh.md "Admission"). Default true.
    */
   ready?: boolean;
+  /** Limits on what heartbeats may claim and how fast they are admitted; defaults in src/config.ts. */
+  admission?: Partial<MeshAdmissionConfig>;
   /** Connect to members learned from heartbeats. Default true. */
   autoDial?: boolean;
   ring?: HostRingOptions;
@@ -178,11 +355,17 @@ export interface MembershipStats {
   publishErrors: number;
   received: number;
   stale: number;
-  /** Heartbeats rejected by the topic validator, by reason (oversize, json, schema, version, signer). */
+  /** Heartbeats rejected by the topic validator (they cost the relayer gossipsub score), by reason (oversize, json, schema, version, signer, unsigned, capacity). */
   rejected: Record<string, number>;
+  /** Valid heartbeats ignored (no score cost, not forwarded), by reason (rate, admission, cooldown, full). */
+  ignored: Record<string, number>;
   ignoredFull: number;
+  /** Pending identities dropped because they never became reachable. */
+  unreachable: number;
   dials: number;
   dialErrors: number;
+  /** Dials not started because the global dial budget of the interval was spent. */
+  dialsDeferred: number;
 }
 
 export interface MembershipEvents {
@@ -190,6 +373,11 @@ export interface MembershipEvents {
   /** A member's heartbeat was accepted (counters updated). */
   heartbeat: [MemberInfo];
 }
+
+/** Most addresses of one member dialed at once; the rest of its (≤ 16) announced addresses are ignored. */
+const MAX_DIAL_ADDRS = 8;
+/** Refusals are logged at most once per this long, as counts (not one line per message). */
+const REFUSAL_LOG_EVERY_MS = 10_000;
 
 /**
  * Membership over gossipsub. Call start() once the node runs (and after
@@ -200,7 +388,10 @@ export interface MembershipEvents {
 export class Membership extends EventEmitter<MembershipEvents> {
   readonly ring: HostRing;
   readonly topic: string;
-  readonly stats: MembershipStats = { published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignoredFull: 0, dials: 0, dialErrors: 0 };
+  readonly stats: MembershipStats = {
+    published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignored: {}, ignoredFull: 0, unreachable: 0, dials: 0, dialErrors: 0, dialsDeferred: 0,
+  };
+  readonly admission: MeshAdmissionConfig;
   private readonly node: MeshNode;
   private readonly table: MemberTable;
   private readonly log: MeshLogger;
@@ -217,9 +408,15 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
+  private readonly newMembers: TokenBucket;
+  private readonly heartbeatRate: WindowCounter;
   private readonly dialing = new Set<string>();
-  private readonly lastDial = new Map<string, number>();
+  /** Per member: earliest next dial and consecutive failures (exponential backoff). */
+  private readonly dialBackoff = new Map<string, { next: number; failures: number }>();
+  private dialWindow = { start: 0, n: 0 };
+  private lastRefusalLog = { at: 0, total: 0 };
   private readonly onMessage = (evt: CustomEvent<Message>) => this.handleMessage(evt.detail);
+  private readonly onConnect = (evt: CustomEvent<PeerId>) => this.confirm(evt.detail.toString());
   // Decoded heartbeats, passed from the validator to the message handler.
   private readonly validated = new WeakMap<Message, Heartbeat>();
 
@@ -227,7 +424,8 @@ export class Membership extends EventEmitter<MembershipEvents> {
     super();
     this.node = opts.node;
     this.topic = membersTopic(opts.crawlId);
-    this.capacity = opts.capacity ?? 1;
+    this.admission = { ...defaultMeshAdmission(), ...opts.admission };
+    this.capacity = this.checkCapacity(opts.capacity ?? 1);
     this.incarnation = opts.incarnation ?? opts.node.incarnation;
     this.intervalMs = opts.intervalMs ?? 1000;
     this.deadAfterMs = opts.deadAfterMs ?? 5 * this.intervalMs;
@@ -235,8 +433,10 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.ready = opts.ready ?? true;
     this.counters = opts.counters ?? (() => ({ fetched: 0, queued: 0, sent: 0, received: 0 }));
     this.log = opts.logger ?? silentLogger;
-    this.ring = new HostRing(opts.ring);
-    this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? 4096 });
+    this.ring = new HostRing({ maxCapacity: this.admission.maxCapacity, ...opts.ring });
+    this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? this.admission.maxMembers });
+    this.newMembers = new TokenBucket(this.admission.newMembersBurst, this.admission.newMembersPerInterval / this.intervalMs, Date.now());
+    this.heartbeatRate = new WindowCounter(this.intervalMs, this.admission.heartbeatsPerInterval);
   }
 
   get selfId(): string {
@@ -250,6 +450,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     const pubsub = this.node.libp2p.services.pubsub;
     pubsub.topicValidators.set(this.topic, (from, msg) => this.validate(from, msg));
     pubsub.addEventListener('message', this.onMessage);
+    this.node.libp2p.addEventListener('peer:connect', this.onConnect);
     pubsub.subscribe(this.topic);
     this.table.setSelf(this.selfHeartbeat(), Date.now());
     this.applyRing([]);
@@ -265,6 +466,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     clearInterval(this.timer);
     const pubsub = this.node.libp2p.services.pubsub;
     pubsub.removeEventListener('message', this.onMessage);
+    this.node.libp2p.removeEventListener('peer:connect', this.onConnect);
     try {
       pubsub.unsubscribe(this.topic);
     } catch { /* node already stopped */ }
@@ -297,8 +499,8 @@ export class Membership extends EventEmitter<MembershipEvents> {
 
   /**
    * Leaves `id` out of our ring for `ms` (a member that never acknowledges
-   * what we send it: docs/mesh.md "Admission"). Local: other agents decide
-   * for themselves. Emits 'change' like a death, without a tombstone.
+   * what we send it: docs/mesh.md "Admission: URL batches…"). Local: other
+   * agents decide for themselves. Emits 'change' like a death, without a tombstone.
    */
   exclude(id: string, ms: number): void {
     if (id === this.node.id) return;
@@ -311,9 +513,9 @@ export class Membership extends EventEmitter<MembershipEvents> {
     return this.excluded.has(id);
   }
 
-  /** Changes our capacity; published with the next heartbeat (sent now). */
+  /** Changes our capacity (within the admission range, else RangeError); published with the next heartbeat (sent now). */
   async setCapacity(capacity: number): Promise<void> {
-    this.capacity = capacity;
+    this.capacity = this.checkCapacity(capacity);
     this.table.setSelf(this.selfHeartbeat(), Date.now());
     this.applyRing([]);
     await this.beat();
@@ -324,16 +526,38 @@ export class Membership extends EventEmitter<MembershipEvents> {
     return this.ring.members();
   }
 
-  /** Every live member (active or leaving, self included) with its latest counters. */
+  /** Every admitted live member (active or leaving, self included) with its latest counters. */
   members(): MemberInfo[] {
     return this.table.all();
   }
 
+  /** An admitted member; identities waiting for a connection are not members yet. */
   member(id: string): MemberInfo | undefined {
     return this.table.get(id);
   }
 
+  /** Sizes of the member table's bounded maps and of the per-peer state. */
+  sizes(): { members: number; pending: number; tombstones: number; cooldown: number; rateKeys: number; dialKeys: number } {
+    return { ...this.table.sizes(), rateKeys: this.heartbeatRate.size, dialKeys: this.dialBackoff.size };
+  }
+
+  /** Refused heartbeats by reason: rejected (score cost) and ignored, plus unreachable identities dropped. */
+  refusals(): Record<string, number> {
+    const out: Record<string, number> = { ...this.stats.rejected };
+    for (const [k, v] of Object.entries(this.stats.ignored)) out[k] = (out[k] ?? 0) + v;
+    if (this.stats.unreachable) out.unreachable = this.stats.unreachable;
+    return out;
+  }
+
   // ------------------------------------------------------------ internals
+
+  private checkCapacity(capacity: number): number {
+    const { minCapacity, maxCapacity } = this.admission;
+    if (!Number.isFinite(capacity) || capacity < minCapacity || capacity > maxCapacity) {
+      throw new RangeError(`capacity must be a number from ${minCapacity} to ${maxCapacity}`);
+    }
+    return capacity;
+  }
 
   private selfHeartbeat(): Heartbeat {
     return {
@@ -359,7 +583,22 @@ export class Membership extends EventEmitter<MembershipEvents> {
       this.log.info({ dead }, 'members declared dead');
       this.applyRing(dead);
     } else if (expired) this.applyRing([]);
-    if (this.autoDial) for (const m of this.table.all()) if (!m.self && m.state === 'active') this.maybeDial(m);
+    // A connection may have opened while its heartbeat was still on the way.
+    for (const id of this.table.pendingIds()) if (this.node.isConnected(id)) this.confirm(id);
+    const unreachable = this.table.expirePending(now);
+    this.stats.unreachable += unreachable.length;
+    // Per-peer state only for identities the table still knows.
+    const known = (id: string) => this.table.knows(id);
+    this.heartbeatRate.retain(known);
+    for (const id of this.dialBackoff.keys()) if (!known(id)) this.dialBackoff.delete(id);
+    if (this.autoDial) {
+      for (const m of this.table.all()) if (!m.self && m.state === 'active') this.maybeDial(m);
+      for (const id of this.table.pendingIds()) {
+        const m = this.table.getPending(id);
+        if (m && m.state === 'active') this.maybeDial(m);
+      }
+    }
+    this.logRefusals(now);
   }
 
   private async beat(): Promise<void> {
@@ -380,16 +619,34 @@ export class Membership extends EventEmitter<MembershipEvents> {
     return TopicValidatorResult.Reject;
   }
 
-  // Runs before gossipsub forwards a message: a rejected heartbeat is neither
-  // delivered nor propagated, and counts against the peer that relayed it
-  // (gossipsub peer scoring, P4).
+  private ignore(reason: string): TopicValidatorResult {
+    this.stats.ignored[reason] = (this.stats.ignored[reason] ?? 0) + 1;
+    if (reason === 'full') this.stats.ignoredFull++;
+    return TopicValidatorResult.Ignore;
+  }
+
+  // Runs before gossipsub forwards a message. A rejected heartbeat (malformed,
+  // or claiming what no honest agent sends) is neither delivered nor
+  // propagated and costs the peer that relayed it (gossipsub peer scoring, P4;
+  // parameters in node.ts). An ignored one (valid, but over a rate limit) is
+  // dropped without cost: its relayer may be honest.
   private validate(_from: PeerId, msg: Message): TopicValidatorResult {
     if (msg.type !== 'signed') return this.reject('unsigned');
     const d = decodeHeartbeat(msg.data);
     if (!d.ok) return this.reject(d.reason);
+    const hb = d.value;
     // StrictSign authenticates the signer; the heartbeat must speak for it.
-    if (d.value.id !== msg.from.toString()) return this.reject('signer');
-    this.validated.set(msg, d.value);
+    if (hb.id !== msg.from.toString()) return this.reject('signer');
+    // Refused, not clamped: a member claiming most of the hosts is not one to trust with any.
+    if (hb.capacity < this.admission.minCapacity || hb.capacity > this.admission.maxCapacity) return this.reject('capacity');
+    const now = Date.now();
+    const admission = this.table.admission(hb, now);
+    if (admission === 'cooldown' || admission === 'full') return this.ignore(admission);
+    // A delayed or replayed heartbeat of a member declared dead: not forwarded, and no per-peer state for it.
+    if (admission === 'stale') { this.stats.stale++; return TopicValidatorResult.Ignore; }
+    if (admission === 'new' && !this.newMembers.take(now)) return this.ignore('admission');
+    if (!this.heartbeatRate.hit(hb.id, now)) return this.ignore('rate');
+    this.validated.set(msg, hb);
     return TopicValidatorResult.Accept;
   }
 
@@ -398,13 +655,25 @@ export class Membership extends EventEmitter<MembershipEvents> {
     const hb = this.validated.get(msg);
     if (!hb) return;
     this.stats.received++;
-    const outcome = this.table.observe(hb, Date.now());
+    const outcome = this.table.observe(hb, Date.now(), this.node.isConnected(hb.id));
     if (outcome === 'stale') { this.stats.stale++; return; }
-    if (outcome === 'full') { this.stats.ignoredFull++; return; }
+    if (outcome === 'full' || outcome === 'cooldown') { this.ignore(outcome); return; }
+    if (outcome === 'pending') {
+      if (this.autoDial && hb.state === 'active') this.maybeDial(this.table.getPending(hb.id)!);
+      return;
+    }
     const info = this.table.get(hb.id)!;
     this.emit('heartbeat', info);
     this.applyRing([]);
     if (this.autoDial && hb.state === 'active') this.maybeDial(info);
+  }
+
+  /** A pending identity became reachable: it is a member from now on. */
+  private confirm(id: string): void {
+    if (!this.running || !this.table.confirm(id)) return;
+    const info = this.table.get(id)!;
+    this.emit('heartbeat', info);
+    this.applyRing([]);
   }
 
   private applyRing(dead: string[]): void {
@@ -415,41 +684,72 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.emit('change', change);
   }
 
+  private logRefusals(now: number): void {
+    const counts = this.refusals();
+    let total = 0;
+    for (const v of Object.values(counts)) total += v;
+    if (total === this.lastRefusalLog.total || now - this.lastRefusalLog.at < REFUSAL_LOG_EVERY_MS) return;
+    this.log.warn({ refused: counts, since: total - this.lastRefusalLog.total }, 'heartbeats refused (totals by reason)');
+    this.lastRefusalLog = { at: now, total };
+  }
+
   // Full mesh: connect to every member we hear of (URL exchange needs direct
-  // streams anyway). One dial at a time per member, at most one per interval.
+  // streams anyway). Only addresses a valid heartbeat of that member announced,
+  // completed with its own id; one dial at a time per member, the next one
+  // after a backoff that doubles on every failure; at most dialsPerInterval
+  // dials per interval in all. So heartbeats cannot turn us into a dialer of
+  // arbitrary addresses at any sustained rate.
   private maybeDial(m: MemberInfo): void {
     if (m.self || this.dialing.has(m.id) || this.node.isConnected(m.id)) return;
     const now = Date.now();
-    if (now - (this.lastDial.get(m.id) ?? 0) < Math.max(this.intervalMs, 1000)) return;
-    const addrs: Multiaddr[] = [];
-    for (const a of m.addrs) {
-      try {
-        const ma = multiaddr(a);
-        addrs.push(ma.getPeerId() ? ma : ma.encapsulate(`/p2p/${m.id}`));
-      } catch { /* skip unparsable address */ }
-    }
-    if (!addrs.length) return;
+    const backoff = this.dialBackoff.get(m.id);
+    if (backoff && now < backoff.next) return;
+    if (now - this.dialWindow.start >= this.intervalMs) this.dialWindow = { start: now, n: 0 };
+    if (this.dialWindow.n >= this.admission.dialsPerInterval) { this.stats.dialsDeferred++; return; }
+    const own = dialableAddrs(m);
+    if (!own.length) return;
     let peer: PeerId;
     try {
       peer = peerIdFromString(m.id);
     } catch {
       return;
     }
-    // Only addresses naming this member's id: a heartbeat cannot make us dial someone else.
-    const own = addrs.filter((a) => a.getPeerId() === m.id);
-    if (!own.length) return;
+    this.dialWindow.n++;
     this.dialing.add(m.id);
-    this.lastDial.set(m.id, now);
+    const failures = backoff?.failures ?? 0;
+    this.dialBackoff.set(m.id, { next: now + Math.min(this.admission.maxDialBackoffMs, Math.max(this.intervalMs, 1000) * 2 ** failures), failures });
     this.stats.dials++;
     void this.node.libp2p.peerStore.merge(peer, { multiaddrs: own.map((a) => a.decapsulateCode(421)) })
       .then(() => this.node.libp2p.dial(peer, { signal: AbortSignal.timeout(10_000) }))
+      .then(() => { this.dialBackoff.set(m.id, { next: Date.now() + this.intervalMs, failures: 0 }); })
       .catch((err: Error) => {
         this.stats.dialErrors++;
+        const b = this.dialBackoff.get(m.id);
+        if (b) b.failures = Math.min(failures + 1, 30);
         this.log.debug({ peer: m.id, err: err.message }, 'dial to member failed');
       })
       .finally(() => this.dialing.delete(m.id));
-    if (this.lastDial.size > 2 * (this.table.all().length + 16)) {
-      for (const id of this.lastDial.keys()) if (!this.table.get(id)) this.lastDial.delete(id);
-    }
   }
+}
+
+const DIALABLE = /^\/(ip4|ip6|dns|dns4|dns6)\/[^/]+\/tcp\/([0-9]{1,5})(\/p2p\/[^/]+)?$/;
+
+/**
+ * The addresses of a member we may dial: TCP multiaddrs (our only transport)
+ * with a non-zero port, naming the member's own id (added when missing, so a
+ * heartbeat cannot make us dial someone else), at most MAX_DIAL_ADDRS.
+ */
+export function dialableAddrs(m: Pick<MemberInfo, 'id' | 'addrs'>): Multiaddr[] {
+  const out: Multiaddr[] = [];
+  for (const a of m.addrs) {
+    const match = DIALABLE.exec(a);
+    if (!match || Number(match[2]) < 1 || Number(match[2]) > 65535) continue;
+    try {
+      const ma = multiaddr(a);
+      const full = ma.getPeerId() ? ma : ma.encapsulate(`/p2p/${m.id}`);
+      if (full.getPeerId() === m.id) out.push(full);
+    } catch { /* skip unparsable address */ }
+    if (out.length >= MAX_DIAL_ADDRS) break;
+  }
+  return out;
 }

@@ -3,6 +3,7 @@
 // identify + gossipsub (StrictSign), and a libp2p private network (pnet) when
 // a swarm key is given.
 import { mkdirSync, openSync, closeSync, fsyncSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { BlockList, isIP } from 'node:net';
 import { join, dirname } from 'node:path';
 import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p';
 import { tcp } from '@libp2p/tcp';
@@ -14,6 +15,7 @@ import { gossipsub, type GossipsubEvents, type GossipsubOpts } from '@chainsafe/
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import type { PubSub } from '@libp2p/interface';
+import { membersTopic } from './wire.js';
 
 // @libp2p/crypto 5.1.23 types its keys against @libp2p/interface 3 while libp2p
 // 2.10 uses interface 2: same runtime objects, structurally different types.
@@ -47,6 +49,16 @@ export interface MeshNodeOptions {
   gossip?: Partial<GossipsubOpts>;
   /** Dial timeout for dialPeer, ms. Default 10 000. */
   dialTimeoutMs?: number;
+  /**
+   * Crawl identifier: its members topic gets gossipsub peer scoring, so a peer
+   * relaying invalid heartbeats loses score and is graylisted. Default 'default'.
+   */
+  crawlId?: string;
+  /**
+   * Listening beyond loopback without a swarm key is refused unless this is
+   * true: anyone who can reach the port can then join the mesh.
+   */
+  openMesh?: boolean;
   logger?: MeshLogger;
 }
 
@@ -155,6 +167,88 @@ export function checkSwarmKey(key: Uint8Array): void {
   }
 }
 
+// ---------------------------------------------------------------- exposure
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+
+/** Whether a listen multiaddr is bound to loopback only (`/ip4/127.x`, `/ip6/::1`, `/dns*\/localhost`). */
+export function isLoopbackListen(addr: string): boolean {
+  let ma: Multiaddr;
+  try {
+    ma = multiaddr(addr);
+  } catch {
+    return false;
+  }
+  const first = ma.getComponents()[0];
+  if (!first || first.value === undefined) return false;
+  if (first.name === 'ip4' || first.name === 'ip6') {
+    const family = isIP(first.value);
+    return family !== 0 && LOOPBACK.check(first.value, family === 4 ? 'ipv4' : 'ipv6');
+  }
+  if (first.name === 'dns' || first.name === 'dns4' || first.name === 'dns6') return first.value.toLowerCase() === 'localhost';
+  return false;
+}
+
+/**
+ * Why this listen set is refused, or null: an address beyond loopback needs a
+ * swarm key (only holders connect) or an explicit open mesh (docs/mesh.md
+ * "Admission"). One line, meant for the operator.
+ */
+export function meshExposureError(listen: readonly string[], o: { swarmKey: boolean; openMesh: boolean }): string | null {
+  for (const a of listen) {
+    try {
+      multiaddr(a);
+    } catch {
+      return `--listen ${a} is not a multiaddr (e.g. /ip4/127.0.0.1/tcp/4001)`;
+    }
+  }
+  if (o.swarmKey || o.openMesh) return null;
+  const exposed = listen.filter((a) => !isLoopbackListen(a));
+  if (!exposed.length) return null;
+  return `refusing to listen on ${exposed.join(', ')} without a swarm key: make one with \`ubicrawl keygen FILE\`, copy it to every machine and pass --swarm-key FILE (or --open-mesh: anyone who can reach this port can join the mesh)`;
+}
+
+// ---------------------------------------------------------------- peer scoring
+
+/**
+ * Gossipsub peer scoring (gossipsub v1.1, P4 "invalid messages"): every
+ * heartbeat our topic validator rejects costs the peer that relayed it
+ * (weight × count², the count decaying to half in about a minute), so one bad
+ * message leaves it near 0, about ten in a short time take it below the
+ * graylist threshold and its RPCs are ignored. Honest peers stay at 0: the
+ * positive and delivery-rate terms are off (heartbeats are too sparse for the
+ * P3 delivery threshold) and so is IP colocation (several agents behind one
+ * address is a supported deployment, docs/deploy.md).
+ */
+export function meshScoreParams(topic: string): Pick<GossipsubOpts, 'scoreParams' | 'scoreThresholds'> {
+  return {
+    scoreParams: {
+      topics: {
+        [topic]: {
+          topicWeight: 1,
+          timeInMeshWeight: 0, timeInMeshQuantum: 1000, timeInMeshCap: 1,
+          firstMessageDeliveriesWeight: 0, firstMessageDeliveriesDecay: 0.5, firstMessageDeliveriesCap: 1,
+          meshMessageDeliveriesWeight: 0, meshMessageDeliveriesDecay: 0.5, meshMessageDeliveriesCap: 1,
+          meshMessageDeliveriesThreshold: 1, meshMessageDeliveriesWindow: 10, meshMessageDeliveriesActivation: 5000,
+          meshFailurePenaltyWeight: 0, meshFailurePenaltyDecay: 0.5,
+          invalidMessageDeliveriesWeight: -1,
+          invalidMessageDeliveriesDecay: 0.99, // per decayInterval (1 s): half-life ≈ 69 s
+        },
+      },
+      topicScoreCap: 10,
+      IPColocationFactorWeight: 0,
+      // Protocol misbehaviour (GRAFT during backoff, broken IWANT promises): a few are tolerated.
+      behaviourPenaltyThreshold: 4,
+      // A departed peer's score is kept this long (bounds the score table under identity churn).
+      retainScore: 10 * 60_000,
+    },
+    scoreThresholds: { gossipThreshold: -10, publishThreshold: -50, graylistThreshold: -80, acceptPXThreshold: 100, opportunisticGraftThreshold: 20 },
+  };
+}
+
 // ---------------------------------------------------------------- peer specs
 
 /**
@@ -214,12 +308,15 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
     }
   }
   if (psk) checkSwarmKey(psk);
+  const listen = opts.listen && opts.listen.length ? opts.listen : ['/ip4/127.0.0.1/tcp/0'];
+  const exposure = meshExposureError(listen, { swarmKey: !!psk, openMesh: opts.openMesh === true });
+  if (exposure) throw new Error(exposure);
   const dialTimeoutMs = opts.dialTimeoutMs ?? 10_000;
 
   const libp2p = await createLibp2p<MeshServices>({
     privateKey,
     addresses: {
-      listen: opts.listen && opts.listen.length ? opts.listen : ['/ip4/127.0.0.1/tcp/0'],
+      listen,
       announce: opts.announce ?? [],
     },
     transports: [tcp()],
@@ -235,6 +332,7 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
         fallbackToFloodsub: false,
         // Bounded RPCs: heartbeats are ≤ 4 KiB; 1 MiB leaves room for batching and control messages.
         maxInboundDataLength: 1 << 20,
+        ...meshScoreParams(membersTopic(opts.crawlId ?? 'default')),
         ...opts.gossip,
         globalSignaturePolicy: 'StrictSign',
       }),
