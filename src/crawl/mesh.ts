@@ -183,8 +183,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     const members = this.membership.members();
     if (!this.sawWork) {
       const own = h.counters();
-      this.sawWork = own.fetched > 0 || own.queued > 0
-        || members.some((m) => m.counters.fetched + m.counters.queued + m.counters.sent + m.counters.received > 0);
+      // Pages fetched or queued, not items exchanged: a mesh that formed and traded handoff markers has no work yet.
+      this.sawWork = own.fetched > 0 || own.queued > 0 || members.some((m) => m.counters.fetched > 0);
       if (!this.sawWork) return;
     }
     const counted = members.filter((m) => m.self || !ignored(m.id));
