@@ -376,10 +376,11 @@ test('(c) a new identity every second (each a member for a second) does not stal
   const mesh = await startMesh();
   const churn: Hostile[] = [];
   let running = true;
+  let churning: Promise<void> = Promise.resolve();
   const started = Date.now();
   try {
     const done = Promise.all(mesh.agents.map((a) => a.done)).finally(() => { running = false; });
-    void (async () => {
+    churning = (async () => {
       while (running && Date.now() - started < 60_000) {
         const h = await Hostile.start(mesh.port).catch(() => null);
         if (!h) break;
@@ -395,6 +396,8 @@ test('(c) a new identity every second (each a member for a second) does not stal
     assert.ok(churn.length >= 3, 'several identities came and went during the crawl');
   } finally {
     running = false;
+    // The churn loop may be starting one more identity: wait for it, so no node outlives the test (and the file).
+    await churning;
     for (const h of churn) await h.stop();
     await mesh.close();
   }
