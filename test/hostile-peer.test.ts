@@ -139,7 +139,7 @@ interface Summary {
  */
 async function finish(mesh: Mesh, t: { diagnostic(msg: string): void }, o: { allowInFlight?: boolean; withinMs?: number } = {}): Promise<Summary[]> {
   const { web, watch } = mesh;
-  const deadline = sleep(o.withinMs ?? 90_000).then(() => 'timeout' as const);
+  const deadline = deadlineAfter(o.withinMs ?? 90_000).then(() => 'timeout' as const);
   const results = await Promise.race([Promise.all(mesh.agents.map((a) => a.done)), deadline]);
   mesh.stopPolling();
   if (results === 'timeout') {
@@ -275,7 +275,7 @@ class Hostile {
     } catch (e) {
       return { acks, error: (e as Error).name || 'dial', ms: Date.now() - t0 };
     }
-    const writing = stream.sink((async function* () { for (const f of frames) yield f; if (o.readAcks) await sleep(60_000); })()).catch((e: Error) => { error ??= e.name; });
+    const writing = stream.sink((async function* () { for (const f of frames) yield f; if (o.readAcks) await deadlineAfter(60_000); })()).catch((e: Error) => { error ??= e.name; });
     try {
       for await (const f of lp.decode(stream.source)) {
         const a = decodeAck(f.subarray());
@@ -302,6 +302,11 @@ class Hostile {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A deadline that does not keep the test file alive once everything else is done (agents stopped, servers closed). */
+function deadlineAfter(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms).unref());
 }
 
 /** URLs a hostile batch asks the agents to fetch: on the watched loopback server, and on hosts the web does not serve. */
