@@ -245,7 +245,9 @@ class Hostile {
     await this.node.libp2p.handle(PROTOCOL_URLS, ({ stream }) => {
       void (async () => {
         const acks: Uint8Array[] = [];
-        const out = stream.sink((async function* () { for (;;) { while (acks.length) yield acks.shift()!; await sleep(5); } })()).catch(() => {});
+        let reading = true;
+        // Ends with the inbound side: a generator polling an empty queue forever would keep the test file alive.
+        const out = stream.sink((async function* () { while (reading) { while (acks.length) yield acks.shift()!; await sleep(5); } })()).catch(() => {});
         try {
           for await (const f of lp.decode(stream.source, { maxDataLength: 1 << 20 })) {
             if (mode === 'never') continue;
@@ -259,6 +261,7 @@ class Hostile {
             acks.push(ack.subarray(0, 13));
           }
         } catch { /* reset */ }
+        reading = false;
         void out;
       })();
     }, { maxInboundStreams: 8 });
