@@ -25,7 +25,7 @@ async function freePort(): Promise<number> {
   }
 }
 
-interface Status { agent: { counters: { fetched: number; queued: number } }; mesh: { members: unknown[] } }
+interface Status { agent: { counters: { fetched: number; queued: number } }; mesh: { members: Array<{ state: string }> } }
 
 async function status(api: string): Promise<Status | undefined> {
   // Not yet answering (the API is bound before the agent runs: 503 until then) counts as no status.
@@ -74,7 +74,8 @@ async function main(): Promise<void> {
   const agents = [first, startAgent('b', 1), startAgent('c', 2)];
   say(`three agents (a, b, c) form a mesh on 127.0.0.1:${base}; dashboards at ${agents.map((a) => a.api).join(' ')}`);
   // Seed once every agent sees all three, so each host has one owner from the start.
-  for (const a of agents) await until(async () => ((await status(a.api))?.mesh.members.length ?? 0) >= 3, 30_000);
+  // A joiner owns hosts once it has finished joining: its state is then active (docs/mesh.md "Admission").
+  for (const a of agents) await until(async () => ((await status(a.api))?.mesh.members.filter((m) => m.state === 'active').length ?? 0) >= 3, 30_000);
   // Changes need the agent's token, which it wrote to its data dir (docs/operations.md).
   const token = readFileSync(join(DATA, 'a', 'api.token'), 'utf8').trim();
   const res = await fetch(`${agents[0]!.api}/seeds`, {

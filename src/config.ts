@@ -98,6 +98,16 @@ export interface MeshConfig {
    * this long in total; what is left stays on disk for the next start (docs/mesh.md, "Graceful leave").
    */
   leaveTimeoutMs: number;
+  /** Per-sender limits on received URL batches (docs/mesh.md "Admission"): over them, the sender is slowed down. */
+  receiveLimits: { itemsPerSec: number; itemsBurst: number; bytesPerSec: number; bytesBurst: number };
+  /** A member with this many bytes queued for it in our outbox is left out of our ring (its queue re-routed). */
+  outboxQuotaBytes: number;
+  /** A member that acknowledges nothing for this long while we have URLs queued for it is left out likewise. */
+  peerStallMs: number;
+  /** How long such a member stays out of our ring. */
+  excludeMs: number;
+  /** State kept per departed peer (counters, rate limits, inbox high-water mark) is dropped this long after it left. */
+  forgetPeerAfterMs: number;
   /** Listen beyond loopback without a swarm key: anyone who can reach the port can join (docs/mesh.md "Admission"). */
   openMesh: boolean;
   /** What a heartbeat may claim and how fast identities are admitted (docs/mesh.md "Admission"). */
@@ -254,6 +264,13 @@ export function defaultConfig(): AgentConfig {
       deadAfterMs: 5000,
       maxHops: 3,
       leaveTimeoutMs: 120_000,
+      // About 10× what an honest agent sends at full speed (docs/mesh.md "Admission"); a handoff of a large
+      // frontier is slowed, never refused.
+      receiveLimits: { itemsPerSec: 20_000, itemsBurst: 100_000, bytesPerSec: 16 << 20, bytesBurst: 64 << 20 },
+      outboxQuotaBytes: 256 << 20,
+      peerStallMs: 60_000,
+      excludeMs: 600_000,
+      forgetPeerAfterMs: 600_000,
       openMesh: false,
       admission: defaultMeshAdmission(),
     },

@@ -39,7 +39,7 @@ async function until(cond: () => Promise<boolean> | boolean, ms: number, what: s
   }
 }
 
-interface Status { agent: { id: string; counters: { fetched: number; queued: number } }; mesh: { members: Array<{ id: string; share: number }> } }
+interface Status { agent: { id: string; counters: { fetched: number; queued: number } }; mesh: { members: Array<{ id: string; share: number; state: string }> } }
 
 test('three agents: every endpoint answers; inspect names owner and WARC location; warc get returns the served bytes', async () => {
   const web = await startSyntheticWeb({ seed: 4, hosts: 30, pagesPerHost: 3, pageBytes: { min: 1000, max: 2000 } });
@@ -59,8 +59,9 @@ test('three agents: every endpoint answers; inspect names owner and WARC locatio
     const base = apis.map((a) => `http://${a}`);
     for (const b of base) {
       await until(async () => {
-        try { return (await json<Status>(`${b}/status`)).mesh.members.length === 3; } catch { return false; }
-      }, 30_000, 'three members everywhere');
+        // A joiner owns hosts once it has finished joining (docs/mesh.md "Admission"): its state is then active.
+        try { return (await json<Status>(`${b}/status`)).mesh.members.filter((m) => m.state === 'active').length === 3; } catch { return false; }
+      }, 30_000, 'three active members everywhere');
     }
     const seeded = await json<{ accepted: number; routed: Record<string, number> }>(`${base[0]}/seeds`, {
       method: 'POST', headers: { 'content-type': 'application/json', ...authOf(join(dir, 'a0')) }, body: JSON.stringify({ urls: web.roots() }),

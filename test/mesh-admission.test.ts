@@ -39,6 +39,7 @@ test('listen policy: loopback needs nothing; beyond loopback needs a swarm key o
   assert.ok(err && !err.includes('\n') && err.includes('ubicrawl keygen') && err.includes('/ip4/0.0.0.0/tcp/4001') && !err.includes('127.0.0.1'), String(err));
   assert.equal(meshExposureError(['/ip4/0.0.0.0/tcp/4001'], { swarmKey: true, openMesh: false }), null);
   assert.equal(meshExposureError(['/ip4/0.0.0.0/tcp/4001'], { swarmKey: false, openMesh: true }), null);
+  assert.match(meshExposureError(['0.0.0.0:4001'], { swarmKey: true, openMesh: false }) ?? '', /not a multiaddr/);
 });
 
 test('createMeshNode refuses a non-loopback listen address without a key or openMesh', async () => {

@@ -12,7 +12,8 @@ export const DEFAULT_API_LISTEN = '127.0.0.1:7070';
 export type AgentState = 'starting' | 'active' | 'leaving' | 'stopped';
 
 /** A mesh member as this agent sees it (DESIGN.md "Membership"). */
-export type MemberState = 'active' | 'leaving' | 'suspect' | 'dead';
+/** `joining`: a member that has not finished its first handoff round (it owns no host yet; docs/mesh.md "Admission"). */
+export type MemberState = 'active' | 'joining' | 'leaving' | 'suspect' | 'dead';
 
 export interface AgentCounters {
   /** Responses received (any status). */

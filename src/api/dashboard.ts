@@ -34,7 +34,7 @@ td.num, th.num { text-align: right; }
 td.break { word-break: break-all; }
 .empty { color: var(--muted); font-style: italic; }
 .state { display: inline-block; padding: 0 .4rem; border-radius: 4px; border: 1px solid currentColor; font-size: .8rem; }
-.state-active { color: var(--ok); } .state-leaving, .state-suspect, .state-starting { color: var(--warn); } .state-dead, .state-stopped { color: var(--bad); }
+.state-active { color: var(--ok); } .state-joining, .state-leaving, .state-suspect, .state-starting { color: var(--warn); } .state-dead, .state-stopped { color: var(--bad); }
 .bar { display: inline-block; height: .55rem; background: var(--accent); border-radius: 2px; vertical-align: middle; margin-right: .4rem; }
 figure { margin: 0; }
 figcaption { color: var(--muted); font-size: .85rem; margin-top: .25rem; }

@@ -32,7 +32,12 @@ type Child = { inc(n?: number): void };
 type GaugeChild = { set(n: number): void };
 
 const STATUS_CLASSES = ['1xx', '2xx', '3xx', '4xx', '5xx', 'other'] as const;
-const MEMBER_STATES: MemberState[] = ['active', 'leaving', 'suspect', 'dead'];
+const MEMBER_STATES: MemberState[] = ['active', 'joining', 'leaving', 'suspect', 'dead'];
+/** Why the mesh refused something a peer sent (docs/mesh.md "Admission"); anything else counts as `other`. */
+const MESH_REFUSALS = [
+  'not-member', 'seen-not-owner', 'replica-not-owner', 'oversize', 'framing', 'truncated', 'type', 'version', 'flags', 'from', 'count', 'seq',
+  'depth', 'hops', 'url-length', 'trailing', 'from-mismatch', 'url', 'idle', 'other',
+] as const;
 /** Seconds; from a loopback hit to a slow server near the fetch timeout. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -67,6 +72,8 @@ export class AgentMetrics implements MetricsSource {
   private readonly heartbeatsRefused: Counter<'reason'>;
   private readonly heartbeatsRefusedSeen = new Map<string, number>();
   private readonly members: Gauge<'state'>;
+  private readonly meshRefusals: Counter<'reason'>;
+  private readonly meshRefusalChildren = new Map<string, Child>();
   private readonly info: Gauge<'agent' | 'version'>;
   private readonly hooks: Array<() => void> = [];
   private scrapeErrors = 0;
@@ -94,6 +101,8 @@ export class AgentMetrics implements MetricsSource {
     this.received = new Counter({ name: `${p}urls_received_total`, help: 'URLs received from a peer and accepted.', labelNames: ['peer'], registers });
     this.receiveRejected = new Counter({ name: `${p}urls_receive_rejected_total`, help: 'URLs received from a peer and refused by validation (schema, size, syntax).', labelNames: ['peer'], registers });
     this.outbox = new Gauge({ name: `${p}outbox_urls`, help: 'URLs waiting in the outbox for a peer (not yet acknowledged).', labelNames: ['peer'], registers });
+    this.meshRefusals = new Counter({ name: `${p}mesh_refused_total`, help: 'Frames, batches and items from peers refused, by reason (not-member, seen-not-owner, replica-not-owner, frame errors…).', labelNames: ['reason'], registers });
+    for (const r of MESH_REFUSALS) this.meshRefusalChildren.set(r, this.meshRefusals.labels(r));
     this.maxPeerLabels = opts.maxPeerLabels ?? 256;
     this.heartbeatsRefused = new Counter({ name: `${p}mesh_heartbeats_refused_total`, help: 'Membership heartbeats refused, by reason (malformed, capacity, signer: rejected, costing the relayer gossipsub score; rate, admission, cooldown, full: ignored; unreachable: identities dropped for never becoming reachable).', labelNames: ['reason'], registers });
     this.members = new Gauge({ name: `${p}mesh_members`, help: 'Mesh members in this agent\'s view, by state.', labelNames: ['state'], registers });
@@ -203,6 +212,11 @@ export class AgentMetrics implements MetricsSource {
     const c = this.peer(peer);
     if (accepted > 0) c.rcv.inc(accepted);
     if (rejected > 0) c.rej.inc(rejected);
+  }
+
+  /** Something a peer sent was refused (a fixed set of reasons: the label set stays bounded). */
+  meshRefused(reason: string, n = 1): void {
+    (this.meshRefusalChildren.get(reason) ?? this.meshRefusalChildren.get('other')!).inc(n);
   }
 
   setOutboxDepth(peer: string, n: number): void {

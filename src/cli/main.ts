@@ -105,6 +105,8 @@ export function buildProgram(): Command {
     .option('--crawl-id <id>', 'agents of one crawl share this id (one gossip topic per crawl)', 'default')
     .option('--heartbeat <ms>', 'membership heartbeat interval', intArg('--heartbeat', 50), 1000)
     .option('--dead-after <ms>', 'a silent member without a connection is dead after this long', intArg('--dead-after', 100), 5000)
+    .option('--peer-rate <urls/s>', 'URLs per second one peer may send us (bursts of 5 s); faster senders are slowed down', intArg('--peer-rate', 1), 20_000)
+    .option('--peer-stall <ms>', 'a member that acknowledges nothing we queued for it this long is left out of our ring for a while', intArg('--peer-stall', 100), 60_000)
     .option('--api <host:port>', 'serve the status and control API (and dashboard) here, e.g. 127.0.0.1:7070')
     .option('--api-token-file <file>', 'bearer token required by every API route (mandatory when it listens beyond loopback); without it the agent makes DATA-DIR/api.token, required by the routes that change something')
     .addOption(new Option('--progress <mode>', 'live display').choices(['auto', 'tty', 'log', 'off']).default('auto'))
@@ -237,7 +239,7 @@ interface JoinOpts {
   maxPages: number; untilIdle: boolean; maxDuration: number; recrawl: boolean; recrawlMin: number; recrawlMax: number;
   recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; allowAddress: string[]; maxBody: number; warcMaxSize: number;
   warc: boolean; sitemaps: boolean; dedup: boolean; nearDup: boolean; nearDupDistance: number; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
-  listen: string[]; announce: string[]; swarmKey?: string; openMesh: boolean; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
+  listen: string[]; announce: string[]; swarmKey?: string; openMesh: boolean; capacity: number; crawlId: string; heartbeat: number; deadAfter: number; peerStall: number; peerRate: number;
   perIpDelay?: number; retries: number; retryDelay: number; dnsServer: string[]; heapGrowth: number;
 }
 
@@ -272,7 +274,8 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     dedup: { enabled: opts.dedup, near: opts.nearDup, maxDistance: opts.nearDupDistance },
     mesh: {
       enabled: true, peers: seeds.peers, announce: opts.announce, swarmKeyFile: opts.swarmKey, capacity: opts.capacity, crawlId: opts.crawlId,
-      heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter, listen, openMesh: opts.openMesh,
+      heartbeatMs: opts.heartbeat, deadAfterMs: opts.deadAfter, listen, openMesh: opts.openMesh, peerStallMs: opts.peerStall,
+      receiveLimits: { itemsPerSec: opts.peerRate, itemsBurst: 5 * opts.peerRate, bytesPerSec: 16 << 20, bytesBurst: 64 << 20 },
     },
     logger,
   });

@@ -37,7 +37,8 @@ import { preflight, StartupError } from './preflight.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
-import { HandoffGate } from './handoff.js';
+import { HandoffGate, RecentRings } from './handoff.js';
+import { RateLimitedLog } from '../mesh/admission.js';
 import { SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
@@ -220,6 +221,18 @@ class Agent implements AgentHandle, AgentView {
   private handoffTimer: NodeJS.Timeout | undefined;
   /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
   private readonly settledOnly = new Map<string, Buffer>();
+  /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
+  private readonly recentRings = new RecentRings();
+  /** Items and batches from peers we refused, by reason (docs/mesh.md "Admission"). */
+  private readonly refused: Record<string, number> = {};
+  private refusalLog: RateLimitedLog | undefined;
+  /**
+   * A joiner becomes ready only once it has heard a ready member (its first round must hand over to
+   * the mesh, not to itself), or after this time without hearing anyone (it is alone).
+   */
+  private readyAfter = 0;
+  /** When our ring last changed: a joiner waits for its view of the mesh to settle before it becomes ready. */
+  private ringChangedAt = 0;
   /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it): kept in LevelDB, and sent
    * along with the sitemap URL to the agent that fetches it (src/sitemap/grants.ts).
@@ -337,11 +350,18 @@ class Agent implements AgentHandle, AgentView {
     // The digest filter fills in the background; lookups go to the store until it is ready.
     this.dedup?.load().catch((err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
     if (this.config.mesh.enabled) {
+      const hb = this.config.mesh.heartbeatMs;
       this.handoff = new HandoffGate('', {
         // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
-        timeoutMs: this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs,
+        timeoutMs: this.config.fetch.totalTimeoutMs + 20 * hb,
         floorMs: this.config.minDelayMs,
+        // A member that entered the ring without a marker (docs/mesh.md "Admission"): an honest one sent its
+        // markers before it said it was ready, so they trail its heartbeat by one stream round trip.
+        newcomerTimeoutMs: 10 * hb,
+        newcomerCooldownMs: 40 * hb,
+        silentAfterMs: this.config.fetch.totalTimeoutMs + 20 * hb,
       });
+      this.refusalLog = new RateLimitedLog(this.log);
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
         // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
         accept: (items, from) => this.acceptFromPeer(items, from).catch((err: unknown) => {
@@ -353,6 +373,8 @@ class Agent implements AgentHandle, AgentView {
         localIdle: () => this.localIdle(),
       }, this.log);
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
+      this.mesh.on('forget', (peer) => this.metrics.removePeer(peer.slice(-12)));
+      this.mesh.exchange.on('rejected', (reason) => this.metrics.meshRefused(reason));
       this.startHandoffGate(this.mesh);
     }
     this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
@@ -388,7 +410,11 @@ class Agent implements AgentHandle, AgentView {
       if (oldestExpiry !== Infinity) this.metrics.setRobotsCacheAge(Math.max(0, (this.config.robots.cacheTtlMs - (oldestExpiry - Date.now())) / 1000));
       if (this.mesh) {
         const members = this.mesh.members();
-        this.metrics.setMembers({ active: members.filter((m) => m.state === 'active').length, leaving: members.filter((m) => m.state === 'leaving').length });
+        this.metrics.setMembers({
+          active: members.filter((m) => m.state === 'active' && m.ready !== false).length,
+          joining: members.filter((m) => m.state === 'active' && m.ready === false).length,
+          leaving: members.filter((m) => m.state === 'leaving').length,
+        });
         this.metrics.retainPeers(members.filter((m) => !m.self).map((m) => m.id.slice(-12)));
         for (const m of members) if (!m.self) this.metrics.setOutboxDepth(m.id.slice(-12), this.mesh.outbox.queued(m.id));
         this.metrics.heartbeatsRefusedTotals(this.mesh.membership.refusals());
@@ -444,7 +470,7 @@ class Agent implements AgentHandle, AgentView {
     if (this.mesh) {
       const shares = this.mesh.membership.ring.shares();
       return this.mesh.members().map((m) => ({
-        id: m.id.slice(-12), self: m.self, addrs: m.addrs, state: m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
+        id: m.id.slice(-12), self: m.self, addrs: m.addrs, state: m.ready === false && m.state === 'active' ? 'joining' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
         counters: { ...m.counters }, lastSeen: m.lastHeard,
       }));
     }
@@ -541,9 +567,19 @@ class Agent implements AgentHandle, AgentView {
     if (sync && byOwner.size > 0) await this.barrier.sync(); // the outbox writes
   }
 
-  /** URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or to pass on), or handoff markers. */
-  private async acceptFromPeer(items: UrlItem[], from: string): Promise<void> {
+  /**
+   * URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or
+   * to pass on), or handoff markers. `local`: items of our own outbox (a
+   * departed peer's queue re-routed to us), not checked for admission.
+   */
+  private async acceptFromPeer(items: UrlItem[], from: string, local = false): Promise<void> {
     const mesh = this.mesh;
+    // docs/mesh.md "Admission": only members send us anything (the exchange checks too, when the stream
+    // opens); rejecting makes an honest sender we have not heard of yet retry later.
+    if (!local && mesh && !mesh.membership.member(from)) {
+      this.refuse('not-member', from, items.length);
+      throw new Error('not a member');
+    }
     const cands: Candidate[] = [];
     const settled: Buffer[] = [];
     const settledUrls: string[] = [];
@@ -560,6 +596,16 @@ class Agent implements AgentHandle, AgentView {
       if (it.hops & SEEN_ONLY_FLAG) {
         const host = hostOf(it.url);
         if (!host) { bad++; continue; }
+        // A seen entry hides a page for good: only the host's recent owner may send one, and a
+        // replica only the owner for whom we are next (docs/mesh.md "Admission").
+        if (!local && mesh) {
+          const replica = it.hops === REPLICA_SEEN_HOPS;
+          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host) : !this.recentRings.owned(from, host)) {
+            this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
+            bad++;
+            continue;
+          }
+        }
         // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
         const owner = mesh ? mesh.ownerOf(host) : undefined;
         const hops = it.hops & HOPS_MASK;
@@ -612,19 +658,29 @@ class Agent implements AgentHandle, AgentView {
     }
     if (markers.length) this.schedulePump();
     this.received += items.length;
-    this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
+    if (!local) this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
+  }
+
+  private refuse(reason: string, from: string, n: number): void {
+    this.refused[reason] = (this.refused[reason] ?? 0) + n;
+    this.metrics.meshRefused(reason, n);
+    this.refusalLog?.warn(reason, { peer: from.slice(-12), items: n }, 'refused items from a peer');
   }
 
   private onMembershipChange(c: MembershipChange): void {
+    this.ringChangedAt = Date.now();
     const mesh = this.mesh;
     if (!mesh) return;
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
     this.metrics.setMembers({ active: c.members.length });
+    this.recentRings.push(mesh.membership.ring);
     this.metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => m.id.slice(-12)));
     if (this.handoff) {
       const now = Date.now();
       for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once
-      this.handoff.ringChanged(mesh.membership.ring, mesh.members().filter((m) => !m.self).map((m) => m.id), c.added, now);
+      // A member we left out of our ring (it acknowledges nothing) is not waited for, like a dead one.
+      const alive = mesh.members().filter((m) => !m.self && !mesh.membership.isExcluded(m.id)).map((m) => m.id);
+      this.handoff.ringChanged(mesh.membership.ring, alive, c.added, now);
       this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
     }
     // Hosts go back to earlier owners, which may have handed on URLs we sent them.
@@ -663,7 +719,12 @@ class Agent implements AgentHandle, AgentView {
           this.settledOnly.delete(host);
         } catch (err) { failed = true; this.log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
       }
-      if (!failed) await this.sendMarkers(rid);
+      if (!failed && await this.sendMarkers(rid) && !mesh.membership.isReady && this.lifecycle !== 'leaving'
+        && ((mesh.membership.ring.members().length > 0 && Date.now() - this.ringChangedAt >= 3 * this.config.mesh.heartbeatMs) || Date.now() >= this.readyAfter)) {
+        // First complete round: what we held is handed over and marked; now we may own hosts.
+        this.log.info({ ring: rid?.toString(16) }, 'first handoff round complete: ready');
+        await mesh.membership.setReady();
+      }
     });
   }
 
@@ -672,13 +733,14 @@ class Agent implements AgentHandle, AgentView {
    * yet: queued after everything this pass handed over, on the same ordered
    * streams. Skipped when the ring moved on during the pass (the next pass marks).
    */
-  private async sendMarkers(rid: bigint | undefined): Promise<void> {
+  private async sendMarkers(rid: bigint | undefined): Promise<boolean> {
     const mesh = this.mesh;
     const gate = this.handoff;
-    if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return;
+    if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return false;
     const due = gate.markersDue(mesh.membership.ring.members());
     if (due.length) this.log.info({ ring: rid.toString(16), to: due.map((p) => p.slice(-12)) }, 'handoff markers sent');
     await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
+    return true;
   }
 
   /** A dead or departed peer's queue goes to the hosts' new owners (ourselves included). */
@@ -697,20 +759,27 @@ class Agent implements AgentHandle, AgentView {
       if (it.hops === REPLICA_SEEN_HOPS) { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
       const o = mesh.ownerOf(hostOf(it.url));
       return o === mesh.id ? null : o;
-    }, (its) => this.acceptFromPeer(its.filter((it) => !isHandoffMarker(it) && it.hops !== REPLICA_SEEN_HOPS), id))
+    }, (its) => this.acceptFromPeer(its.filter((it) => !isHandoffMarker(it) && it.hops !== REPLICA_SEEN_HOPS), id, true),
+    // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
+    mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
       .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
   }
 
   private startHandoffGate(mesh: AgentMesh): void {
     const gate = this.handoff!;
     gate.setSelf(mesh.id);
-    // Every member known at start is new to us: it may hold hosts we own (we were away, or never here).
+    this.recentRings.push(mesh.membership.ring);
+    // We are not ready yet (we own no host): our first round hands over whatever we hold, then we
+    // become ready, enter the ring and wait for the owners' markers for the hosts we gain.
     const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
-    gate.ringChanged(mesh.membership.ring, others, others, Date.now());
+    gate.ringChanged(mesh.membership.ring, others, [], Date.now());
     // A peer restarted without a ring change waits for our marker again.
     mesh.membership.on('heartbeat', (m) => { if (gate.heard(m.id, m.incarnation)) this.scheduleRebalance(); });
     const startedAt = Date.now();
+    this.readyAfter = this.config.mesh.peers.length ? startedAt + 4 * this.config.mesh.deadAfterMs : 0;
     this.handoffTimer = setInterval(() => {
+      // Not ready yet: try again once the view has settled (or we turn out to be alone).
+      if (!mesh.membership.isReady && this.lifecycle !== 'leaving') this.scheduleRebalance();
       gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
       // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
       // once it could have been heard of, it goes to the hosts' owners.
@@ -1654,7 +1723,7 @@ class Agent implements AgentHandle, AgentView {
       dataDir: this.config.dataDir,
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,
-      ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.forwarded, received: this.received } : {}),
+      ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.forwarded, received: this.received, mesh: this.meshSummary() } : {}),
       ...(this.recrawl ? { recrawl: this.recrawl.summary() } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
@@ -1679,6 +1748,20 @@ class Agent implements AgentHandle, AgentView {
     await this.fingerprinter?.close().catch(() => {});
     await this.fetcher.close().catch(() => {});
     await this.store.close().catch(() => {});
+  }
+
+  /** Admission figures (docs/mesh.md "Admission"): every refusal by reason, rate limiting, members left out. */
+  private meshSummary(): Record<string, unknown> {
+    const mesh = this.mesh!;
+    const ex = mesh.exchange.stats();
+    return {
+      refused: { ...ex.rejected, ...this.refused },
+      throttled: ex.throttled,
+      excluded: { ...mesh.stats.excluded },
+      forgottenPeers: mesh.stats.forgotten,
+      heartbeatsRejected: { ...mesh.membership.stats.rejected },
+      handoff: { ...this.handoff!.stats },
+    };
   }
 
   private async agentShortId(): Promise<string> {

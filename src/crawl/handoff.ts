@@ -33,6 +33,8 @@ interface Gate {
   deadline: number;
   /** When `waiting` became empty (or the deadline passed); NaN while open. */
   clearedAt: number;
+  /** The gate of members that appeared without a marker (one at a time, shared: docs/mesh.md "Admission"). */
+  newcomers: boolean;
 }
 
 export interface HandoffGateOptions {
@@ -42,6 +44,20 @@ export interface HandoffGateOptions {
   floorMs: number;
   /** How soon a blocked host is looked at again, ms. */
   recheckMs?: number;
+  /**
+   * Longest wait for a member that appeared (entered the ring) without having
+   * sent us any marker. Newcomers share one gate: a newcomer joins the open one
+   * without moving its deadline. Default timeoutMs.
+   */
+  newcomerTimeoutMs?: number;
+  /** After a newcomer gate gave up, no newcomer gate opens for this long (bounds churning identities). Default 0. */
+  newcomerCooldownMs?: number;
+  /**
+   * A peer that has cost this much waiting in total (gates that gave up on it)
+   * without ever sending a marker is *silent*: no gate waits for it until its
+   * first marker. Default Infinity (every gate waits for it).
+   */
+  silentAfterMs?: number;
 }
 
 export interface HandoffGateStats {
@@ -51,10 +67,14 @@ export interface HandoffGateStats {
   deadCleared: number;
   /** Gates that gave up waiting (timeout fallback). */
   timedOut: number;
+  /** Newcomers not waited for: during the cooldown, or silent. */
+  newcomersSkipped: number;
+  /** Peers that became silent. */
+  silenced: number;
 }
 
 export class HandoffGate {
-  readonly stats: HandoffGateStats = { gates: 0, markers: 0, deadCleared: 0, timedOut: 0 };
+  readonly stats: HandoffGateStats = { gates: 0, markers: 0, deadCleared: 0, timedOut: 0, newcomersSkipped: 0, silenced: 0 };
   private gates: Gate[] = [];
   private ring: HostRing | null = null;
   private rid = -1n;
@@ -70,6 +90,10 @@ export class HandoffGate {
   private readonly sent = new Map<string, bigint>();
   /** Last incarnation seen per peer: a higher one is a restart, which needs our marker again. */
   private readonly incarnations = new Map<string, number>();
+  /** Waiting a gate gave up on, per peer that never sent a marker (ms, summed): silentAfterMs bounds it. */
+  private readonly waitedFor = new Map<string, number>();
+  private readonly silent = new Set<string>();
+  private newcomerCooldownUntil = 0;
 
   /**
    * `self` may be set later (`setSelf`): the agent creates the gate before its
@@ -98,10 +122,19 @@ export class HandoffGate {
     this.ring = snapshotRing(ring);
     this.rid = ringIdOf(this.ring);
     for (const g of this.gates) for (const p of g.waiting) if (this.lastMarker.get(p)?.ring === this.rid) g.waiting.delete(p);
-    const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p)?.ring !== this.rid && !this.finished.has(p));
-    if (before && others.length) this.open(before, others, now);
-    const newcomers = added.filter((p) => p !== this.self && alive.includes(p) && this.lastMarker.get(p)?.ring !== this.rid);
-    if (newcomers.length) this.open(null, newcomers, now);
+    const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p)?.ring !== this.rid && !this.finished.has(p) && !this.silent.has(p));
+    if (before && others.length) this.open(before, others, now, this.opts.timeoutMs);
+    // A member that sent us a marker already (any ring) has handed over what it held before it
+    // joined (it becomes ready only after that round); the others may hold our hosts' data.
+    const newcomers = added.filter((p) => p !== this.self && alive.includes(p) && !this.lastMarker.has(p));
+    const wait = newcomers.filter((p) => !this.silent.has(p));
+    this.stats.newcomersSkipped += newcomers.length - wait.length;
+    if (wait.length) {
+      const open = this.gates.find((g) => g.newcomers && Number.isNaN(g.clearedAt));
+      if (open) for (const p of wait) open.waiting.add(p);
+      else if (now < this.newcomerCooldownUntil) this.stats.newcomersSkipped += wait.length;
+      else this.open(null, wait, now, this.opts.newcomerTimeoutMs ?? this.opts.timeoutMs, true);
+    }
     this.sweep(now);
   }
 
@@ -113,9 +146,11 @@ export class HandoffGate {
   marker(from: string, ringId: bigint, now: number, leaving = false): void {
     this.stats.markers++;
     this.lastMarker.set(from, { ring: ringId, at: now });
+    this.silent.delete(from);
+    this.waitedFor.delete(from);
     if (leaving) this.finished.add(from);
-    else if (ringId !== this.rid) return;
-    for (const g of this.gates) g.waiting.delete(from);
+    // Any marker shows that what the peer held before it joined has arrived: newcomer gates let it go.
+    for (const g of this.gates) if (g.newcomers || leaving || ringId === this.rid) g.waiting.delete(from);
     this.sweep(now);
   }
 
@@ -124,6 +159,8 @@ export class HandoffGate {
     this.lastMarker.delete(peer);
     this.finished.delete(peer);
     this.sent.delete(peer);
+    this.silent.delete(peer);
+    this.waitedFor.delete(peer);
     for (const g of this.gates) if (g.waiting.delete(peer)) this.stats.deadCleared++;
     this.sweep(now);
   }
@@ -136,6 +173,8 @@ export class HandoffGate {
     for (const p of this.finished) if (!isMember(p)) this.finished.delete(p);
     for (const p of this.sent.keys()) if (!isMember(p)) this.sent.delete(p);
     for (const p of this.incarnations.keys()) if (!isMember(p)) this.incarnations.delete(p);
+    for (const p of this.silent) if (!isMember(p)) this.silent.delete(p);
+    for (const p of this.waitedFor.keys()) if (!isMember(p)) this.waitedFor.delete(p);
     this.sweep(now);
   }
 
@@ -189,15 +228,72 @@ export class HandoffGate {
     for (const g of this.gates) {
       if (Number.isNaN(g.clearedAt)) {
         if (g.waiting.size === 0) g.clearedAt = now;
-        else if (now >= g.deadline) { this.stats.timedOut++; g.waiting.clear(); g.clearedAt = now; }
+        else if (now >= g.deadline) {
+          this.stats.timedOut++;
+          for (const p of g.waiting) this.gaveUpOn(p, g.deadline - g.createdAt);
+          if (g.newcomers) this.newcomerCooldownUntil = now + (this.opts.newcomerCooldownMs ?? 0);
+          g.waiting.clear();
+          g.clearedAt = now;
+        }
       }
       if (!Number.isNaN(g.clearedAt) && now >= g.clearedAt + this.opts.floorMs) drop = true;
     }
     if (drop) this.gates = this.gates.filter((g) => Number.isNaN(g.clearedAt) || now < g.clearedAt + this.opts.floorMs);
   }
 
-  private open(before: HostRing | null, waiting: string[], now: number): void {
+  /** Peers no gate waits for (they cost silentAfterMs of waiting without a marker). */
+  silentPeers(): string[] {
+    return [...this.silent];
+  }
+
+  private gaveUpOn(peer: string, ms: number): void {
+    if (this.lastMarker.has(peer)) return; // it speaks, only late: not silent
+    const total = (this.waitedFor.get(peer) ?? 0) + ms;
+    this.waitedFor.set(peer, total);
+    if (total >= (this.opts.silentAfterMs ?? Infinity) && !this.silent.has(peer)) {
+      this.silent.add(peer);
+      this.stats.silenced++;
+      for (const g of this.gates) g.waiting.delete(peer);
+    }
+  }
+
+  private open(before: HostRing | null, waiting: string[], now: number, timeoutMs: number, newcomers = false): void {
     this.stats.gates++;
-    this.gates.push({ before, waiting: new Set(waiting), createdAt: now, deadline: now + this.opts.timeoutMs, clearedAt: NaN });
+    this.gates.push({ before, waiting: new Set(waiting), createdAt: now, deadline: now + timeoutMs, clearedAt: NaN, newcomers });
+  }
+}
+
+/**
+ * The last few rings this agent had (the current one included): who may send
+ * seen entries for a host (docs/mesh.md "Admission"). A seen entry hides a
+ * page for good, so only an agent that owned the host — under a ring we had a
+ * moment ago (views lag) — may tell us it settled it; a replica seen entry
+ * must come from the host's owner for whom we are the next owner.
+ */
+export class RecentRings {
+  private rings: HostRing[] = [];
+
+  constructor(private readonly max = 16) {}
+
+  /** Records the ring as it is now (call on every change). */
+  push(ring: HostRing): void {
+    this.rings.push(snapshotRing(ring));
+    if (this.rings.length > this.max) this.rings.shift();
+  }
+
+  /** Whether `peer` owned `host` under one of the recent rings. */
+  owned(peer: string, host: string): boolean {
+    const p = hostPoint(host);
+    for (const r of this.rings) if (r.ownerOfPoint(p) === peer) return true;
+    return false;
+  }
+
+  /** Whether, under one of the recent rings, `peer` owned `host` and `self` came next. */
+  replicaFor(peer: string, self: string, host: string): boolean {
+    for (const r of this.rings) {
+      const o = r.nextOwnersOf(host, 2);
+      if (o[0] === peer && o[1] === self) return true;
+    }
+    return false;
   }
 }

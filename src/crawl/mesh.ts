@@ -20,7 +20,22 @@ export interface MeshHandlers {
   localIdle(): boolean;
 }
 
-export class AgentMesh extends EventEmitter<{ idle: [] }> {
+export interface AgentMeshStats {
+  /** Members we left out of our ring because they acknowledged nothing (stall) or their queue passed the quota. */
+  excluded: { stall: number; quota: number };
+  /** Departed peers whose per-peer state was dropped. */
+  forgotten: number;
+}
+
+export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }> {
+  readonly stats: AgentMeshStats = { excluded: { stall: 0, quota: 0 }, forgotten: 0 };
+  /** Since when each peer we keep state for has been out of the member table. */
+  private readonly absentSince = new Map<string, number>();
+  /** Since when each member has been in the table without being ready (idle detection stops waiting for it after a while). */
+  private readonly notReadySince = new Map<string, number>();
+  /** When each member was first heard (a member younger than a dead-after period does not hold idle detection). */
+  private readonly firstSeen = new Map<string, number>();
+  private ticks = 0;
   private idleStreak = 0;
   /** The crawl has begun somewhere in the mesh: an agent waiting for peers and seeds is not "idle". */
   private sawWork = false;
@@ -47,18 +62,26 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
       // No "recently forwarded" cache: every settled page is replicated once anyway.
       const replicas = await Outbox.open({ db: store.replicas, recentSize: 0 });
       let exchange: UrlExchange | undefined;
+      let mesh: AgentMesh | undefined;
       const membership = new Membership({
         node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
+        // We own no host before our first handoff round (the agent calls setReady(): docs/mesh.md "Admission").
+        ready: false,
         counters: () => {
           const own = handlers.counters();
           const ex = exchange?.idleCounters() ?? { sent: 0, received: 0 };
-          return { fetched: own.fetched, queued: own.queued + outbox.totalQueued() + (handlers.localIdle() ? 0 : 1), sent: ex.sent, received: ex.received };
+          const pending = mesh ? mesh.pendingOutbox() : outbox.totalQueued();
+          return { fetched: own.fetched, queued: own.queued + pending + (handlers.localIdle() ? 0 : 1), sent: ex.sent, received: ex.received };
         },
       });
-      exchange = new UrlExchange({ node, outbox, replicaOutbox: replicas, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log });
-      const mesh = new AgentMesh(node, membership, outbox, replicas, exchange, cfg, log);
+      exchange = new UrlExchange({
+        node, outbox, replicaOutbox: replicas, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log,
+        // Batches only from members (active or leaving, ready or not): docs/mesh.md "Admission".
+        admit: (from) => (membership.member(from) ? null : 'not-member'),
+        limits: cfg.receiveLimits,
+      });
+      mesh = new AgentMesh(node, membership, outbox, replicas, exchange, cfg, log);
       membership.on('change', (c) => handlers.onChange(c));
-      exchange.on('rejected', (reason: string, peer: string) => log.warn({ reason, peer }, 'rejected a batch from a peer'));
       for (const peer of cfg.peers) {
         try {
           const id = await node.dialPeer(peer);
@@ -72,7 +95,7 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
       // A joiner learns the members from their heartbeats; route nothing (seeds) before it has heard them.
       if (cfg.peers.length) await new Promise((r) => setTimeout(r, 2.5 * cfg.heartbeatMs));
       // Checked once per heartbeat interval, so "the same figures twice in a row" spans whole rounds.
-      mesh.idleTimer = setInterval(() => mesh.checkIdle(handlers), cfg.heartbeatMs);
+      mesh.idleTimer = setInterval(() => { mesh.checkUseful(); mesh.sweepDeparted(); mesh.checkIdle(handlers); }, cfg.heartbeatMs);
       mesh.idleTimer.unref();
       return mesh;
     } catch (err) {
@@ -93,6 +116,55 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
   }
 
   /**
+   * A ring member that acknowledges nothing we queue for it, or whose queue
+   * passed the quota, is not useful: it leaves our ring for `excludeMs`, so its
+   * queue goes to the hosts' other owners (ourselves included) like a dead
+   * member's, and our disk stops growing for it (docs/mesh.md "Admission").
+   */
+  private checkUseful(): void {
+    const now = Date.now();
+    for (const p of this.outbox.peers()) {
+      if (!this.membership.ring.capacityOf(p)) continue; // not in our ring: its queue is re-routed anyway
+      const quota = this.outbox.queuedBytes(p) > this.cfg.outboxQuotaBytes;
+      const stalled = this.outbox.stalledFor(p, now) > this.cfg.peerStallMs;
+      if (!quota && !stalled) continue;
+      this.stats.excluded[quota ? 'quota' : 'stall']++;
+      this.log.warn({ peer: p, queued: this.outbox.queued(p), bytes: this.outbox.queuedBytes(p), stalledMs: this.outbox.stalledFor(p, now) },
+        quota ? 'member over its outbox quota: left out of our ring' : 'member acknowledges nothing: left out of our ring');
+      this.membership.exclude(p, this.cfg.excludeMs);
+    }
+  }
+
+  /** Drops per-peer state (exchange counters and marks, outbox bookkeeping, metric series) of peers gone for a while. */
+  private sweepDeparted(): void {
+    const now = Date.now();
+    const known = new Set(this.exchange.knownPeers());
+    for (const p of known) if (!this.absentSince.has(p) && !this.membership.member(p)) this.absentSince.set(p, now);
+    // The durable inbox too, now and then: marks left by earlier runs.
+    if (this.ticks++ % 64 === 0) {
+      void this.exchange.inboxPeers().then((ps) => {
+        const t = Date.now();
+        for (const p of ps) if (!this.absentSince.has(p) && !this.membership.member(p)) this.absentSince.set(p, t);
+      }).catch(() => {});
+    }
+    for (const [p, since] of this.absentSince) {
+      if (this.membership.member(p)) { this.absentSince.delete(p); continue; }
+      if (now - since < this.cfg.forgetPeerAfterMs || this.outbox.queued(p) > 0) continue;
+      this.absentSince.delete(p);
+      this.outbox.forgetPeer(p);
+      this.stats.forgotten++;
+      void this.exchange.forget(p).catch((err: Error) => this.log.debug({ peer: p, err: err.message }, 'forgetting a peer failed'));
+      this.emit('forget', p);
+    }
+    for (const m of this.membership.members()) {
+      if (!m.self && !this.firstSeen.has(m.id)) this.firstSeen.set(m.id, now);
+      if (m.ready === false) { if (!this.notReadySince.has(m.id)) this.notReadySince.set(m.id, now); } else this.notReadySince.delete(m.id);
+    }
+    for (const p of this.notReadySince.keys()) if (!this.membership.member(p)) this.notReadySince.delete(p);
+    for (const p of this.firstSeen.keys()) if (!this.membership.member(p)) this.firstSeen.delete(p);
+  }
+
+  /**
    * Mesh-wide idle (issue 5 item 6). Every member's heartbeat reports its
    * frontier *plus its outbox* as `queued`, and a URL leaves a sender's outbox
    * only when the receiver acknowledged it after writing it durably — so
@@ -104,19 +176,23 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
    */
   private checkIdle(h: MeshHandlers): void {
     const reset = () => { this.idleStreak = 0; this.lastSignature = ''; };
-    if (!h.localIdle() || this.outbox.totalQueued() > 0) { reset(); return; }
+    // Members we left out of our ring, members that never finish joining and members younger than a
+    // dead-after period (a stream of fresh identities) do not hold the crawl open, nor do our queues for them.
+    const ignored = (id: string) => this.ignoredForIdle(id);
+    if (!h.localIdle() || this.pendingOutbox() > 0) { reset(); return; }
     const members = this.membership.members();
     if (!this.sawWork) {
       const own = h.counters();
-      this.sawWork = own.fetched > 0 || own.queued > 0
-        || members.some((m) => m.counters.fetched + m.counters.queued + m.counters.sent + m.counters.received > 0);
+      // Pages fetched or queued, not items exchanged: a mesh that formed and traded handoff markers has no work yet.
+      this.sawWork = own.fetched > 0 || own.queued > 0 || members.some((m) => m.counters.fetched > 0);
       if (!this.sawWork) return;
     }
-    for (const m of members) {
+    const counted = members.filter((m) => m.self || !ignored(m.id));
+    for (const m of counted) {
       if (!m.self && (m.counters.queued > 0 || m.state !== 'active')) { reset(); return; }
     }
     const own = this.exchange.idleCounters();
-    const signature = members.map((m) => `${m.id}:${m.incarnation}:${m.counters.fetched}:${m.counters.sent}:${m.counters.received}`).sort().join('|')
+    const signature = counted.map((m) => `${m.id}:${m.incarnation}:${m.counters.fetched}:${m.counters.sent}:${m.counters.received}`).sort().join('|')
       + `#${own.sent}:${own.received}`;
     if (signature === this.lastSignature) this.idleStreak++;
     else { this.idleStreak = 1; this.lastSignature = signature; }
@@ -124,6 +200,27 @@ export class AgentMesh extends EventEmitter<{ idle: [] }> {
       this.log.info({ members: members.length }, 'mesh idle');
       this.emit('idle');
     }
+  }
+
+  /** URLs queued in our outbox for members that count for idle detection (and for departed peers: re-routed soon). */
+  pendingOutbox(): number {
+    let n = 0;
+    for (const p of this.outbox.peers()) if (!this.ignoredForIdle(p)) n += this.outbox.queued(p);
+    return n;
+  }
+
+  private ignoredForIdle(id: string): boolean {
+    return this.membership.isExcluded(id) || this.joiningTooLong(id) || this.young(id);
+  }
+
+  private young(id: string): boolean {
+    const since = this.firstSeen.get(id);
+    return since !== undefined && Date.now() - since < this.cfg.deadAfterMs + 2 * this.cfg.heartbeatMs;
+  }
+
+  private joiningTooLong(id: string): boolean {
+    const since = this.notReadySince.get(id);
+    return since !== undefined && Date.now() - since > 20 * this.cfg.heartbeatMs + this.cfg.deadAfterMs;
   }
 
   async leave(): Promise<void> { await this.membership.leave(); }

@@ -23,6 +23,7 @@ import {
 } from './wire.js';
 import type { Outbox, OutboxBatch, OutboxDb } from './outbox.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
+import { RateLimitedLog, TokenBucket } from './admission.js';
 
 export interface AcceptMeta {
   batchId: number;
@@ -33,6 +34,14 @@ export interface AcceptMeta {
 
 /** Must resolve only after `items` are durable on this agent; rejecting makes the sender retry later. */
 export type AcceptFn = (items: UrlItem[], from: string, meta: AcceptMeta) => Promise<void>;
+
+/** Per-sender rate limits on received batches (token buckets; docs/mesh.md "Admission"). */
+export interface ReceiveLimits {
+  itemsPerSec: number;
+  itemsBurst: number;
+  bytesPerSec: number;
+  bytesBurst: number;
+}
 
 export interface UrlExchangeOptions {
   node: MeshNode;
@@ -69,6 +78,14 @@ export interface UrlExchangeOptions {
   backoffMaxMs?: number;
   /** Inbound streams of this protocol per connection. Default 3 (URL and replica streams, and one being replaced). */
   maxInboundStreams?: number;
+  /**
+   * Whether `peer` may send us batches: null = yes, else the refusal reason
+   * (counted; the stream is reset unacknowledged, so an honest sender retries
+   * later). Checked when a stream opens and before each batch. Default: everyone.
+   */
+  admit?: (peer: string) => string | null;
+  /** Per-sender rate limits: a sender over them is slowed down (we stop reading its stream). Default none. */
+  limits?: ReceiveLimits;
   logger?: MeshLogger;
 }
 
@@ -86,6 +103,8 @@ export interface PeerExchangeStats {
   rejected: number;
   /** Failed sending sessions (dial, stream, timeout, bad ack). */
   failures: number;
+  /** Batches from the peer held back by the rate limits. */
+  throttled: number;
 }
 
 export interface ExchangeStats {
@@ -93,10 +112,12 @@ export interface ExchangeStats {
   acked: number;
   received: number;
   duplicates: number;
-  /** Rejections by reason: frame reasons of decodeBatch (oversize, type, version, flags, from, count, truncated, seq, depth, hops, url-length, trailing), 'framing' (bad length prefix), 'from-mismatch', 'url' (item with a bad URL, dropped alone), 'replica-item' (anything but a replica seen entry in a replica frame, dropped alone), 'idle'. */
+  /** Rejections by reason: frame reasons of decodeBatch (oversize, type, version, flags, from, count, truncated, seq, depth, hops, url-length, trailing), 'framing' (bad length prefix), 'from-mismatch', 'url' (item with a bad URL, dropped alone), 'replica-item' (anything but a replica seen entry in a replica frame, dropped alone), 'idle', and the admit() reasons (e.g. 'not-member'). */
   rejected: Record<string, number>;
   acceptErrors: number;
   failures: number;
+  /** Batches held back by the per-sender rate limits. */
+  throttled: number;
   peers: Map<string, PeerExchangeStats>;
 }
 
@@ -119,7 +140,7 @@ interface SenderState {
   wake: (() => void) | null;
 }
 
-const newPeerStats = (): PeerExchangeStats => ({ sent: 0, acked: 0, batchesAcked: 0, received: 0, duplicates: 0, rejected: 0, failures: 0 });
+const newPeerStats = (): PeerExchangeStats => ({ sent: 0, acked: 0, batchesAcked: 0, received: 0, duplicates: 0, rejected: 0, failures: 0, throttled: 0 });
 
 class Timeout extends Error {
   constructor(what: string) {
@@ -136,14 +157,18 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private readonly replicaLane: Lane | undefined;
   private readonly inbox: OutboxDb | undefined;
   private readonly log: MeshLogger;
-  private readonly o: Required<Omit<UrlExchangeOptions, 'node' | 'accept' | 'outbox' | 'replicaOutbox' | 'inbox' | 'logger'>>;
+  private readonly o: Required<Omit<UrlExchangeOptions, 'node' | 'accept' | 'outbox' | 'replicaOutbox' | 'inbox' | 'logger' | 'admit' | 'limits'>>;
+  private readonly admit: (peer: string) => string | null;
+  private readonly limits: ReceiveLimits | undefined;
+  private readonly buckets = new Map<string, { items: TokenBucket; bytes: TokenBucket }>();
+  private readonly warnings: RateLimitedLog;
   private readonly senders = new Map<string, SenderState>();
   private readonly marks = new Map<string, { epoch: number; seq: number }>();
   private readonly locks = new Map<string, Promise<void>>();
   private readonly serving = new Set<{ stream: Stream; done: Promise<void>; busy: boolean }>();
   private readonly sending = new Set<Promise<void>>();
   private readonly outStreams = new Set<Stream>();
-  private readonly totals = { sent: 0, acked: 0, received: 0, duplicates: 0, acceptErrors: 0, failures: 0 };
+  private readonly totals = { sent: 0, acked: 0, received: 0, duplicates: 0, acceptErrors: 0, failures: 0, throttled: 0 };
   private readonly rejected: Record<string, number> = {};
   private readonly perPeer = new Map<string, PeerExchangeStats>();
   private readonly stopCtl = new AbortController();
@@ -165,6 +190,9 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     this.outbox = opts.outbox;
     this.inbox = opts.inbox;
     this.log = opts.logger ?? silentLogger;
+    this.warnings = new RateLimitedLog(this.log);
+    this.admit = opts.admit ?? (() => null);
+    this.limits = opts.limits;
     this.o = {
       batchMaxUrls: opts.batchMaxUrls ?? 500,
       batchMaxBytes: opts.batchMaxBytes ?? 256 * 1024,
@@ -263,6 +291,39 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
 
   stats(): ExchangeStats {
     return { ...this.totals, rejected: { ...this.rejected }, peers: new Map([...this.perPeer].map(([k, v]) => [k, { ...v }])) };
+  }
+
+  /** Peers this exchange keeps state for (counters, rate limits, high-water marks in memory). */
+  knownPeers(): string[] {
+    return [...new Set([...this.perPeer.keys(), ...this.marks.keys(), ...this.buckets.keys()])];
+  }
+
+  /** Senders with a high-water mark in the durable inbox (one key scan; the inbox holds one small entry per sender). */
+  async inboxPeers(): Promise<string[]> {
+    if (!this.inbox) return [...this.marks.keys()];
+    const out: string[] = [];
+    for (const [k] of await this.inbox.iterator().all()) {
+      const len = k[0]!;
+      if (k.length === 1 + len) out.push(k.subarray(1).toString('latin1'));
+    }
+    return out;
+  }
+
+  /**
+   * Forgets a departed peer: its counters, rate-limit state and high-water
+   * mark (in memory and in the inbox). Its queue, if any, stays (re-routing is
+   * the caller's). Should it come back, what it re-sends was never acked,
+   * hence above the forgotten mark; the only cost is the duplicate window
+   * documented in docs/mesh.md.
+   */
+  async forget(peer: string): Promise<void> {
+    if (this.locks.has(peer)) return; // a batch of it is being processed: next time
+    this.perPeer.delete(peer);
+    this.buckets.delete(peer);
+    this.marks.delete(peer);
+    const s = this.senders.get(peer);
+    if (s && !s.running && !(this.outbox && this.outbox.queued(peer) > 0)) this.senders.delete(peer);
+    if (this.inbox) await this.inbox.batch([{ type: 'del', key: outboxPrefix(peer) }]);
   }
 
   // ------------------------------------------------------------ sender
@@ -395,6 +456,14 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
 
   private serve(stream: Stream, connection: Connection): void {
     if (this.stopping) { stream.abort(new Error('exchange stopping')); return; }
+    const from = connection.remotePeer.toString();
+    const refusal = this.admit(from);
+    if (refusal) {
+      // Nothing read, nothing acknowledged: an honest sender we do not know yet retries later.
+      this.refuse(refusal, from);
+      stream.abort(new Error(`refused: ${refusal}`));
+      return;
+    }
     const entry = { stream, done: Promise.resolve(), busy: false };
     entry.done = this.serveStream(stream, connection, entry).finally(() => this.serving.delete(entry));
     this.serving.add(entry);
@@ -421,6 +490,19 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         if (!d.ok) { failed = d.reason; break; }
         const b = d.value;
         if (b.from !== from) { failed = 'from-mismatch'; break; }
+        // Membership can end while a stream is open (declared dead, forgotten).
+        const refusal = this.admit(from);
+        if (refusal) { this.refuse(refusal, from); stream.abort(new Error(`refused: ${refusal}`)); return; }
+        if (this.limits) {
+          const wait = this.throttle(from, b.items.length + b.invalidUrls, frame.byteLength);
+          if (wait > 0) {
+            ps.throttled++;
+            this.totals.throttled++;
+            // Not reading the stream meanwhile: the sender's window fills and it waits (backpressure).
+            await sleep(wait, this.stopCtl.signal);
+            if (this.stopping) { stream.abort(new Error('exchange stopping')); return; }
+          }
+        }
         if (b.invalidUrls) {
           this.rejected.url = (this.rejected.url ?? 0) + b.invalidUrls;
           ps.rejected += b.invalidUrls;
@@ -508,8 +590,27 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private reject(reason: string, peer: string, ps: PeerExchangeStats): void {
     this.rejected[reason] = (this.rejected[reason] ?? 0) + 1;
     ps.rejected++;
-    this.log.warn({ peer, reason }, 'url exchange: rejected');
+    this.warnings.warn(reason, { peer }, 'url exchange: rejected');
     this.emit('rejected', reason, peer);
+  }
+
+  // A refusal by admit(): counted by reason only (no per-peer state for peers we do not admit).
+  private refuse(reason: string, peer: string): void {
+    this.rejected[reason] = (this.rejected[reason] ?? 0) + 1;
+    this.warnings.warn(reason, { peer }, 'url exchange: refused');
+    this.emit('rejected', reason, peer);
+  }
+
+  // Milliseconds to hold this batch back so the sender stays within the limits (0: go on).
+  private throttle(peer: string, items: number, bytes: number): number {
+    const l = this.limits!;
+    const now = Date.now();
+    let b = this.buckets.get(peer);
+    if (!b) {
+      b = { items: new TokenBucket(l.itemsPerSec, l.itemsBurst, now), bytes: new TokenBucket(l.bytesPerSec, l.bytesBurst, now) };
+      this.buckets.set(peer, b);
+    }
+    return Math.max(b.items.take(items, now), b.bytes.take(bytes, now));
   }
 
   // Serialises batches per sender, so a re-sent batch on a second stream sees the first one's mark.
@@ -611,8 +712,12 @@ class ReplicaIntake {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms).unref?.());
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((r) => {
+    const t = setTimeout(r, ms);
+    t.unref?.();
+    signal?.addEventListener('abort', () => { clearTimeout(t); r(); }, { once: true });
+  });
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {

@@ -218,10 +218,17 @@ export class MemberTable {
     return [...this.byId.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
-  /** Admitted live members that own hosts: state active and capacity > 0, with their capacities. */
-  ringMembers(): Map<string, number> {
+  /**
+   * Admitted live members that own hosts: state active, ready (first handoff
+   * round done, docs/mesh.md "Admission: URL batches…") and capacity > 0, with
+   * their capacities; `excluded` ids are left out (members this agent found
+   * not useful).
+   */
+  ringMembers(excluded?: ReadonlyMap<string, number>): Map<string, number> {
     const out = new Map<string, number>();
-    for (const m of this.byId.values()) if (m.state === 'active' && m.capacity > 0) out.set(m.id, m.capacity);
+    for (const m of this.byId.values()) {
+      if (m.state === 'active' && m.ready !== false && m.capacity > 0 && !excluded?.has(m.id)) out.set(m.id, m.capacity);
+    }
     return out;
   }
 }
@@ -321,6 +328,11 @@ export interface MembershipOptions {
   counters?: () => MemberCounters;
   /** Most members tracked (bounds memory against a flood of identities). Default admission.maxMembers. */
   maxMembers?: number;
+  /**
+   * Whether we own hosts from the start. An agent starts not ready and calls
+   * setReady() after its first handoff round (docs/mesh.md "Admission"). Default true.
+   */
+  ready?: boolean;
   /** Limits on what heartbeats may claim and how fast they are admitted; defaults in src/config.ts. */
   admission?: Partial<MeshAdmissionConfig>;
   /** Connect to members learned from heartbeats. Default true. */
@@ -390,6 +402,9 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private capacity: number;
   private readonly incarnation: number;
   private state: MemberState = 'active';
+  private ready: boolean;
+  /** Members left out of our ring until the given time (local decision: not useful to us). */
+  private readonly excluded = new Map<string, number>();
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
@@ -415,6 +430,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.intervalMs = opts.intervalMs ?? 1000;
     this.deadAfterMs = opts.deadAfterMs ?? 5 * this.intervalMs;
     this.autoDial = opts.autoDial ?? true;
+    this.ready = opts.ready ?? true;
     this.counters = opts.counters ?? (() => ({ fetched: 0, queued: 0, sent: 0, received: 0 }));
     this.log = opts.logger ?? silentLogger;
     this.ring = new HostRing({ maxCapacity: this.admission.maxCapacity, ...opts.ring });
@@ -468,6 +484,33 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.table.setSelf(this.selfHeartbeat(), Date.now());
     this.applyRing([]);
     await this.beat();
+  }
+
+  /** We finished our first handoff round: we own hosts from now on (published at once). */
+  async setReady(): Promise<void> {
+    if (this.ready) return;
+    this.ready = true;
+    this.table.setSelf(this.selfHeartbeat(), Date.now());
+    this.applyRing([]);
+    await this.beat();
+  }
+
+  get isReady(): boolean { return this.ready; }
+
+  /**
+   * Leaves `id` out of our ring for `ms` (a member that never acknowledges
+   * what we send it: docs/mesh.md "Admission: URL batches…"). Local: other
+   * agents decide for themselves. Emits 'change' like a death, without a tombstone.
+   */
+  exclude(id: string, ms: number): void {
+    if (id === this.node.id) return;
+    this.excluded.set(id, Date.now() + ms);
+    if (this.excluded.size > 4096) this.excluded.delete(this.excluded.keys().next().value!);
+    this.applyRing([id]);
+  }
+
+  isExcluded(id: string): boolean {
+    return this.excluded.has(id);
   }
 
   /** Changes our capacity (within the admission range, else RangeError); published with the next heartbeat (sent now). */
@@ -525,6 +568,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
       state: this.state,
       counters: this.counters(),
       seq: this.seq,
+      ...(this.ready ? {} : { ready: false }),
     };
   }
 
@@ -533,10 +577,12 @@ export class Membership extends EventEmitter<MembershipEvents> {
     await this.beat();
     const now = Date.now();
     const dead = this.table.sweep(now, (id) => this.node.isConnected(id));
+    let expired = false;
+    for (const [id, until] of this.excluded) if (until <= now || !this.table.get(id)) { this.excluded.delete(id); expired = true; }
     if (dead.length) {
       this.log.info({ dead }, 'members declared dead');
       this.applyRing(dead);
-    }
+    } else if (expired) this.applyRing([]);
     // A connection may have opened while its heartbeat was still on the way.
     for (const id of this.table.pendingIds()) if (this.node.isConnected(id)) this.confirm(id);
     const unreachable = this.table.expirePending(now);
@@ -631,7 +677,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   private applyRing(dead: string[]): void {
-    const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers());
+    const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers(this.excluded));
     if (!changed) return;
     const change: MembershipChange = { members: this.ring.members(), added, removed, dead: dead.filter((d) => removed.includes(d)) };
     this.log.info(change, 'membership changed');

@@ -198,6 +198,13 @@ export function isLoopbackListen(addr: string): boolean {
  * "Admission"). One line, meant for the operator.
  */
 export function meshExposureError(listen: readonly string[], o: { swarmKey: boolean; openMesh: boolean }): string | null {
+  for (const a of listen) {
+    try {
+      multiaddr(a);
+    } catch {
+      return `--listen ${a} is not a multiaddr (e.g. /ip4/127.0.0.1/tcp/4001)`;
+    }
+  }
   if (o.swarmKey || o.openMesh) return null;
   const exposed = listen.filter((a) => !isLoopbackListen(a));
   if (!exposed.length) return null;

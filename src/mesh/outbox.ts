@@ -100,6 +100,10 @@ export interface OutboxStats {
 interface PeerState {
   /** Entries on disk (exact once open() has counted them). */
   count: number;
+  /** Bytes of its segments on disk (LevelDB values; an estimate after a damaged entry). */
+  bytes: number;
+  /** When the peer last made progress: an ack, or its queue became non-empty (Date.now()). */
+  progressAt: number;
   /** When the oldest not-yet-sent item was written (batching by time); undefined when all were read. */
   unsentSince: number | undefined;
   /** Durable-write generation, bumped on each write touching this peer. */
@@ -187,7 +191,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         // A damaged segment counts for nothing (read() deletes it when it meets it).
         const n = segmentCount(e[1]);
         const st = ob.state(k.peer);
-        if (n > 0) st.count += n;
+        if (n > 0) { st.count += n; st.bytes += e[1].length; }
         st.unsentSince = 0;
         if (k.seq + Math.max(1, n) > next) next = k.seq + Math.max(1, n);
       }
@@ -281,10 +285,10 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         if (l) for (const it of p.items) l.push(it);
         else byPeer.set(p.peer, p.items.slice());
       }
-      const touched = new Map<string, number>();
+      const touched = new Map<string, { n: number; bytes: number }>();
       for (const [peer, its] of byPeer) {
-        this.segmentOps(peer, its, ops);
-        touched.set(peer, its.length);
+        const bytes = this.segmentOps(peer, its, ops);
+        touched.set(peer, { n: its.length, bytes });
       }
       ops.push({ type: 'put', key: META_SEQ, value: u53Bytes(this.nextSeq) });
       try {
@@ -301,9 +305,11 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         return;
       }
       const now = Date.now();
-      for (const [peer, n] of touched) {
+      for (const [peer, { n, bytes }] of touched) {
         const st = this.state(peer);
+        if (st.count === 0) st.progressAt = now; // the stall clock starts when there is something to send
         st.count += n;
+        st.bytes += bytes;
         st.gen++;
         if (st.unsentSince === undefined) st.unsentSince = now;
         this.stats.enqueued += n;
@@ -325,6 +331,29 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   /** Entries queued for `peer` (on disk, including those in flight). */
   queued(peer: string): number {
     return this.peersState.get(peer)?.count ?? 0;
+  }
+
+  /** Bytes queued for `peer` on disk (segment values). */
+  queuedBytes(peer: string): number {
+    return this.peersState.get(peer)?.bytes ?? 0;
+  }
+
+  /**
+   * How long `peer` has had items queued without acknowledging any (ms; 0 when
+   * nothing is queued): a member that never acks is not useful (docs/mesh.md "Admission").
+   */
+  stalledFor(peer: string, now = Date.now()): number {
+    const st = this.peersState.get(peer);
+    return st && st.count > 0 ? Math.max(0, now - st.progressAt) : 0;
+  }
+
+  /** Drops the bookkeeping of a peer with nothing queued, in flight or paused (a departed peer); false if it has some. */
+  forgetPeer(peer: string): boolean {
+    const st = this.peersState.get(peer);
+    if (st && (st.count > 0 || st.inflight > 0 || st.paused > 0)) return false;
+    this.peersState.delete(peer);
+    this.recentSeeds.delete(peer);
+    return true;
   }
 
   /** Entries queued over all peers. */
@@ -412,8 +441,10 @@ export class Outbox extends EventEmitter<OutboxEvents> {
       // A reassign may have taken these entries already (it waits for in-flight batches, up to a limit).
       if (st.inflight > 0) {
         st.count = Math.max(0, st.count - b.count);
+        st.bytes = st.count === 0 ? 0 : Math.max(0, st.bytes - b.runs.reduce((n, r) => n + r.body.length + 1, 0));
         this.stats.acked += b.count;
       }
+      st.progressAt = Date.now();
     });
     this.doneInflight(st);
   }
@@ -451,6 +482,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         await this.serial(async () => {
           await this.db.batch(rows.map(([k]) => ({ type: 'del' as const, key: k })));
           st.count = Math.max(0, st.count - items.length);
+          st.bytes = st.count === 0 ? 0 : Math.max(0, st.bytes - rows.reduce((n, [, v]) => n + v.length, 0));
           this.stats.rerouted += items.length;
         });
       }
@@ -490,10 +522,10 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         // Segments whose items all stay are left alone; the others are deleted
         // and their staying items rewritten under the same key (same seqs
         // range: their seqs were never acknowledged, see docs/mesh.md).
-        const rewrite: Array<{ key: Buffer; stay: UrlItem[] }> = [];
+        const rewrite: Array<{ key: Buffer; stay: UrlItem[]; size: number }> = [];
         let removedItems = 0;
         for (const seg of segments) {
-          if (!seg.items) { rewrite.push({ key: seg.key, stay: [] }); continue; }
+          if (!seg.items) { rewrite.push({ key: seg.key, stay: [], size: seg.size }); continue; }
           const stay: UrlItem[] = [];
           for (const it of seg.items) {
             const to = route(it);
@@ -505,7 +537,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
           }
           res.kept += stay.length;
           if (stay.length !== seg.items.length) {
-            rewrite.push({ key: seg.key, stay });
+            rewrite.push({ key: seg.key, stay, size: seg.size });
             removedItems += seg.items.length - stay.length;
           }
         }
@@ -517,19 +549,28 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         const targets: string[] = [];
         await this.serial(async () => {
           const ops: BatchOp[] = [];
+          let bytesDelta = 0;
           for (const r of rewrite) {
-            if (r.stay.length) ops.push({ type: 'put', key: r.key, value: encodeSegment(r.stay) });
-            else ops.push({ type: 'del', key: r.key });
+            bytesDelta -= r.size;
+            if (r.stay.length) {
+              const v = encodeSegment(r.stay);
+              bytesDelta += v.length;
+              ops.push({ type: 'put', key: r.key, value: v });
+            } else ops.push({ type: 'del', key: r.key });
           }
-          for (const [to, its] of moves) this.segmentOps(to, its, ops);
+          const moveBytes = new Map<string, number>();
+          for (const [to, its] of moves) moveBytes.set(to, this.segmentOps(to, its, ops));
           if (!ops.length) return;
           ops.push({ type: 'put', key: META_SEQ, value: u53Bytes(this.nextSeq) });
           await this.db.batch(ops);
           st.count = Math.max(0, st.count - removedItems);
+          st.bytes = st.count === 0 ? 0 : Math.max(0, st.bytes + bytesDelta);
           this.stats.rerouted += removedItems;
           const now = Date.now();
           for (const [to, its] of moves) {
             const ts = this.state(to);
+            if (ts.count === 0) ts.progressAt = now;
+            ts.bytes += moveBytes.get(to) ?? 0;
             ts.count += its.length;
             ts.gen++;
             if (ts.unsentSince === undefined) ts.unsentSince = now;
@@ -573,9 +614,10 @@ export class Outbox extends EventEmitter<OutboxEvents> {
 
   // ------------------------------------------------------------ internals
 
-  /** Appends puts for `items` as new segments of `peer` (consuming seqs). */
-  private segmentOps(peer: string, items: UrlItem[], ops: BatchOp[]): void {
+  /** Appends puts for `items` as new segments of `peer` (consuming seqs); returns the bytes of the values. */
+  private segmentOps(peer: string, items: UrlItem[], ops: BatchOp[]): number {
     let i = 0;
+    let total = 0;
     while (i < items.length) {
       let j = i;
       let bytes = 0;
@@ -586,19 +628,22 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         j++;
       }
       const seg = i === 0 && j === items.length ? items : items.slice(i, j);
-      ops.push({ type: 'put', key: outboxKey(peer, this.nextSeq), value: encodeSegment(seg) });
+      const value = encodeSegment(seg);
+      total += value.length;
+      ops.push({ type: 'put', key: outboxKey(peer, this.nextSeq), value });
       this.nextSeq += seg.length;
       i = j;
     }
+    return total;
   }
 
   /** Reads segments of `peer` after seq `after` until about `chunk` items. */
   private async readSegments(peer: string, after: number, chunk: number): Promise<{
-    rows: [Buffer, Buffer][]; items: UrlItem[]; segments: Array<{ key: Buffer; items: UrlItem[] | null }>; last: number;
+    rows: [Buffer, Buffer][]; items: UrlItem[]; segments: Array<{ key: Buffer; items: UrlItem[] | null; size: number }>; last: number;
   }> {
     const rows: [Buffer, Buffer][] = [];
     const items: UrlItem[] = [];
-    const segments: Array<{ key: Buffer; items: UrlItem[] | null }> = [];
+    const segments: Array<{ key: Buffer; items: UrlItem[] | null; size: number }> = [];
     let last = after;
     const it = this.db.iterator({ gt: outboxKey(peer, after), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER) });
     try {
@@ -608,7 +653,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         rows.push(e);
         const k = parseOutboxKey(e[0]);
         const seg = decodeSegment(e[1]);
-        segments.push({ key: e[0], items: seg });
+        segments.push({ key: e[0], items: seg, size: e[1].length });
         if (seg) for (const x of seg) items.push(x);
         last = k ? k.seq + Math.max(1, seg?.length ?? 1) - 1 : Number.MAX_SAFE_INTEGER;
       }
@@ -621,7 +666,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   private state(peer: string): PeerState {
     let st = this.peersState.get(peer);
     if (!st) {
-      st = { count: 0, unsentSince: undefined, gen: 0, inflight: 0, paused: 0, idle: [] };
+      st = { count: 0, bytes: 0, progressAt: Date.now(), unsentSince: undefined, gen: 0, inflight: 0, paused: 0, idle: [] };
       this.peersState.set(peer, st);
     }
     return st;
