@@ -227,13 +227,6 @@ class Agent implements AgentHandle, AgentView {
   private readonly refused: Record<string, number> = {};
   private refusalLog: RateLimitedLog | undefined;
   /**
-   * A joiner becomes ready only once it has heard a ready member (its first round must hand over to
-   * the mesh, not to itself), or after this time without hearing anyone (it is alone).
-   */
-  private readyAfter = 0;
-  /** When our ring last changed: a joiner waits for its view of the mesh to settle before it becomes ready. */
-  private ringChangedAt = 0;
-  /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it): kept in LevelDB, and sent
    * along with the sitemap URL to the agent that fetches it (src/sitemap/grants.ts).
    */
@@ -355,9 +348,8 @@ class Agent implements AgentHandle, AgentView {
         // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
         timeoutMs: this.config.fetch.totalTimeoutMs + 20 * hb,
         floorMs: this.config.minDelayMs,
-        // A member that entered the ring without a marker (docs/mesh.md "Admission"): an honest one sent its
-        // markers before it said it was ready, so they trail its heartbeat by one stream round trip.
-        newcomerTimeoutMs: 10 * hb,
+        // Members known when we start, whose markers we wait for before crawling (docs/mesh.md "Admission"):
+        // waits that give up on one that never speaks add up to silentAfterMs, then it is not waited for.
         newcomerCooldownMs: 40 * hb,
         silentAfterMs: this.config.fetch.totalTimeoutMs + 20 * hb,
       });
@@ -411,8 +403,8 @@ class Agent implements AgentHandle, AgentView {
       if (this.mesh) {
         const members = this.mesh.members();
         this.metrics.setMembers({
-          active: members.filter((m) => m.state === 'active' && m.ready !== false).length,
-          joining: members.filter((m) => m.state === 'active' && m.ready === false).length,
+          active: members.filter((m) => m.state === 'active' && this.mesh!.membership.isVouched(m.id)).length,
+          joining: members.filter((m) => m.state === 'active' && !this.mesh!.membership.isVouched(m.id)).length,
           leaving: members.filter((m) => m.state === 'leaving').length,
         });
         this.metrics.retainPeers(members.filter((m) => !m.self).map((m) => m.id.slice(-12)));
@@ -467,10 +459,11 @@ class Agent implements AgentHandle, AgentView {
   urlsReceived(): number { return this.received; }
 
   members(): MemberReport[] {
-    if (this.mesh) {
-      const shares = this.mesh.membership.ring.shares();
-      return this.mesh.members().map((m) => ({
-        id: m.id.slice(-12), self: m.self, addrs: m.addrs, state: m.ready === false && m.state === 'active' ? 'joining' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
+    const mesh = this.mesh;
+    if (mesh) {
+      const shares = mesh.membership.ring.shares();
+      return mesh.members().map((m) => ({
+        id: m.id.slice(-12), self: m.self, addrs: m.addrs, state: m.state === 'active' && !mesh.membership.isVouched(m.id) ? 'joining' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
         counters: { ...m.counters }, lastSeen: m.lastHeard,
       }));
     }
@@ -654,6 +647,8 @@ class Agent implements AgentHandle, AgentView {
     // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
     for (const rid of markers) {
       this.handoff?.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
+      // Its first marker shows the sender finished a handoff round towards us: it may own hosts now.
+      mesh?.membership.vouch(from);
       this.log.info({ from: from.slice(-12), ring: rid.toString(16), waitingFor: this.handoff?.waitingFor().map((p) => p.slice(-12)) }, 'handoff marker received');
     }
     if (markers.length) this.schedulePump();
@@ -668,7 +663,6 @@ class Agent implements AgentHandle, AgentView {
   }
 
   private onMembershipChange(c: MembershipChange): void {
-    this.ringChangedAt = Date.now();
     const mesh = this.mesh;
     if (!mesh) return;
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
@@ -678,8 +672,9 @@ class Agent implements AgentHandle, AgentView {
     if (this.handoff) {
       const now = Date.now();
       for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once
-      // A member we left out of our ring (it acknowledges nothing) is not waited for, like a dead one.
-      const alive = mesh.members().filter((m) => !m.self && !mesh.membership.isExcluded(m.id)).map((m) => m.id);
+      // Only members in our ring (or leaving it) may hold our hosts' data: one we left out (it acknowledges
+      // nothing) or one that has not sent its first marker yet (it owned nothing) is not waited for.
+      const alive = this.markerPeers(mesh, true);
       this.handoff.ringChanged(mesh.membership.ring, alive, c.added, now);
       this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
     }
@@ -719,12 +714,7 @@ class Agent implements AgentHandle, AgentView {
           this.settledOnly.delete(host);
         } catch (err) { failed = true; this.log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
       }
-      if (!failed && await this.sendMarkers(rid) && !mesh.membership.isReady && this.lifecycle !== 'leaving'
-        && ((mesh.membership.ring.members().length > 0 && Date.now() - this.ringChangedAt >= 3 * this.config.mesh.heartbeatMs) || Date.now() >= this.readyAfter)) {
-        // First complete round: what we held is handed over and marked; now we may own hosts.
-        this.log.info({ ring: rid?.toString(16) }, 'first handoff round complete: ready');
-        await mesh.membership.setReady();
-      }
+      if (!failed) await this.sendMarkers(rid);
     });
   }
 
@@ -733,14 +723,27 @@ class Agent implements AgentHandle, AgentView {
    * yet: queued after everything this pass handed over, on the same ordered
    * streams. Skipped when the ring moved on during the pass (the next pass marks).
    */
-  private async sendMarkers(rid: bigint | undefined): Promise<boolean> {
+  private async sendMarkers(rid: bigint | undefined): Promise<void> {
     const mesh = this.mesh;
     const gate = this.handoff;
-    if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return false;
-    const due = gate.markersDue(mesh.membership.ring.members());
+    if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return;
+    // Joiners too: our marker is what lets them into our peers' rings, and theirs into ours.
+    const due = gate.markersDue(this.markerPeers(mesh, false));
     if (due.length) this.log.info({ ring: rid.toString(16), to: due.map((p) => p.slice(-12)) }, 'handoff markers sent');
     await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
-    return true;
+  }
+
+  /**
+   * Other members that take part in handoffs: active ones (joiners included)
+   * to send our markers to, or — `owners` — those that may hold data of our
+   * hosts: vouched for (in our ring, or leaving it). Members we left out of our
+   * ring for acknowledging nothing take part in neither.
+   */
+  private markerPeers(mesh: AgentMesh, owners: boolean): string[] {
+    const ms = mesh.membership;
+    return mesh.members()
+      .filter((m) => !m.self && !ms.isExcluded(m.id) && (owners ? ms.isVouched(m.id) : m.state === 'active'))
+      .map((m) => m.id);
   }
 
   /** A dead or departed peer's queue goes to the hosts' new owners (ourselves included). */
@@ -769,17 +772,18 @@ class Agent implements AgentHandle, AgentView {
     const gate = this.handoff!;
     gate.setSelf(mesh.id);
     this.recentRings.push(mesh.membership.ring);
-    // We are not ready yet (we own no host): our first round hands over whatever we hold, then we
-    // become ready, enter the ring and wait for the owners' markers for the hosts we gain.
+    // Every member known at start is new to us: it may hold hosts we own (we were away, or never
+    // here). Until it is in our ring (its marker came), it owns nothing in our view.
     const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
-    gate.ringChanged(mesh.membership.ring, others, [], Date.now());
-    // A peer restarted without a ring change waits for our marker again.
-    mesh.membership.on('heartbeat', (m) => { if (gate.heard(m.id, m.incarnation)) this.scheduleRebalance(); });
+    gate.ringChanged(mesh.membership.ring, others, others, Date.now());
+    mesh.membership.on('heartbeat', (m) => {
+      // A peer restarted without a ring change waits for our marker again; a member new to us gets
+      // our marker (its way into our peers' rings) without waiting for a ring change.
+      const restarted = gate.heard(m.id, m.incarnation);
+      if (restarted || (m.state === 'active' && this.lifecycle !== 'leaving' && gate.markersDue([m.id]).length > 0 && !mesh.membership.isExcluded(m.id))) this.scheduleRebalance();
+    });
     const startedAt = Date.now();
-    this.readyAfter = this.config.mesh.peers.length ? startedAt + 4 * this.config.mesh.deadAfterMs : 0;
     this.handoffTimer = setInterval(() => {
-      // Not ready yet: try again once the view has settled (or we turn out to be alone).
-      if (!mesh.membership.isReady && this.lifecycle !== 'leaving') this.scheduleRebalance();
       gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
       // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
       // once it could have been heard of, it goes to the hosts' owners.

@@ -124,9 +124,8 @@ export class HandoffGate {
     for (const g of this.gates) for (const p of g.waiting) if (this.lastMarker.get(p)?.ring === this.rid) g.waiting.delete(p);
     const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p)?.ring !== this.rid && !this.finished.has(p) && !this.silent.has(p));
     if (before && others.length) this.open(before, others, now, this.opts.timeoutMs);
-    // A member that sent us a marker already (any ring) has handed over what it held before it
-    // joined (it becomes ready only after that round); the others may hold our hosts' data.
-    const newcomers = added.filter((p) => p !== this.self && alive.includes(p) && !this.lastMarker.has(p));
+    // A member that sent us a marker for this ring has handed over what it held for us; the others may hold our hosts' data.
+    const newcomers = added.filter((p) => p !== this.self && alive.includes(p) && this.lastMarker.get(p)?.ring !== this.rid);
     const wait = newcomers.filter((p) => !this.silent.has(p));
     this.stats.newcomersSkipped += newcomers.length - wait.length;
     if (wait.length) {
@@ -149,8 +148,9 @@ export class HandoffGate {
     this.silent.delete(from);
     this.waitedFor.delete(from);
     if (leaving) this.finished.add(from);
-    // Any marker shows that what the peer held before it joined has arrived: newcomer gates let it go.
-    for (const g of this.gates) if (g.newcomers || leaving || ringId === this.rid) g.waiting.delete(from);
+    // Only a marker for our own ring says the peer handed us our hosts: a joiner's first marker is
+    // for a ring without us in it (docs/mesh.md "Admission"), so it clears no gate of ours.
+    for (const g of this.gates) if (leaving || ringId === this.rid) g.waiting.delete(from);
     this.sweep(now);
   }
 

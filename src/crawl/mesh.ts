@@ -31,8 +31,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   readonly stats: AgentMeshStats = { excluded: { stall: 0, quota: 0 }, forgotten: 0 };
   /** Since when each peer we keep state for has been out of the member table. */
   private readonly absentSince = new Map<string, number>();
-  /** Since when each member has been in the table without being ready (idle detection stops waiting for it after a while). */
-  private readonly notReadySince = new Map<string, number>();
+  /** Since when each member has been in the table without having sent us its handoff marker (idle detection stops waiting for it after a while). */
+  private readonly joiningSince = new Map<string, number>();
   /** When each member was first heard (a member younger than a dead-after period does not hold idle detection). */
   private readonly firstSeen = new Map<string, number>();
   private ticks = 0;
@@ -65,8 +65,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       let mesh: AgentMesh | undefined;
       const membership = new Membership({
         node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
-        // We own no host before our first handoff round (the agent calls setReady(): docs/mesh.md "Admission").
-        ready: false,
+        // Another member owns hosts in our view once its first handoff marker came (the agent vouches: docs/mesh.md "Admission").
+        ringNeedsVouch: true,
         counters: () => {
           const own = handlers.counters();
           const ex = exchange?.idleCounters() ?? { sent: 0, received: 0 };
@@ -76,7 +76,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       });
       exchange = new UrlExchange({
         node, outbox, replicaOutbox: replicas, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log,
-        // Batches only from members (active or leaving, ready or not): docs/mesh.md "Admission".
+        // Batches only from members (active or leaving, joining or not): docs/mesh.md "Admission".
         admit: (from) => (membership.member(from) ? null : 'not-member'),
         limits: cfg.receiveLimits,
       });
@@ -158,9 +158,9 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     }
     for (const m of this.membership.members()) {
       if (!m.self && !this.firstSeen.has(m.id)) this.firstSeen.set(m.id, now);
-      if (m.ready === false) { if (!this.notReadySince.has(m.id)) this.notReadySince.set(m.id, now); } else this.notReadySince.delete(m.id);
+      if (!this.membership.isVouched(m.id)) { if (!this.joiningSince.has(m.id)) this.joiningSince.set(m.id, now); } else this.joiningSince.delete(m.id);
     }
-    for (const p of this.notReadySince.keys()) if (!this.membership.member(p)) this.notReadySince.delete(p);
+    for (const p of this.joiningSince.keys()) if (!this.membership.member(p)) this.joiningSince.delete(p);
     for (const p of this.firstSeen.keys()) if (!this.membership.member(p)) this.firstSeen.delete(p);
   }
 
@@ -219,7 +219,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   }
 
   private joiningTooLong(id: string): boolean {
-    const since = this.notReadySince.get(id);
+    const since = this.joiningSince.get(id);
     return since !== undefined && Date.now() - since > 20 * this.cfg.heartbeatMs + this.cfg.deadAfterMs;
   }
 

@@ -219,15 +219,15 @@ export class MemberTable {
   }
 
   /**
-   * Admitted live members that own hosts: state active, ready (first handoff
-   * round done, docs/mesh.md "Admission: URL batches…") and capacity > 0, with
-   * their capacities; `excluded` ids are left out (members this agent found
-   * not useful).
+   * Admitted live members that own hosts: state active and capacity > 0, with
+   * their capacities; of the others, only those `include` accepts (the agent
+   * decides: a member that has not proven its handoff round, or one found not
+   * useful, stays out: docs/mesh.md "Admission").
    */
-  ringMembers(excluded?: ReadonlyMap<string, number>): Map<string, number> {
+  ringMembers(include: (m: MemberInfo) => boolean = () => true): Map<string, number> {
     const out = new Map<string, number>();
     for (const m of this.byId.values()) {
-      if (m.state === 'active' && m.ready !== false && m.capacity > 0 && !excluded?.has(m.id)) out.set(m.id, m.capacity);
+      if (m.state === 'active' && m.capacity > 0 && (m.self || include(m))) out.set(m.id, m.capacity);
     }
     return out;
   }
@@ -329,10 +329,11 @@ export interface MembershipOptions {
   /** Most members tracked (bounds memory against a flood of identities). Default admission.maxMembers. */
   maxMembers?: number;
   /**
-   * Whether we own hosts from the start. An agent starts not ready and calls
-   * setReady() after its first handoff round (docs/mesh.md "Admission"). Default true.
+   * Whether another member enters our ring only once vouch() was called for it
+   * (the agent calls it when the member's first handoff marker arrives:
+   * docs/mesh.md "Admission"). Default false: every admitted member is in the ring.
    */
-  ready?: boolean;
+  ringNeedsVouch?: boolean;
   /** Limits on what heartbeats may claim and how fast they are admitted; defaults in src/config.ts. */
   admission?: Partial<MeshAdmissionConfig>;
   /** Connect to members learned from heartbeats. Default true. */
@@ -402,7 +403,9 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private capacity: number;
   private readonly incarnation: number;
   private state: MemberState = 'active';
-  private ready: boolean;
+  private readonly ringNeedsVouch: boolean;
+  /** Members that proved their first handoff round to us (ringNeedsVouch); dropped when they leave the table. */
+  private readonly vouched = new Set<string>();
   /** Members left out of our ring until the given time (local decision: not useful to us). */
   private readonly excluded = new Map<string, number>();
   private seq = 0;
@@ -430,7 +433,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.intervalMs = opts.intervalMs ?? 1000;
     this.deadAfterMs = opts.deadAfterMs ?? 5 * this.intervalMs;
     this.autoDial = opts.autoDial ?? true;
-    this.ready = opts.ready ?? true;
+    this.ringNeedsVouch = opts.ringNeedsVouch ?? false;
     this.counters = opts.counters ?? (() => ({ fetched: 0, queued: 0, sent: 0, received: 0 }));
     this.log = opts.logger ?? silentLogger;
     this.ring = new HostRing({ maxCapacity: this.admission.maxCapacity, ...opts.ring });
@@ -486,16 +489,22 @@ export class Membership extends EventEmitter<MembershipEvents> {
     await this.beat();
   }
 
-  /** We finished our first handoff round: we own hosts from now on (published at once). */
-  async setReady(): Promise<void> {
-    if (this.ready) return;
-    this.ready = true;
-    this.table.setSelf(this.selfHeartbeat(), Date.now());
+  /**
+   * `id` finished its first handoff round towards us (its marker came, after
+   * everything it held for our hosts): with ringNeedsVouch, it enters our ring
+   * now. A member that is not (or no longer) admitted is ignored.
+   */
+  vouch(id: string): void {
+    if (id === this.node.id || this.vouched.has(id) || !this.table.get(id)) return;
+    this.vouched.add(id);
+    if (this.vouched.size > this.admission.maxMembers) this.pruneVouched();
     this.applyRing([]);
-    await this.beat();
   }
 
-  get isReady(): boolean { return this.ready; }
+  /** Whether `id` may be in our ring (vouched for, or vouching is not required). */
+  isVouched(id: string): boolean {
+    return !this.ringNeedsVouch || id === this.node.id || this.vouched.has(id);
+  }
 
   /**
    * Leaves `id` out of our ring for `ms` (a member that never acknowledges
@@ -568,7 +577,6 @@ export class Membership extends EventEmitter<MembershipEvents> {
       state: this.state,
       counters: this.counters(),
       seq: this.seq,
-      ...(this.ready ? {} : { ready: false }),
     };
   }
 
@@ -677,11 +685,17 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   private applyRing(dead: string[]): void {
-    const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers(this.excluded));
+    this.pruneVouched();
+    const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers((m) => !this.excluded.has(m.id) && this.isVouched(m.id)));
     if (!changed) return;
     const change: MembershipChange = { members: this.ring.members(), added, removed, dead: dead.filter((d) => removed.includes(d)) };
     this.log.info(change, 'membership changed');
     this.emit('change', change);
+  }
+
+  /** A member that left the table (dead, departed) must prove itself again when it comes back. */
+  private pruneVouched(): void {
+    for (const id of this.vouched) if (!this.table.get(id)) this.vouched.delete(id);
   }
 
   private logRefusals(now: number): void {

@@ -94,11 +94,6 @@ export interface Heartbeat {
   counters: MemberCounters;
   /** Bumped on every heartbeat within an incarnation. */
   seq: number;
-  /**
-   * False while the member has not finished its first handoff round (it owns
-   * no hosts yet: docs/mesh.md "Admission"). Absent on the wire means true.
-   */
-  ready?: boolean;
 }
 
 export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -106,7 +101,7 @@ export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
 const encoder = new TextEncoder();
 const fatalDecoder = new TextDecoder('utf-8', { fatal: true });
 
-const HEARTBEAT_KEYS = new Set(['v', 'id', 'addrs', 'capacity', 'incarnation', 'state', 'counters', 'seq', 'ready']);
+const HEARTBEAT_KEYS = new Set(['v', 'id', 'addrs', 'capacity', 'incarnation', 'state', 'counters', 'seq']);
 const COUNTER_KEYS = ['fetched', 'queued', 'sent', 'received'] as const;
 
 export function encodeHeartbeat(hb: Heartbeat): Uint8Array {
@@ -114,7 +109,6 @@ export function encodeHeartbeat(hb: Heartbeat): Uint8Array {
     v: 1, id: hb.id, addrs: hb.addrs, capacity: hb.capacity, incarnation: hb.incarnation, state: hb.state,
     counters: { fetched: hb.counters.fetched, queued: hb.counters.queued, sent: hb.counters.sent, received: hb.counters.received },
     seq: hb.seq,
-    ...(hb.ready === false ? { ready: false } : {}),
   }));
 }
 
@@ -158,13 +152,11 @@ export function decodeHeartbeat(bytes: Uint8Array): Decoded<Heartbeat> {
   const cr = c as Record<string, unknown>;
   if (Object.keys(cr).length !== COUNTER_KEYS.length) return { ok: false, reason: 'schema' };
   for (const k of COUNTER_KEYS) if (!isCount(cr[k])) return { ok: false, reason: 'schema' };
-  if (r.ready !== undefined && typeof r.ready !== 'boolean') return { ok: false, reason: 'schema' };
   return {
     ok: true,
     value: {
       id: r.id, addrs: r.addrs as string[], capacity: r.capacity, incarnation: r.incarnation, state: r.state, seq: r.seq,
       counters: { fetched: cr.fetched as number, queued: cr.queued as number, sent: cr.sent as number, received: cr.received as number },
-      ...(r.ready === false ? { ready: false } : {}),
     },
   };
 }
