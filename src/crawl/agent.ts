@@ -223,6 +223,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly settledOnly = new Map<string, Buffer>();
   /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
   private readonly recentRings = new RecentRings();
+  /** The last write of recentRings to the store (writes are chained, newest last). */
+  private ringsSaved: Promise<void> = Promise.resolve();
   /** Items and batches from peers we refused, by reason (docs/mesh.md "Admission"). */
   private readonly refused: Record<string, number> = {};
   private refusalLog: RateLimitedLog | undefined;
@@ -354,6 +356,11 @@ class Agent implements AgentHandle, AgentView {
         silentAfterMs: this.config.fetch.totalTimeoutMs + 20 * hb,
       });
       this.refusalLog = new RateLimitedLog(this.log);
+      // Before the first batch can arrive: who owned what under the rings we had before a restart.
+      try {
+        const saved = await this.store.meta.get(RECENT_RINGS_KEY);
+        if (saved) this.recentRings.restore(JSON.parse(saved.toString('utf8')), { maxCapacity: this.config.mesh.admission.maxCapacity });
+      } catch (err) { this.log.warn({ err: (err as Error).message }, 'saved recent rings unreadable: starting afresh'); }
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
         // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
         accept: (items, from) => this.acceptFromPeer(items, from).catch((err: unknown) => {
@@ -367,7 +374,7 @@ class Agent implements AgentHandle, AgentView {
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
       this.mesh.on('forget', (peer) => this.metrics.removePeer(peer.slice(-12)));
       this.mesh.exchange.on('rejected', (reason) => this.metrics.meshRefused(reason));
-      this.startHandoffGate(this.mesh);
+      await this.startHandoffGate(this.mesh);
     }
     this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
     if (this.config.warc.enabled) {
@@ -593,7 +600,7 @@ class Agent implements AgentHandle, AgentView {
         // replica only the owner for whom we are next (docs/mesh.md "Admission").
         if (!local && mesh) {
           const replica = it.hops === REPLICA_SEEN_HOPS;
-          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host) : !this.recentRings.owned(from, host)) {
+          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host) : !this.recentRings.owned(from, host, mesh.id)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
             continue;
@@ -667,7 +674,7 @@ class Agent implements AgentHandle, AgentView {
     if (!mesh) return;
     this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
     this.metrics.setMembers({ active: c.members.length });
-    this.recentRings.push(mesh.membership.ring);
+    this.pushRing(mesh);
     this.metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => m.id.slice(-12)));
     if (this.handoff) {
       const now = Date.now();
@@ -768,14 +775,20 @@ class Agent implements AgentHandle, AgentView {
       .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
   }
 
-  private startHandoffGate(mesh: AgentMesh): void {
+  private async startHandoffGate(mesh: AgentMesh): Promise<void> {
     const gate = this.handoff!;
     gate.setSelf(mesh.id);
-    this.recentRings.push(mesh.membership.ring);
+    this.pushRing(mesh);
     // Every member known at start is new to us: it may hold hosts we own (we were away, or never
     // here). Until it is in our ring (its marker came), it owns nothing in our view.
     const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
     gate.ringChanged(mesh.membership.ring, others, others, Date.now());
+    // A joiner, or an agent back in a mesh it was part of (its outbox or inbox names peers), contacts
+    // no host until a member is in its ring (bounded: peers that never come are given up on).
+    if (this.config.mesh.peers.length > 0 || mesh.outbox.peers().length > 0 || mesh.replicas.peers().length > 0 || await mesh.exchange.inboxPeers().then((p) => p.length > 0, () => false)) {
+      gate.holdUntilJoined(Date.now() + this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs);
+      this.log.info('joining: no host is contacted until a member is in our ring');
+    }
     mesh.membership.on('heartbeat', (m) => {
       // A peer restarted without a ring change waits for our marker again; a member new to us gets
       // our marker (its way into our peers' rings) without waiting for a ring change.
@@ -1734,6 +1747,7 @@ class Agent implements AgentHandle, AgentView {
     await this.api?.close().catch(() => {});
     await this.mesh?.stop();
     this.lifecycle = 'stopped';
+    await this.ringsSaved;
     await this.store.close().catch(() => {});
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
@@ -1768,6 +1782,14 @@ class Agent implements AgentHandle, AgentView {
     };
   }
 
+  /** Records our ring in the recent rings and keeps them in the store (they survive a crash). */
+  private pushRing(mesh: AgentMesh): void {
+    this.recentRings.push(mesh.membership.ring);
+    const value = Buffer.from(JSON.stringify(this.recentRings.toJSON()));
+    this.ringsSaved = this.ringsSaved.then(() => this.store.meta.put(RECENT_RINGS_KEY, value))
+      .catch((err: Error) => this.log.warn({ err: err.message }, 'recent rings not saved: a restart may refuse seen entries sent under them'));
+  }
+
   private async agentShortId(): Promise<string> {
     const k = Buffer.from('agent-id');
     let id = await this.store.meta.get(k);
@@ -1779,6 +1801,9 @@ class Agent implements AgentHandle, AgentView {
     return id.toString('utf8');
   }
 }
+
+/** store.meta key of the recent rings (src/crawl/handoff.ts RecentRings). */
+const RECENT_RINGS_KEY = Buffer.from('recent-rings');
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
 

@@ -94,6 +94,8 @@ export class HandoffGate {
   private readonly waitedFor = new Map<string, number>();
   private readonly silent = new Set<string>();
   private newcomerCooldownUntil = 0;
+  /** Until when every host waits for us to join (holdUntilJoined); 0 = no hold. */
+  private joinHoldUntil = 0;
 
   /**
    * `self` may be set later (`setSelf`): the agent creates the gate before its
@@ -104,6 +106,20 @@ export class HandoffGate {
   }
 
   setSelf(id: string): void { this.self = id; }
+
+  /**
+   * A joiner (or an agent restarted into a mesh) owns every host in its own
+   * view until another member enters its ring — and another member enters it
+   * only once its marker came (docs/mesh.md "Admission"). Until then (or
+   * `until`), no host may be contacted: members we have not heard of yet may
+   * hold them. The first member in our ring then opens the newcomer gate.
+   */
+  holdUntilJoined(until: number): void {
+    this.joinHoldUntil = until;
+  }
+
+  /** Whether the hold of holdUntilJoined() is still on. */
+  get joining(): boolean { return this.joinHoldUntil > 0; }
 
   /** Our current ring id (what our own markers carry). */
   get ringId(): bigint { return this.rid; }
@@ -118,6 +134,7 @@ export class HandoffGate {
    */
   ringChanged(ring: HostRing, alive: readonly string[], added: readonly string[], now: number): void {
     for (const p of added) this.finished.delete(p); // a leaver back as a member owns hosts again
+    if (this.joinHoldUntil && ring.members().some((m) => m !== this.self)) this.joinHoldUntil = 0;
     const before = this.ring;
     this.ring = snapshotRing(ring);
     this.rid = ringIdOf(this.ring);
@@ -183,6 +200,11 @@ export class HandoffGate {
    * now; otherwise the earliest time to look again.
    */
   notBefore(host: string, now: number): number {
+    if (this.joinHoldUntil) {
+      if (now < this.joinHoldUntil) return now + this.recheckMs;
+      this.joinHoldUntil = 0;
+      this.stats.timedOut++;
+    }
     if (this.gates.length === 0) return 0;
     this.sweep(now);
     const p = hostPoint(host);
@@ -281,10 +303,42 @@ export class RecentRings {
     if (this.rings.length > this.max) this.rings.shift();
   }
 
-  /** Whether `peer` owned `host` under one of the recent rings. */
-  owned(peer: string, host: string): boolean {
+  /**
+   * The rings as `[id, capacity]` lists, oldest first: kept in the store, so
+   * that an agent restarted after a crash still knows who owned what before it
+   * (the seen entries re-sent to it since were sent under those rings).
+   */
+  toJSON(): Array<Array<[string, number]>> {
+    return this.rings.map((r) => r.members().map((id): [string, number] => [id, r.capacityOf(id) ?? 1]));
+  }
+
+  /** Rings saved by toJSON() (a malformed value is ignored: the history starts afresh), before any push. */
+  restore(saved: unknown, options: { replicas?: number; maxCapacity?: number } = {}): void {
+    if (!Array.isArray(saved)) return;
+    for (const list of saved.slice(-this.max)) {
+      if (!Array.isArray(list)) continue;
+      const ring = new HostRing(options);
+      for (const e of list) {
+        if (Array.isArray(e) && typeof e[0] === 'string' && typeof e[1] === 'number' && e[1] > 0) ring.add(e[0], e[1]);
+      }
+      if (ring.members().length) this.rings.push(ring);
+    }
+  }
+
+  /**
+   * Whether `peer` owned `host` under one of the recent rings — or under one
+   * of them without `self`: the mesh as it was before we joined, or while we
+   * were away (a crash). Consistent hashing moves a host only between its
+   * owner and the member that joins or leaves, so the host's owner then was
+   * the next owner after us (Karger et al. 1997, monotonicity).
+   */
+  owned(peer: string, host: string, self: string): boolean {
     const p = hostPoint(host);
-    for (const r of this.rings) if (r.ownerOfPoint(p) === peer) return true;
+    for (const r of this.rings) {
+      const o = r.ownerOfPoint(p);
+      if (o === peer) return true;
+      if (o === self && r.nextOwnersOf(host, 2)[1] === peer) return true;
+    }
     return false;
   }
 
