@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HostRing } from '../src/assign/ring.js';
-import { HandoffGate, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
+import { HandoffGate, RecentRings, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
 import { encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, isWireItem, REPLICA_SEEN_HOPS, SEEN_ONLY_FLAG, HOPS_MASK } from '../src/mesh/index.js';
 
 const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
@@ -142,4 +142,57 @@ test('handoff gate: a marker from a peer we do not know yet survives a prune and
   gate.ringChanged(ring(A, C), [A], [], 61_001);
   gate.ringChanged(ring(A, B, C), [A, B], [B], 61_002);
   assert.ok(gate.waitingFor().includes(B), 'after the timeout a forgotten marker no longer counts');
+});
+
+test('gate: a joiner contacts no host until a member is in its ring, then waits for that member\'s marker for its own ring; the hold is bounded', () => {
+  const g = new HandoffGate(A, { timeoutMs: 10_000, floorMs: 100 });
+  const r = ring(A);
+  g.ringChanged(r, [], [], 0);
+  g.holdUntilJoined(5000);
+  assert.ok(g.joining);
+  for (const h of HOSTS.slice(0, 20)) assert.ok(g.notBefore(h, 100) > 100, 'alone in our own ring: we own every host, and touch none');
+  // B's first marker (for a ring without us) lets it into our ring; it clears nothing.
+  g.marker(B, ringIdOf(ring(B, C)), 200);
+  r.add(B);
+  g.ringChanged(r, [B], [B], 200);
+  assert.equal(g.joining, false, 'the hold ends with the first member');
+  assert.ok(HOSTS.every((h) => g.notBefore(h, 300) > 300), 'every host waits for the newcomer gate');
+  g.marker(B, ringIdOf(ring(A, B, C)), 300);
+  assert.ok(HOSTS.every((h) => g.notBefore(h, 300) > 300), 'a marker for a ring we have not reached does not clear');
+  r.add(C);
+  g.ringChanged(r, [B, C], [C], 400);
+  g.marker(C, ringIdOf(r), 450);
+  assert.ok(HOSTS.every((h) => g.notBefore(h, 600) === 0), 'both markers match our ring: every host is free');
+
+  const lone = new HandoffGate(A, { timeoutMs: 10_000, floorMs: 100 });
+  lone.ringChanged(ring(A), [], [], 0);
+  lone.holdUntilJoined(5000);
+  assert.ok(lone.notBefore(HOSTS[0]!, 4999) > 4999);
+  assert.equal(lone.notBefore(HOSTS[0]!, 5000), 0, 'no member ever came: the hold gives up');
+  assert.equal(lone.stats.timedOut, 1);
+});
+
+test('recent rings: who may send seen entries for a host; the ring without us counts; kept across a restart', () => {
+  const rr = new RecentRings();
+  const r = ring(A, B, C);
+  rr.push(r);
+  const aHosts = HOSTS.filter((h) => r.ownerOf(h) === A);
+  const bHosts = HOSTS.filter((h) => r.ownerOf(h) === B);
+  for (const h of bHosts) assert.ok(rr.owned(B, h, A), 'its owner');
+  for (const h of bHosts) assert.equal(rr.owned(C, h, A), false, 'not its owner');
+  // Our hosts: whoever takes them when we are gone (crash, or before we joined) owned them too.
+  const without = ring(B, C);
+  for (const h of aHosts) {
+    const heir = without.ownerOf(h)!;
+    assert.ok(rr.owned(heir, h, A), 'the owner without us');
+    assert.equal(rr.owned(heir === B ? C : B, h, A), false, 'the other one did not');
+  }
+  // A restart reads the history back.
+  const back = new RecentRings();
+  back.restore(JSON.parse(JSON.stringify(rr.toJSON())), { replicas: 64 });
+  for (const h of HOSTS) for (const p of [B, C]) assert.equal(back.owned(p, h, A), rr.owned(p, h, A));
+  const junk = new RecentRings();
+  junk.restore({ not: 'rings' });
+  junk.restore([[['x', -1]], 'y', [[5, 1]]]);
+  assert.equal(junk.owned(B, HOSTS[0]!, A), false, 'malformed history is ignored');
 });

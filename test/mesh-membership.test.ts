@@ -83,9 +83,9 @@ test('syncRing applies joins, leaves and capacity changes', () => {
 
 interface Agent { node: MeshNode; m: Membership; changes: MembershipChange[] }
 
-async function agent(seed?: MeshNode, capacity = 1, dataDir = tempDir()): Promise<Agent> {
+async function agent(seed?: MeshNode, capacity = 1, dataDir = tempDir(), ringNeedsVouch = false): Promise<Agent> {
   const node = await createMeshNode({ dataDir, gossip: GOSSIP });
-  const m = new Membership({ node, crawlId: 'test', capacity, ...FAST, ring: { replicas: 256 } });
+  const m = new Membership({ node, crawlId: 'test', capacity, ...FAST, ring: { replicas: 256 }, ringNeedsVouch });
   const changes: MembershipChange[] = [];
   m.on('change', (c) => changes.push(c));
   if (seed) await node.dialPeer(seed.addrs()[0]!);
@@ -176,6 +176,28 @@ test('membership rejects malformed heartbeats and heartbeats speaking for anothe
     assert.equal(a.m.member(ID_A), undefined);
     const before = a.m.member(b.node.id)!.seq;
     await until('b still heard', () => a.m.member(b.node.id)!.seq > before);
+  } finally {
+    await shutdown(a, b);
+  }
+});
+
+test('ringNeedsVouch: a member heard is in no ring until vouched for; once it is gone, it must be vouched for again', async () => {
+  const a = await agent(undefined, 1, tempDir(), true);
+  const b = await agent(a.node, 1, tempDir(), true);
+  try {
+    await until('members heard', () => a.m.member(b.node.id) !== undefined && b.m.member(a.node.id) !== undefined);
+    assert.deepEqual(a.m.view(), [a.node.id], 'a member, but owns nothing in our ring');
+    assert.equal(a.m.isVouched(b.node.id), false);
+    assert.equal(a.m.isVouched(a.node.id), true, 'we are always in our own ring');
+    a.m.vouch(b.node.id);
+    assert.deepEqual(a.m.view(), [a.node.id, b.node.id].sort());
+    assert.deepEqual(a.changes[a.changes.length - 1]!.added, [b.node.id]);
+    assert.deepEqual(b.m.view(), [b.node.id], 'vouching is each agent\'s own decision');
+    a.m.vouch('12D3KooWJWoaqZhDaoEFshF7Rh1bpY9ohihFhzcW6d69Lr2NASuq');
+    assert.deepEqual(a.m.view(), [a.node.id, b.node.id].sort(), 'an identity that is not a member cannot be vouched for');
+    await shutdown(b);
+    await until('b dead', () => a.m.view().length === 1);
+    assert.equal(a.m.isVouched(b.node.id), false, 'forgotten with the member');
   } finally {
     await shutdown(a, b);
   }
