@@ -162,7 +162,9 @@ test('gate: a joiner contacts no host until a member is in its ring, then waits 
   r.add(C);
   g.ringChanged(r, [B, C], [C], 400);
   g.marker(C, ringIdOf(r), 450);
+  assert.equal(g.startingUp, true, 'still starting up until the gates clear');
   assert.ok(HOSTS.every((h) => g.notBefore(h, 600) === 0), 'both markers match our ring: every host is free');
+  assert.equal(g.startingUp, false);
 
   const lone = new HandoffGate(A, { timeoutMs: 10_000, floorMs: 100 });
   lone.ringChanged(ring(A), [], [], 0);
@@ -184,7 +186,8 @@ test('recent rings: who may send seen entries for a host; the ring without us co
   const without = ring(B, C);
   for (const h of aHosts) {
     const heir = without.ownerOf(h)!;
-    assert.ok(rr.owned(heir, h, A), 'the owner without us');
+    assert.ok(rr.owned(heir, h, A), 'the owner without us (while we start up)');
+    assert.equal(rr.owned(heir, h), false, 'not once we are up: only a forger would claim it');
     assert.equal(rr.owned(heir === B ? C : B, h, A), false, 'the other one did not');
   }
   // A restart reads the history back.

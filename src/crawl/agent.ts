@@ -600,7 +600,7 @@ class Agent implements AgentHandle, AgentView {
         // replica only the owner for whom we are next (docs/mesh.md "Admission").
         if (!local && mesh) {
           const replica = it.hops === REPLICA_SEEN_HOPS;
-          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host) : !this.recentRings.owned(from, host, mesh.id)) {
+          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host) : !this.recentRings.owned(from, host, this.handoff?.startingUp ? mesh.id : undefined)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
             continue;
@@ -803,6 +803,9 @@ class Agent implements AgentHandle, AgentView {
       if (Date.now() - startedAt > this.config.mesh.deadAfterMs) {
         for (const p of new Set([...mesh.outbox.peers(), ...mesh.replicas.peers()])) if (!mesh.membership.member(p)) this.rerouteOutbox(p);
       }
+      // A member we left out of our ring: whatever reached its queue since (or a re-route that was skipped
+      // while another pass held the queue) goes to the hosts' owners too.
+      for (const p of mesh.outbox.peers()) if (mesh.membership.isExcluded(p) && mesh.outbox.queued(p) > 0) this.rerouteOutbox(p);
     }, this.config.mesh.heartbeatMs);
     this.handoffTimer.unref();
     this.scheduleRebalance();

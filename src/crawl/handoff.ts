@@ -96,6 +96,8 @@ export class HandoffGate {
   private newcomerCooldownUntil = 0;
   /** Until when every host waits for us to join (holdUntilJoined); 0 = no hold. */
   private joinHoldUntil = 0;
+  /** Until the gates opened while we start (or join) have all cleared: see `startingUp`. */
+  private startup = true;
 
   /**
    * `self` may be set later (`setSelf`): the agent creates the gate before its
@@ -116,7 +118,15 @@ export class HandoffGate {
    */
   holdUntilJoined(until: number): void {
     this.joinHoldUntil = until;
+    this.startup = true;
   }
+
+  /**
+   * True from start-up (or holdUntilJoined) until every gate opened meanwhile
+   * has cleared: the time in which peers hand us what they held of our hosts
+   * while we were not in their rings (docs/mesh.md "Admission").
+   */
+  get startingUp(): boolean { return this.startup; }
 
   /** Whether the hold of holdUntilJoined() is still on. */
   get joining(): boolean { return this.joinHoldUntil > 0; }
@@ -246,6 +256,7 @@ export class HandoffGate {
 
   /** Expires gates past their deadline, closes empty ones, forgets cleared ones past the floor. */
   sweep(now: number): void {
+    if (this.startup && !this.joinHoldUntil && this.gates.every((g) => !Number.isNaN(g.clearedAt))) this.startup = false;
     let drop = false;
     for (const g of this.gates) {
       if (Number.isNaN(g.clearedAt)) {
@@ -326,18 +337,20 @@ export class RecentRings {
   }
 
   /**
-   * Whether `peer` owned `host` under one of the recent rings — or under one
-   * of them without `self`: the mesh as it was before we joined, or while we
-   * were away (a crash). Consistent hashing moves a host only between its
-   * owner and the member that joins or leaves, so the host's owner then was
-   * the next owner after us (Karger et al. 1997, monotonicity).
+   * Whether `peer` owned `host` under one of the recent rings — or, given
+   * `self` (while we start up or join), under one of them without us: the
+   * mesh as it was before we joined, or while we were away after a crash.
+   * Consistent hashing moves a host only between its owner and the member
+   * that joins or leaves, so its owner then was the next owner after us
+   * (Karger et al. 1997, monotonicity). Only then: later, such a claim could
+   * only be forged.
    */
-  owned(peer: string, host: string, self: string): boolean {
+  owned(peer: string, host: string, self?: string): boolean {
     const p = hostPoint(host);
     for (const r of this.rings) {
       const o = r.ownerOfPoint(p);
       if (o === peer) return true;
-      if (o === self && r.nextOwnersOf(host, 2)[1] === peer) return true;
+      if (self !== undefined && o === self && r.nextOwnersOf(host, 2)[1] === peer) return true;
     }
     return false;
   }
