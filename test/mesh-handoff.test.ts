@@ -190,6 +190,19 @@ test('recent rings: who may send seen entries for a host; the ring without us co
     assert.equal(rr.owned(heir, h), false, 'not once we are up: only a forger would claim it');
     assert.equal(rr.owned(heir === B ? C : B, h, A), false, 'the other one did not');
   }
+  // While we start up, a peer hands our hosts over before its marker lets it into our ring: the ring of
+  // every member we have heard of (ours included) vouches for it.
+  const early = new RecentRings();
+  early.push(ring(A));
+  const heard = ring(A, B, C);
+  const cHosts = HOSTS.filter((h) => heard.ownerOf(h) === A && without.ownerOf(h) === C);
+  assert.ok(cHosts.length > 10);
+  for (const h of cHosts) {
+    assert.equal(early.owned(C, h, A), false, 'our own ring alone does not know C');
+    assert.ok(early.owned(C, h, A, heard), 'the heard ring does');
+  }
+  const cReplicas = HOSTS.filter((h) => heard.nextOwnersOf(h, 2)[0] === C && heard.nextOwnersOf(h, 2)[1] === A);
+  for (const h of cReplicas) assert.ok(early.replicaFor(C, A, h, heard) && !early.replicaFor(C, A, h));
   // A restart reads the history back.
   const back = new RecentRings();
   back.restore(JSON.parse(JSON.stringify(rr.toJSON())), { replicas: 64 });

@@ -38,6 +38,7 @@ import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
 import { HandoffGate, RecentRings } from './handoff.js';
+import { HostRing } from '../assign/ring.js';
 import { RateLimitedLog } from '../mesh/admission.js';
 import { SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
@@ -223,6 +224,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly settledOnly = new Map<string, Buffer>();
   /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
   private readonly recentRings = new RecentRings();
+  /** heardRing()'s cache. */
+  private heard: { key: string; ring: HostRing } | undefined;
   /** The last write of recentRings to the store (writes are chained, newest last). */
   private ringsSaved: Promise<void> = Promise.resolve();
   /** Items and batches from peers we refused, by reason (docs/mesh.md "Admission"). */
@@ -586,6 +589,7 @@ class Agent implements AgentHandle, AgentView {
     let handedOver = 0; // settled entries that are not replicas
     const passOn = new Map<string, UrlItem[]>();
     const markers: bigint[] = [];
+    let startupRing: HostRing | null | undefined; // computed at the first seen entry
     let bad = 0;
     for (const it of items) {
       if (isHandoffMarker(it)) {
@@ -600,7 +604,10 @@ class Agent implements AgentHandle, AgentView {
         // replica only the owner for whom we are next (docs/mesh.md "Admission").
         if (!local && mesh) {
           const replica = it.hops === REPLICA_SEEN_HOPS;
-          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host) : !this.recentRings.owned(from, host, this.handoff?.startingUp ? mesh.id : undefined)) {
+          // While we start up, also the owner without us, and the ring of all members heard of (docs/mesh.md "Admission").
+          startupRing ??= this.handoff?.startingUp ? this.heardRing(mesh) : null;
+          const heard = startupRing ?? undefined;
+          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host, heard) : !this.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
             continue;
@@ -661,6 +668,21 @@ class Agent implements AgentHandle, AgentView {
     if (markers.length) this.schedulePump();
     this.received += items.length;
     if (!local) this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
+  }
+
+  /**
+   * The ring of every active member we have heard of, ourselves included (cached per member set):
+   * who owns what in the mesh while we start up, before the members' markers let them into our ring.
+   */
+  private heardRing(mesh: AgentMesh): HostRing {
+    const ms = mesh.members().filter((m) => m.state === 'active' && m.capacity > 0 && !mesh.membership.isExcluded(m.id));
+    const key = ms.map((m) => `${m.id}:${m.capacity}`).join(',');
+    if (this.heard?.key !== key) {
+      const ring = new HostRing({ maxCapacity: this.config.mesh.admission.maxCapacity });
+      for (const m of ms) ring.add(m.id, m.capacity);
+      this.heard = { key, ring };
+    }
+    return this.heard.ring;
   }
 
   private refuse(reason: string, from: string, n: number): void {

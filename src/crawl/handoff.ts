@@ -343,11 +343,13 @@ export class RecentRings {
    * Consistent hashing moves a host only between its owner and the member
    * that joins or leaves, so its owner then was the next owner after us
    * (Karger et al. 1997, monotonicity). Only then: later, such a claim could
-   * only be forged.
+   * only be forged. `also`: one more ring to look at (while we start up, that
+   * of every member we have heard of: a peer hands our hosts over before its
+   * marker lets it into our ring).
    */
-  owned(peer: string, host: string, self?: string): boolean {
+  owned(peer: string, host: string, self?: string, also?: HostRing): boolean {
     const p = hostPoint(host);
-    for (const r of this.rings) {
+    for (const r of also ? [...this.rings, also] : this.rings) {
       const o = r.ownerOfPoint(p);
       if (o === peer) return true;
       if (self !== undefined && o === self && r.nextOwnersOf(host, 2)[1] === peer) return true;
@@ -355,9 +357,9 @@ export class RecentRings {
     return false;
   }
 
-  /** Whether, under one of the recent rings, `peer` owned `host` and `self` came next. */
-  replicaFor(peer: string, self: string, host: string): boolean {
-    for (const r of this.rings) {
+  /** Whether, under one of the recent rings (or `also`), `peer` owned `host` and `self` came next. */
+  replicaFor(peer: string, self: string, host: string, also?: HostRing): boolean {
+    for (const r of also ? [...this.rings, also] : this.rings) {
       const o = r.nextOwnersOf(host, 2);
       if (o[0] === peer && o[1] === self) return true;
     }
