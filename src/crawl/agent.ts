@@ -12,13 +12,14 @@
 // A kill at any point re-queues at most the URLs that were in flight.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { openStore, type Store } from '../store/db.js';
+import { openStore, type BatchOp, type Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { SyncBarrier } from '../store/sync-barrier.js';
 import { limitHeapGrowth } from '../util/memory.js';
 import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
-import { Drum, type BatchOp } from '../seen/drum.js';
+import { Drum } from '../seen/drum.js';
+import { REJECTED_VALUE, queuedAt, queuedValue, seenStateOf, settledValue, type SettledState } from '../seen/state.js';
 import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
 import { Fetcher, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
@@ -113,33 +114,6 @@ interface Candidate extends NewUrl {
   inlink?: boolean;
   /** A sitemap's cross-submit grant (sitemap/grants.ts), travelling with it to its owner. */
   grant?: string;
-}
-
-const SEEN_REJECTED = Buffer.from([4]);
-/** Seen state 5: fetched or settled by another agent that handed the host over. */
-const SEEN_ELSEWHERE = 5;
-
-/**
- * Seen value of a queued URL: state 1, then where it is queued — its frontier
- * key's class byte and seq (the host hash is the seen key's first 8 bytes), so
- * an in-link promotion can find the entry. Readers of the state look at byte 0
- * only; a 1-byte value (written before) just cannot be promoted.
- */
-function queuedValue(frontierKey: Buffer | undefined): Buffer {
-  if (!frontierKey || frontierKey.length !== HOST_KEY_BYTES + 9) return Buffer.from([1]);
-  const v = Buffer.allocUnsafe(10);
-  v[0] = 1;
-  frontierKey.copy(v, 1, HOST_KEY_BYTES);
-  return v;
-}
-
-/** The frontier key a queued seen value points at (undefined: not queued, or no position recorded). */
-function queuedAt(seen: Buffer, value: Buffer | undefined): Buffer | undefined {
-  if (!value || value.length !== 10 || value[0] !== 1) return undefined;
-  const k = Buffer.allocUnsafe(HOST_KEY_BYTES + 9);
-  seen.copy(k, 0, 0, HOST_KEY_BYTES);
-  value.copy(k, HOST_KEY_BYTES, 1);
-  return k;
 }
 
 /** Pause between two handoff rounds of a leave while URLs are still queued here. */
@@ -306,7 +280,7 @@ class Agent implements AgentHandle, AgentView {
     this.drum = new Drum<Candidate>(store.db, store.seen, {
       batchSize: config.seen.batchSize,
       maxWaitMs: config.seen.maxWaitMs,
-      valueOf: (it) => (this.admitted.has(it) ? queuedValue(it.frontierKey) : SEEN_REJECTED),
+      valueOf: (it) => (this.admitted.has(it) ? queuedValue(it.frontierKey) : REJECTED_VALUE),
       // Budgets are charged only for URLs the seen-set says are new (repeat links must not use them up).
       onNew: (items) => {
         const admitted = items.filter((it) => this.scope.admit(it.url, it.host) === null);
@@ -335,7 +309,7 @@ class Agent implements AgentHandle, AgentView {
   /** Due URLs back into the frontier: no seen-set check (they are known), one batch with the recrawl index ops. */
   private async enqueueRevisits(items: RevisitUrl[], ops: BatchOp[]): Promise<void> {
     await this.drum.exclusive(async () => {
-      await this.store.db.batch([...this.frontier.enqueueOps(items), ...ops] as never);
+      await this.store.db.batch([...this.frontier.enqueueOps(items), ...ops]);
       this.frontier.committed(items);
     });
   }
@@ -633,7 +607,7 @@ class Agent implements AgentHandle, AgentView {
       cands.push(c);
     }
     if (settled.length) {
-      const value = Buffer.from([SEEN_ELSEWHERE]);
+      const value = settledValue('settled-elsewhere');
       const now = Date.now();
       await this.drum.exclusive(async () => {
         // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
@@ -644,7 +618,7 @@ class Agent implements AgentHandle, AgentView {
         }
         // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
         // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
-        await this.store.db.batch(ops as never, { sync: handedOver > 0 } as never);
+        await this.store.db.batch(ops, { sync: handedOver > 0 });
         this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }
@@ -840,7 +814,7 @@ class Agent implements AgentHandle, AgentView {
       // Their seen entries go too: "queued" is no longer true here, and should the host come
       // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
       const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: this.store.seen, key: seenKey(h.key, q.url) }));
-      await this.store.db.batch([...entries.map(([key]) => ({ type: 'del' as const, sublevel: this.store.frontier, key })), ...unseen] as never);
+      await this.store.db.batch([...entries.map(([key]): BatchOp => ({ type: 'del', sublevel: this.store.frontier, key })), ...unseen]);
       if (unseen.length) this.drum.forgetCached();
       this.frontier.dropHost(h, entries.length);
       return queued.length;
@@ -954,7 +928,7 @@ class Agent implements AgentHandle, AgentView {
       // In a mesh a previous owner's handoff may have settled this URL after we queued it.
       if (this.mesh || h.data.checkSeen) {
         const v = await this.store.seen.get(seenKey(h.key, q.url));
-        if (v && (v[0]! & 0x0f) === SEEN_ELSEWHERE) {
+        if (v && seenStateOf(v) === 'settled-elsewhere') {
           await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'settled-elsewhere' });
           continue;
         }
@@ -1572,7 +1546,7 @@ class Agent implements AgentHandle, AgentView {
         }
         if (moves.length === 0) return;
         try {
-          await this.store.db.batch(ops as never);
+          await this.store.db.batch(ops);
         } catch (err) {
           this.frontier.moved(moves, false);
           throw err;
@@ -1597,9 +1571,9 @@ class Agent implements AgentHandle, AgentView {
       // After a failed write nothing more is acknowledged (docs/storage.md "Write failures").
       if (this.fatal) throw this.fatal;
       const key = seenKey(h.key, q.url);
-      // Seen states: 2 fetched, 3 failed or not fetched (robots, budget); bit 0x10 flags noindex.
-      const base = record.failure === 'settled-elsewhere' ? SEEN_ELSEWHERE : record.failure ? 3 : 2;
-      const state = Buffer.from([base | (record.noindex ? 0x10 : 0)]);
+      // Failed covers "not fetched" too (robots, budget); the noindex flag rides on the state (src/seen/state.ts).
+      const outcome: SettledState = record.failure === 'settled-elsewhere' ? 'settled-elsewhere' : record.failure ? 'failed' : 'fetched';
+      const state = settledValue(outcome, record.noindex);
       const ops: BatchOp[] = [
         this.frontier.doneOp(q),
         { type: 'put', sublevel: this.store.seen, key, value: state },
@@ -1607,7 +1581,7 @@ class Agent implements AgentHandle, AgentView {
         ...extraOps, // e.g. the payload digest's first capture (src/dedup/content.ts)
       ];
       if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
-      const replica = base !== SEEN_ELSEWHERE ? this.replicateSettled(h.name, q.url, ops) : undefined;
+      const replica = outcome !== 'settled-elsewhere' ? this.replicateSettled(h.name, q.url, ops) : undefined;
       await this.commits.write(ops);
       this.frontier.acknowledged(1, h, q);
       if (replica) this.mesh?.replicas.written(replica.peer, replica.n);
