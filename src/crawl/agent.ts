@@ -40,7 +40,7 @@ import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
 import { HandoffGate, RecentRings } from './handoff.js';
 import { RateLimitedLog } from '../mesh/admission.js';
-import { SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { classifyItem, encodeItem, encodeHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
 import { SitemapGrants } from '../sitemap/grants.js';
@@ -528,8 +528,7 @@ class Agent implements AgentHandle, AgentView {
       // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
       if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
       const items = byOwner.get(owner);
-      const item: UrlItem = { url: c.url, depth: c.depth, hops: (c.hops + 1) | (c.kind === 'sitemap' ? SITEMAP_FLAG : 0) };
-      if (c.grant !== undefined) { item.hops |= GRANT_FLAG; item.grant = c.grant; }
+      const item = encodeItem({ kind: 'crawl', url: c.url, depth: c.depth, hops: c.hops + 1, sitemap: c.kind === 'sitemap', grant: c.grant });
       if (items) items.push(item); else byOwner.set(owner, [item]);
     }
     await this.keepGrants(local);
@@ -562,18 +561,19 @@ class Agent implements AgentHandle, AgentView {
     const markers: bigint[] = [];
     let bad = 0;
     for (const it of items) {
-      if (isHandoffMarker(it)) {
-        const rid = decodeHandoffMarker(it);
-        if (rid === null) bad++; else markers.push(rid);
+      const w = classifyItem(it);
+      if (w.kind === 'bad') { bad++; continue; }
+      if (w.kind === 'marker') {
+        markers.push(w.ringId);
         continue;
       }
-      if (it.hops & SEEN_ONLY_FLAG) {
+      if (w.kind === 'seen' || w.kind === 'replica') {
         const host = hostOf(it.url);
         if (!host) { bad++; continue; }
         // A seen entry hides a page for good: only the host's recent owner may send one, and a
         // replica only the owner for whom we are next (docs/mesh.md "Admission").
         if (!local && mesh) {
-          const replica = it.hops === REPLICA_SEEN_HOPS;
+          const replica = w.kind === 'replica';
           if (replica ? !this.recentRings.replicaFor(from, mesh.id, host) : !this.recentRings.owned(from, host, this.handoff?.startingUp ? mesh.id : undefined)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
@@ -582,28 +582,27 @@ class Agent implements AgentHandle, AgentView {
         }
         // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
         const owner = mesh ? mesh.ownerOf(host) : undefined;
-        const hops = it.hops & HOPS_MASK;
-        if (mesh && owner !== mesh.id && hops < this.config.mesh.maxHops && it.hops !== REPLICA_SEEN_HOPS) {
+        if (mesh && owner !== mesh.id && w.kind === 'seen' && w.hops < this.config.mesh.maxHops) {
           const l = passOn.get(owner!);
-          const item = { url: it.url, depth: 0, hops: SEEN_ONLY_FLAG | (hops + 1) };
+          const item = encodeItem({ kind: 'seen', url: w.url, hops: w.hops + 1 });
           if (l) l.push(item); else passOn.set(owner!, [item]);
           continue;
         }
         const hk = hostKey(host);
         settled.push(seenKey(hk, it.url));
         settledUrls.push(it.url);
-        if (it.hops !== REPLICA_SEEN_HOPS) handedOver++;
+        if (w.kind === 'seen') handedOver++;
         const h = this.frontier.host(host);
         if (h) h.data.checkSeen = true;
-        else if (it.hops !== REPLICA_SEEN_HOPS && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
+        else if (w.kind === 'seen' && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
         continue;
       }
-      const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
+      const c = this.candidate(w.url, undefined, w.depth, w.sitemap ? 'sitemap' : 'page');
       if (!c) { bad++; continue; }
-      c.hops = it.hops & HOPS_MASK;
+      c.hops = w.hops;
       // A peer forwards the links its pages have to our hosts: in-links too.
       if (c.kind === 'page') c.inlink = true;
-      if (it.grant !== undefined && c.kind === 'sitemap') c.grant = it.grant;
+      if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
       cands.push(c);
     }
     if (settled.length) {
@@ -739,11 +738,12 @@ class Agent implements AgentHandle, AgentView {
     }
     if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
     void mesh.outbox.reassign(id, (it) => {
-      if (isHandoffMarker(it)) return null; // meant for that peer only: dropped below
-      if (it.hops === REPLICA_SEEN_HOPS) { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
+      const kind = classifyItem(it).kind;
+      if (kind === 'marker' || kind === 'bad') return null; // a marker is meant for that peer only: dropped below
+      if (kind === 'replica') { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
       const o = mesh.ownerOf(hostOf(it.url));
       return o === mesh.id ? null : o;
-    }, (its) => this.acceptFromPeer(its.filter((it) => !isHandoffMarker(it) && it.hops !== REPLICA_SEEN_HOPS), id, true),
+    }, (its) => this.acceptFromPeer(its.filter((it) => { const kind = classifyItem(it).kind; return kind === 'crawl' || kind === 'seen'; }), id, true),
     // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
     mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
       .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
@@ -805,7 +805,7 @@ class Agent implements AgentHandle, AgentView {
       const queued: UrlItem[] = [];
       for (const [, v] of entries) {
         const e = decodeEntry(v, h.name);
-        if (e) queued.push({ url: e.url, depth: e.depth, hops: e.kind === 'sitemap' ? SITEMAP_FLAG : 0 });
+        if (e) queued.push(encodeItem({ kind: 'crawl', url: e.url, depth: e.depth, hops: 0, sitemap: e.kind === 'sitemap' }));
       }
       await this.attachGrants(queued);
       // Seen entries again: those of pages that finished while we waited above.
@@ -827,7 +827,7 @@ class Agent implements AgentHandle, AgentView {
     const out: UrlItem[] = [];
     for (const [, v] of await this.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
       const r = decodeFetchRecord(v);
-      if (r) out.push({ url: r.url, depth: 0, hops: SEEN_ONLY_FLAG });
+      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops: 0 }));
     }
     return out;
   }
@@ -1394,13 +1394,12 @@ class Agent implements AgentHandle, AgentView {
   private async attachGrants(items: UrlItem[]): Promise<void> {
     const n = items.length;
     for (let i = 0; i < n; i++) {
-      const it = items[i]!;
-      if (!(it.hops & SITEMAP_FLAG)) continue;
-      const grants = await this.sitemapGrants.get(it.url);
+      const w = classifyItem(items[i]!);
+      if (w.kind !== 'crawl' || !w.sitemap) continue;
+      const grants = await this.sitemapGrants.get(w.url);
       if (!grants?.length) continue;
-      it.hops |= GRANT_FLAG;
-      it.grant = grants[0];
-      for (const g of grants.slice(1)) items.push({ url: it.url, depth: it.depth, hops: it.hops, grant: g });
+      items[i] = encodeItem({ ...w, grant: grants[0] });
+      for (const g of grants.slice(1)) items.push(encodeItem({ ...w, grant: g }));
     }
   }
 
@@ -1606,7 +1605,7 @@ class Agent implements AgentHandle, AgentView {
     const next = mesh.membership.ring.nextOwnersOf(host, 2)[1];
     if (!next || next === mesh.id) return undefined;
     try {
-      const q = mesh.replicas.queueOps(next, [{ url, depth: 0, hops: REPLICA_SEEN_HOPS }]);
+      const q = mesh.replicas.queueOps(next, [encodeItem({ kind: 'replica', url })]);
       for (const op of q.ops) ops.push({ ...op, sublevel: this.store.replicas } as BatchOp);
       return { peer: next, n: q.n };
     } catch (err) {
