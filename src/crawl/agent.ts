@@ -1606,7 +1606,7 @@ class Agent implements AgentHandle, AgentView {
     if (!next || next === mesh.id) return undefined;
     try {
       const q = mesh.replicas.queueOps(next, [encodeItem({ kind: 'replica', url })]);
-      for (const op of q.ops) ops.push({ ...op, sublevel: this.store.replicas } as BatchOp);
+      for (const op of q.ops) ops.push({ ...op, sublevel: this.store.replicas });
       return { peer: next, n: q.n };
     } catch (err) {
       // The mesh is stopping (outbox closed): the page is settled all the same, without a replica.
