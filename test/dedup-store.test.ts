@@ -159,7 +159,7 @@ test('SimhashStore: works on any Sublevel-shaped object (no root-prefix fast pat
   const sub = store.simhash;
   const plain = {
     getMany: (k: Buffer[]) => sub.getMany(k),
-    batch: (ops: Parameters<typeof sub.batch>[0]) => sub.batch(ops),
+    batch: (ops: Array<{ type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer }>) => sub.batch(ops),
   } as unknown as typeof sub;
   const a = new SimhashStore(plain);
   const b = new SimhashStore(sub);

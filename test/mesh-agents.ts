@@ -9,6 +9,7 @@ import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
 import { fetchCounts, spawnAgent, tempDir } from './helpers.js';
 import { openStore } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
+import { seenStateOf } from '../src/seen/state.js';
 import { decodeSegment, parseOutboxKey } from '../src/mesh/wire.js';
 
 export const MIN_DELAY = 150;
@@ -111,8 +112,8 @@ export async function victimState(dataDir: string): Promise<{ settled: Set<strin
   try {
     const settled = new Set<string>();
     for await (const [k, v] of store.seen.iterator()) {
-      const state = v[0]! & 0x0f;
-      if (state === 2 || state === 3) settled.add(Buffer.from(k).toString('hex'));
+      const state = seenStateOf(v);
+      if (state === 'fetched' || state === 'failed') settled.add(Buffer.from(k).toString('hex'));
     }
     const unreplicated = new Set<string>();
     for await (const [k, v] of store.replicas.iterator()) {

@@ -4,6 +4,7 @@
 // dashboard read the same shapes. Times are epoch milliseconds; durations say
 // their unit in the name.
 import type { MetricsSource } from './metrics.js';
+import type { SeenState } from '../seen/state.js';
 
 /** Where the API listens unless told otherwise: loopback only (no token needed there). */
 export const DEFAULT_API_LISTEN = '127.0.0.1:7070';
@@ -208,8 +209,12 @@ export interface UrlReport {
   /** In the seen-set (of the owner; false if this agent is not the owner and cannot tell). */
   seen: boolean;
   queued: boolean;
-  /** `rejected`: seen but turned away by scope/traps/robots; `failed`: fetch failed. */
-  state: 'unseen' | 'queued' | 'fetched' | 'failed' | 'rejected' | 'unknown';
+  /**
+   * The seen-set's state (src/seen/state.ts): `rejected`: seen but turned away by scope/traps/robots;
+   * `failed`: fetch failed; `settled-elsewhere`: fetched or settled by the agent that handed the host
+   * over; `unknown`: a state this version cannot read.
+   */
+  state: 'unseen' | SeenState | 'unknown';
   fetched: {
     at: number;
     status: number;

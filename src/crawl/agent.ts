@@ -12,13 +12,14 @@
 // A kill at any point re-queues at most the URLs that were in flight.
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { openStore, type Store } from '../store/db.js';
+import { openStore, type BatchOp, type Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { SyncBarrier } from '../store/sync-barrier.js';
 import { limitHeapGrowth } from '../util/memory.js';
 import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
-import { Drum, type BatchOp } from '../seen/drum.js';
+import { Drum } from '../seen/drum.js';
+import { REJECTED_VALUE, queuedAt, queuedValue, seenStateOf, settledValue, type SettledState } from '../seen/state.js';
 import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
 import { Fetcher, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
@@ -40,7 +41,7 @@ import { AgentMesh } from './mesh.js';
 import { HandoffGate, RecentRings } from './handoff.js';
 import { HostRing } from '../assign/ring.js';
 import { RateLimitedLog } from '../mesh/admission.js';
-import { SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { classifyItem, encodeItem, encodeHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
 import { SitemapGrants } from '../sitemap/grants.js';
@@ -114,33 +115,6 @@ interface Candidate extends NewUrl {
   inlink?: boolean;
   /** A sitemap's cross-submit grant (sitemap/grants.ts), travelling with it to its owner. */
   grant?: string;
-}
-
-const SEEN_REJECTED = Buffer.from([4]);
-/** Seen state 5: fetched or settled by another agent that handed the host over. */
-const SEEN_ELSEWHERE = 5;
-
-/**
- * Seen value of a queued URL: state 1, then where it is queued — its frontier
- * key's class byte and seq (the host hash is the seen key's first 8 bytes), so
- * an in-link promotion can find the entry. Readers of the state look at byte 0
- * only; a 1-byte value (written before) just cannot be promoted.
- */
-function queuedValue(frontierKey: Buffer | undefined): Buffer {
-  if (!frontierKey || frontierKey.length !== HOST_KEY_BYTES + 9) return Buffer.from([1]);
-  const v = Buffer.allocUnsafe(10);
-  v[0] = 1;
-  frontierKey.copy(v, 1, HOST_KEY_BYTES);
-  return v;
-}
-
-/** The frontier key a queued seen value points at (undefined: not queued, or no position recorded). */
-function queuedAt(seen: Buffer, value: Buffer | undefined): Buffer | undefined {
-  if (!value || value.length !== 10 || value[0] !== 1) return undefined;
-  const k = Buffer.allocUnsafe(HOST_KEY_BYTES + 9);
-  seen.copy(k, 0, 0, HOST_KEY_BYTES);
-  value.copy(k, HOST_KEY_BYTES, 1);
-  return k;
 }
 
 /** Pause between two handoff rounds of a leave while URLs are still queued here. */
@@ -309,7 +283,7 @@ class Agent implements AgentHandle, AgentView {
     this.drum = new Drum<Candidate>(store.db, store.seen, {
       batchSize: config.seen.batchSize,
       maxWaitMs: config.seen.maxWaitMs,
-      valueOf: (it) => (this.admitted.has(it) ? queuedValue(it.frontierKey) : SEEN_REJECTED),
+      valueOf: (it) => (this.admitted.has(it) ? queuedValue(it.frontierKey) : REJECTED_VALUE),
       // Budgets are charged only for URLs the seen-set says are new (repeat links must not use them up).
       onNew: (items) => {
         const admitted = items.filter((it) => this.scope.admit(it.url, it.host) === null);
@@ -338,7 +312,7 @@ class Agent implements AgentHandle, AgentView {
   /** Due URLs back into the frontier: no seen-set check (they are known), one batch with the recrawl index ops. */
   private async enqueueRevisits(items: RevisitUrl[], ops: BatchOp[]): Promise<void> {
     await this.drum.exclusive(async () => {
-      await this.store.db.batch([...this.frontier.enqueueOps(items), ...ops] as never);
+      await this.store.db.batch([...this.frontier.enqueueOps(items), ...ops]);
       this.frontier.committed(items);
     });
   }
@@ -557,8 +531,7 @@ class Agent implements AgentHandle, AgentView {
       // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
       if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
       const items = byOwner.get(owner);
-      const item: UrlItem = { url: c.url, depth: c.depth, hops: (c.hops + 1) | (c.kind === 'sitemap' ? SITEMAP_FLAG : 0) };
-      if (c.grant !== undefined) { item.hops |= GRANT_FLAG; item.grant = c.grant; }
+      const item = encodeItem({ kind: 'crawl', url: c.url, depth: c.depth, hops: c.hops + 1, sitemap: c.kind === 'sitemap', grant: c.grant });
       if (items) items.push(item); else byOwner.set(owner, [item]);
     }
     await this.keepGrants(local);
@@ -592,18 +565,19 @@ class Agent implements AgentHandle, AgentView {
     let startupRing: HostRing | null | undefined; // computed at the first seen entry
     let bad = 0;
     for (const it of items) {
-      if (isHandoffMarker(it)) {
-        const rid = decodeHandoffMarker(it);
-        if (rid === null) bad++; else markers.push(rid);
+      const w = classifyItem(it);
+      if (w.kind === 'bad') { bad++; continue; }
+      if (w.kind === 'marker') {
+        markers.push(w.ringId);
         continue;
       }
-      if (it.hops & SEEN_ONLY_FLAG) {
+      if (w.kind === 'seen' || w.kind === 'replica') {
         const host = hostOf(it.url);
         if (!host) { bad++; continue; }
         // A seen entry hides a page for good: only the host's recent owner may send one, and a
         // replica only the owner for whom we are next (docs/mesh.md "Admission").
         if (!local && mesh) {
-          const replica = it.hops === REPLICA_SEEN_HOPS;
+          const replica = w.kind === 'replica';
           // While we start up, also the owner without us, and the ring of all members heard of (docs/mesh.md "Admission").
           startupRing ??= this.handoff?.startingUp ? this.heardRing(mesh) : null;
           const heard = startupRing ?? undefined;
@@ -615,32 +589,31 @@ class Agent implements AgentHandle, AgentView {
         }
         // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
         const owner = mesh ? mesh.ownerOf(host) : undefined;
-        const hops = it.hops & HOPS_MASK;
-        if (mesh && owner !== mesh.id && hops < this.config.mesh.maxHops && it.hops !== REPLICA_SEEN_HOPS) {
+        if (mesh && owner !== mesh.id && w.kind === 'seen' && w.hops < this.config.mesh.maxHops) {
           const l = passOn.get(owner!);
-          const item = { url: it.url, depth: 0, hops: SEEN_ONLY_FLAG | (hops + 1) };
+          const item = encodeItem({ kind: 'seen', url: w.url, hops: w.hops + 1 });
           if (l) l.push(item); else passOn.set(owner!, [item]);
           continue;
         }
         const hk = hostKey(host);
         settled.push(seenKey(hk, it.url));
         settledUrls.push(it.url);
-        if (it.hops !== REPLICA_SEEN_HOPS) handedOver++;
+        if (w.kind === 'seen') handedOver++;
         const h = this.frontier.host(host);
         if (h) h.data.checkSeen = true;
-        else if (it.hops !== REPLICA_SEEN_HOPS && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
+        else if (w.kind === 'seen' && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
         continue;
       }
-      const c = this.candidate(it.url, undefined, it.depth, it.hops & SITEMAP_FLAG ? 'sitemap' : 'page');
+      const c = this.candidate(w.url, undefined, w.depth, w.sitemap ? 'sitemap' : 'page');
       if (!c) { bad++; continue; }
-      c.hops = it.hops & HOPS_MASK;
+      c.hops = w.hops;
       // A peer forwards the links its pages have to our hosts: in-links too.
       if (c.kind === 'page') c.inlink = true;
-      if (it.grant !== undefined && c.kind === 'sitemap') c.grant = it.grant;
+      if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
       cands.push(c);
     }
     if (settled.length) {
-      const value = Buffer.from([SEEN_ELSEWHERE]);
+      const value = settledValue('settled-elsewhere');
       const now = Date.now();
       await this.drum.exclusive(async () => {
         // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
@@ -651,7 +624,7 @@ class Agent implements AgentHandle, AgentView {
         }
         // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
         // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
-        await this.store.db.batch(ops as never, { sync: handedOver > 0 } as never);
+        await this.store.db.batch(ops, { sync: handedOver > 0 });
         this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }
@@ -787,11 +760,12 @@ class Agent implements AgentHandle, AgentView {
     }
     if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
     void mesh.outbox.reassign(id, (it) => {
-      if (isHandoffMarker(it)) return null; // meant for that peer only: dropped below
-      if (it.hops === REPLICA_SEEN_HOPS) { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
+      const kind = classifyItem(it).kind;
+      if (kind === 'marker' || kind === 'bad') return null; // a marker is meant for that peer only: dropped below
+      if (kind === 'replica') { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
       const o = mesh.ownerOf(hostOf(it.url));
       return o === mesh.id ? null : o;
-    }, (its) => this.acceptFromPeer(its.filter((it) => !isHandoffMarker(it) && it.hops !== REPLICA_SEEN_HOPS), id, true),
+    }, (its) => this.acceptFromPeer(its.filter((it) => { const kind = classifyItem(it).kind; return kind === 'crawl' || kind === 'seen'; }), id, true),
     // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
     mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
       .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
@@ -853,7 +827,7 @@ class Agent implements AgentHandle, AgentView {
       const queued: UrlItem[] = [];
       for (const [, v] of entries) {
         const e = decodeEntry(v, h.name);
-        if (e) queued.push({ url: e.url, depth: e.depth, hops: e.kind === 'sitemap' ? SITEMAP_FLAG : 0 });
+        if (e) queued.push(encodeItem({ kind: 'crawl', url: e.url, depth: e.depth, hops: 0, sitemap: e.kind === 'sitemap' }));
       }
       await this.attachGrants(queued);
       // Seen entries again: those of pages that finished while we waited above.
@@ -862,7 +836,7 @@ class Agent implements AgentHandle, AgentView {
       // Their seen entries go too: "queued" is no longer true here, and should the host come
       // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
       const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: this.store.seen, key: seenKey(h.key, q.url) }));
-      await this.store.db.batch([...entries.map(([key]) => ({ type: 'del' as const, sublevel: this.store.frontier, key })), ...unseen] as never);
+      await this.store.db.batch([...entries.map(([key]): BatchOp => ({ type: 'del', sublevel: this.store.frontier, key })), ...unseen]);
       if (unseen.length) this.drum.forgetCached();
       this.frontier.dropHost(h, entries.length);
       return queued.length;
@@ -875,7 +849,7 @@ class Agent implements AgentHandle, AgentView {
     const out: UrlItem[] = [];
     for (const [, v] of await this.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
       const r = decodeFetchRecord(v);
-      if (r) out.push({ url: r.url, depth: 0, hops: SEEN_ONLY_FLAG });
+      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops: 0 }));
     }
     return out;
   }
@@ -976,7 +950,7 @@ class Agent implements AgentHandle, AgentView {
       // In a mesh a previous owner's handoff may have settled this URL after we queued it.
       if (this.mesh || h.data.checkSeen) {
         const v = await this.store.seen.get(seenKey(h.key, q.url));
-        if (v && (v[0]! & 0x0f) === SEEN_ELSEWHERE) {
+        if (v && seenStateOf(v) === 'settled-elsewhere') {
           await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'settled-elsewhere' });
           continue;
         }
@@ -1442,13 +1416,12 @@ class Agent implements AgentHandle, AgentView {
   private async attachGrants(items: UrlItem[]): Promise<void> {
     const n = items.length;
     for (let i = 0; i < n; i++) {
-      const it = items[i]!;
-      if (!(it.hops & SITEMAP_FLAG)) continue;
-      const grants = await this.sitemapGrants.get(it.url);
+      const w = classifyItem(items[i]!);
+      if (w.kind !== 'crawl' || !w.sitemap) continue;
+      const grants = await this.sitemapGrants.get(w.url);
       if (!grants?.length) continue;
-      it.hops |= GRANT_FLAG;
-      it.grant = grants[0];
-      for (const g of grants.slice(1)) items.push({ url: it.url, depth: it.depth, hops: it.hops, grant: g });
+      items[i] = encodeItem({ ...w, grant: grants[0] });
+      for (const g of grants.slice(1)) items.push(encodeItem({ ...w, grant: g }));
     }
   }
 
@@ -1594,7 +1567,7 @@ class Agent implements AgentHandle, AgentView {
         }
         if (moves.length === 0) return;
         try {
-          await this.store.db.batch(ops as never);
+          await this.store.db.batch(ops);
         } catch (err) {
           this.frontier.moved(moves, false);
           throw err;
@@ -1619,9 +1592,9 @@ class Agent implements AgentHandle, AgentView {
       // After a failed write nothing more is acknowledged (docs/storage.md "Write failures").
       if (this.fatal) throw this.fatal;
       const key = seenKey(h.key, q.url);
-      // Seen states: 2 fetched, 3 failed or not fetched (robots, budget); bit 0x10 flags noindex.
-      const base = record.failure === 'settled-elsewhere' ? SEEN_ELSEWHERE : record.failure ? 3 : 2;
-      const state = Buffer.from([base | (record.noindex ? 0x10 : 0)]);
+      // Failed covers "not fetched" too (robots, budget); the noindex flag rides on the state (src/seen/state.ts).
+      const outcome: SettledState = record.failure === 'settled-elsewhere' ? 'settled-elsewhere' : record.failure ? 'failed' : 'fetched';
+      const state = settledValue(outcome, record.noindex);
       const ops: BatchOp[] = [
         this.frontier.doneOp(q),
         { type: 'put', sublevel: this.store.seen, key, value: state },
@@ -1629,7 +1602,7 @@ class Agent implements AgentHandle, AgentView {
         ...extraOps, // e.g. the payload digest's first capture (src/dedup/content.ts)
       ];
       if (this.recrawl && q.kind === 'page') ops.push(...this.recrawl.outcomeOps(q, key, recrawl ?? { at: record.at, status: 0 }));
-      const replica = base !== SEEN_ELSEWHERE ? this.replicateSettled(h.name, q.url, ops) : undefined;
+      const replica = outcome !== 'settled-elsewhere' ? this.replicateSettled(h.name, q.url, ops) : undefined;
       await this.commits.write(ops);
       this.frontier.acknowledged(1, h, q);
       if (replica) this.mesh?.replicas.written(replica.peer, replica.n);
@@ -1654,8 +1627,8 @@ class Agent implements AgentHandle, AgentView {
     const next = mesh.membership.ring.nextOwnersOf(host, 2)[1];
     if (!next || next === mesh.id) return undefined;
     try {
-      const q = mesh.replicas.queueOps(next, [{ url, depth: 0, hops: REPLICA_SEEN_HOPS }]);
-      for (const op of q.ops) ops.push({ ...op, sublevel: this.store.replicas } as BatchOp);
+      const q = mesh.replicas.queueOps(next, [encodeItem({ kind: 'replica', url })]);
+      for (const op of q.ops) ops.push({ ...op, sublevel: this.store.replicas });
       return { peer: next, n: q.n };
     } catch (err) {
       // The mesh is stopping (outbox closed): the page is settled all the same, without a replica.

@@ -10,6 +10,7 @@ import type { Store } from '../store/db.js';
 import type { CrawlStats } from './stats.js';
 import type { HostData } from './agent.js';
 import { hostKey, seenKey, prefixEnd } from '../store/keys.js';
+import { seenStateOf } from '../seen/state.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
 import { describeHost, unpark } from '../politeness/host.js';
@@ -41,8 +42,6 @@ export interface AgentView {
   seedUrls(urls: string[]): Promise<SeedResult>;
   leave(): Promise<void>;
 }
-
-const SEEN_STATES: Record<number, UrlReport['state']> = { 1: 'queued', 2: 'fetched', 3: 'failed', 4: 'rejected' };
 
 export class AgentBackend implements ApiBackend {
   constructor(private readonly a: AgentView) {}
@@ -115,7 +114,7 @@ export class AgentBackend implements ApiBackend {
     const key = seenKey(hostKey(host), normalized);
     const seenValue = await this.a.store.seen.get(key);
     const record = decodeFetchRecord(await this.a.store.fetches.get(key));
-    const state = seenValue ? (SEEN_STATES[seenValue[0]! & 0x0f] ?? 'unknown') : 'unseen';
+    const state = seenValue ? seenStateOf(seenValue) : 'unseen';
     return {
       url: raw,
       normalized,

@@ -33,8 +33,7 @@
 // page marked fetched is always indexed; a page killed before that is
 // fetched again and indexed then (adding the same (fingerprint, URL) twice is
 // a no-op).
-import type { Sublevel } from '../store/db.js';
-import type { BatchOp } from '../seen/drum.js';
+import type { BatchOp, Sublevel } from '../store/db.js';
 import { createHash } from 'node:crypto';
 import { base32, unbase32 } from '../warc/digest.js';
 import { KeyBloom } from '../seen/bloom.js';

@@ -8,8 +8,7 @@
 // the date (8 bytes, ms since the epoch, BE), then uri and record id as
 // UTF-8 separated by one NUL (neither may contain NUL: URIs are percent-
 // encoded, record ids are `<urn:uuid:…>`).
-import type { Sublevel } from '../store/db.js';
-import type { BatchOp } from '../seen/drum.js';
+import type { BatchOp, Sublevel } from '../store/db.js';
 
 export interface DigestRecord {
   /** Target URI of the first capture. */

@@ -41,8 +41,7 @@
 // A URL leaves the disk only when the caller acknowledges it (`doneOp`), in the
 // same batch that records the fetch: a crash re-queues exactly the URLs that
 // were in flight (docs/storage.md).
-import type { Sublevel } from '../store/db.js';
-import type { BatchOp } from '../seen/drum.js';
+import type { BatchOp, Sublevel } from '../store/db.js';
 import { MinHeap, type HeapSlot } from '../util/heap.js';
 import { HOST_KEY_BYTES } from '../store/keys.js';
 import { MAX_PRIORITY, PRIORITY_CLASSES, clampClass, priorityClass } from './priority.js';
@@ -288,7 +287,12 @@ function storeClosed(err: unknown): boolean {
   return code === 'LEVEL_DATABASE_NOT_OPEN' || code === 'LEVEL_ITERATOR_NOT_OPEN';
 }
 
-type SublevelIterator = ReturnType<Sublevel['iterator']>;
+/** What the pool uses of a frontier iterator (abstract-level's, byte keys and values). */
+interface SublevelIterator {
+  seek(target: Buffer): void;
+  nextv(size: number): Promise<[Buffer, Buffer][]>;
+  close(): Promise<void>;
+}
 
 interface PooledIterator {
   it: SublevelIterator;

@@ -18,7 +18,7 @@ import type { Connection, PeerId, Stream } from '@libp2p/interface';
 import { pushable, type Pushable } from 'it-pushable';
 import * as lp from 'it-length-prefixed';
 import {
-  MAX_ACK_BYTES, MAX_BATCH_BYTES, PROTOCOL_URLS, FLAG_REPLICA, REPLICA_SEEN_HOPS, decodeAck, decodeBatch, encodeAckFrame, encodeRunsFrame,
+  MAX_ACK_BYTES, MAX_BATCH_BYTES, PROTOCOL_URLS, FLAG_REPLICA, classifyItem, decodeAck, decodeBatch, encodeAckFrame, encodeRunsFrame,
   outboxPrefix, readU53At, type UrlItem,
 } from './wire.js';
 import type { Outbox, OutboxBatch, OutboxDb } from './outbox.js';
@@ -513,7 +513,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
           // Replica seen entries (docs/mesh.md "Crashes") are idempotent: no per-sender order or high-water mark,
           // so they never wait behind the sender's URL batches; frames are read at once and accepted together
           // (ReplicaIntake). Anything but a replica seen entry in such a frame is refused.
-          const items = b.items.filter((it) => it.hops === REPLICA_SEEN_HOPS);
+          const items = b.items.filter((it) => classifyItem(it).kind === 'replica');
           if (items.length < b.items.length) {
             const n = b.items.length - items.length;
             this.rejected['replica-item'] = (this.rejected['replica-item'] ?? 0) + n;

@@ -229,6 +229,69 @@ export function decodeHandoffMarker(it: UrlItem): bigint | null {
   return BigInt('0x' + hex);
 }
 
+// ---------------------------------------------------------------- item kinds
+
+/**
+ * Why an item means nothing (docs/mesh.md "Item kinds"): a marker that does
+ * not parse; flag bits that do not go together (a seen entry that is also a
+ * sitemap or carries a grant, a grant without a sitemap); a grant flag without
+ * its grant. Counted by the receiver, never acted on.
+ */
+export type BadItemReason = 'marker' | 'flags' | 'grant';
+
+/**
+ * An item by what it asks of its receiver, the hops byte's flags decoded once
+ * (docs/mesh.md "Item kinds"): a URL to crawl (or to pass on to its owner); a
+ * seen entry of a host handed over; a replica seen entry from the host's
+ * owner; a "handoff complete" marker; or nothing readable.
+ */
+export type WireItem =
+  | { kind: 'crawl'; url: string; depth: number; hops: number; sitemap: boolean; grant?: string }
+  | { kind: 'seen'; url: string; hops: number }
+  | { kind: 'replica'; url: string }
+  | { kind: 'marker'; ringId: bigint }
+  | { kind: 'bad'; reason: BadItemReason };
+
+const BAD_MARKER: WireItem = Object.freeze({ kind: 'bad', reason: 'marker' });
+const BAD_FLAGS: WireItem = Object.freeze({ kind: 'bad', reason: 'flags' });
+const BAD_GRANT: WireItem = Object.freeze({ kind: 'bad', reason: 'grant' });
+
+/** Reads an item's kind from its hops byte (the one place its flag bits are tested on the receiving side). */
+export function classifyItem(it: UrlItem): WireItem {
+  const h = it.hops;
+  if (h === HANDOFF_MARKER_HOPS) {
+    const ringId = decodeHandoffMarker(it);
+    return ringId === null ? BAD_MARKER : { kind: 'marker', ringId };
+  }
+  if (h === REPLICA_SEEN_HOPS) return { kind: 'replica', url: it.url };
+  if (h & SEEN_ONLY_FLAG) return h & (SITEMAP_FLAG | GRANT_FLAG) ? BAD_FLAGS : { kind: 'seen', url: it.url, hops: h & HOPS_MASK };
+  if (h & GRANT_FLAG) {
+    if (!(h & SITEMAP_FLAG)) return BAD_FLAGS;
+    if (typeof it.grant !== 'string') return BAD_GRANT;
+    return { kind: 'crawl', url: it.url, depth: it.depth, hops: h & HOPS_MASK, sitemap: true, grant: it.grant };
+  }
+  return { kind: 'crawl', url: it.url, depth: it.depth, hops: h & HOPS_MASK, sitemap: (h & SITEMAP_FLAG) !== 0 };
+}
+
+/**
+ * The item that carries `w` (classifyItem's inverse). Hop counts past what the
+ * byte holds are capped: 31 for a URL, 30 for a seen entry (31 would read as a
+ * replica), both past any hop limit. A grant travels with a sitemap only.
+ */
+export function encodeItem(w: Exclude<WireItem, { kind: 'bad' }>): UrlItem {
+  switch (w.kind) {
+    case 'crawl': {
+      const hops = Math.min(w.hops, HOPS_MASK) | (w.sitemap ? SITEMAP_FLAG : 0);
+      return w.sitemap && w.grant !== undefined
+        ? { url: w.url, depth: w.depth, hops: hops | GRANT_FLAG, grant: w.grant }
+        : { url: w.url, depth: w.depth, hops };
+    }
+    case 'seen': return { url: w.url, depth: 0, hops: SEEN_ONLY_FLAG | Math.min(w.hops, HOPS_MASK - 1) };
+    case 'replica': return { url: w.url, depth: 0, hops: REPLICA_SEEN_HOPS };
+    case 'marker': return encodeHandoffMarker(w.ringId);
+  }
+}
+
 // Same check as isWireUrl, on bytes already in a buffer (receiver side, before
 // any string is made).
 function isWireUrlBytes(b: Uint8Array, start: number, end: number): boolean {

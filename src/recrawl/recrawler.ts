@@ -11,8 +11,7 @@
 // written in one batch. A URL moved into the frontier keeps a *lease* entry
 // at now + maxInterval, so a revisit lost on the way (robots now disallows it,
 // a crash, a handoff) comes back by itself instead of being forgotten.
-import type { Store } from '../store/db.js';
-import type { BatchOp } from '../seen/drum.js';
+import type { BatchOp, Store } from '../store/db.js';
 import type { NewUrl, QueuedUrl } from '../frontier/frontier.js';
 import type { SitemapUrl } from '../sitemap/parse.js';
 import { dueKey } from '../store/keys.js';
@@ -234,7 +233,7 @@ export class Recrawler {
       this.stats.madeDueBySitemap++;
       if (next.nextDueAt < this.nextDue) this.nextDue = next.nextDueAt;
     }
-    if (ops.length) await this.store.db.batch(ops as never);
+    if (ops.length) await this.store.db.batch(ops);
   }
 
   // ---- the scheduler loop ----------------------------------------------------------

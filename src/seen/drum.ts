@@ -19,18 +19,17 @@
 // `noteStored`): the filter learns keys from the rounds it runs and from the
 // start-up scan, nothing else. Updating the value of an existing entry (the
 // agent marks a URL fetched) needs nothing.
-import type { RawDb, Sublevel } from '../store/db.js';
+import type { BatchOp, RawDb, Sublevel } from '../store/db.js';
 import { KeyBloom, KeySet } from './bloom.js';
 import { mayTearLog } from '../store/group-commit.js';
+
+/** The store's batch operation (src/store/db.ts), named here too for the seen-set's callers. */
+export type { BatchOp } from '../store/db.js';
 
 export interface DrumItem {
   /** 16-byte seen key (host hash ‖ url hash). */
   key: Buffer;
 }
-
-export type BatchOp =
-  | { type: 'put'; sublevel: Sublevel; key: Buffer; value: Buffer }
-  | { type: 'del'; sublevel: Sublevel; key: Buffer };
 
 export interface DrumFilterOptions {
   /** Bits of filter per key (default 10: about 1 % of new keys still read the store). */
@@ -421,7 +420,7 @@ export class Drum<T extends DrumItem> {
     // a key not yet (or, if the write fails, never) stored, which only costs a read.
     for (let i = 0; i < news.length; i++) this.note(news[i]!.key);
     try {
-      await this.db.batch(ops as never, { sync });
+      await this.db.batch(ops, { sync });
     } catch (err) {
       if (mayTearLog(err)) this.failed = err as Error;
       throw err;

@@ -4,38 +4,23 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
+// classic-level's own type dependency: it names no sublevel type of its own.
+import type { AbstractSublevel } from 'abstract-level';
 
 export type Bytes = Buffer;
 export type RawDb = ClassicLevel<Bytes, Bytes>;
 
-export interface RangeOptions {
-  gt?: Bytes; gte?: Bytes; lt?: Bytes; lte?: Bytes;
-  limit?: number; reverse?: boolean;
-}
+/** A sublevel of the store as abstract-level types it: byte keys and values. */
+export type Sublevel = AbstractSublevel<RawDb, string | Buffer | Uint8Array, Bytes, Bytes>;
 
-/** The part of abstract-level's sublevel API this project uses, typed for byte keys and values. */
-export interface Sublevel {
-  get(key: Bytes): Promise<Bytes | undefined>;
-  getMany(keys: Bytes[]): Promise<(Bytes | undefined)[]>;
-  /** Existence only: no value is copied out (classic-level answers with a bitset). */
-  hasMany(keys: Bytes[]): Promise<boolean[]>;
-  put(key: Bytes, value: Bytes): Promise<void>;
-  del(key: Bytes): Promise<void>;
-  batch(ops: Array<{ type: 'put'; key: Bytes; value: Bytes } | { type: 'del'; key: Bytes }>): Promise<void>;
-  keys(opts?: RangeOptions): AsyncIterable<Bytes> & {
-    all(): Promise<Bytes[]>;
-    nextv(size: number): Promise<Bytes[]>;
-    close(): Promise<void>;
-  };
-  iterator(opts?: RangeOptions): AsyncIterable<[Bytes, Bytes]> & {
-    all(): Promise<[Bytes, Bytes][]>;
-    next(): Promise<[Bytes, Bytes] | undefined>;
-    nextv(size: number): Promise<[Bytes, Bytes][]>;
-    seek(target: Bytes): void;
-    close(): Promise<void>;
-  };
-  clear(opts?: RangeOptions): Promise<void>;
-}
+/**
+ * One operation of an atomic write across sublevels: `store.db.batch(ops)`
+ * prefixes each key with its sublevel's and writes them all as one LevelDB
+ * write batch (abstract-level's batch `sublevel` option).
+ */
+export type BatchOp =
+  | { type: 'put'; sublevel: Sublevel; key: Bytes; value: Bytes }
+  | { type: 'del'; sublevel: Sublevel; key: Bytes };
 
 export interface Store {
   db: RawDb;
@@ -66,6 +51,10 @@ export interface Store {
 }
 
 const enc = { keyEncoding: 'buffer', valueEncoding: 'buffer' } as const;
+
+function byteSublevel(db: RawDb, name: string): Sublevel {
+  return db.sublevel<Bytes, Bytes>(name, enc);
+}
 
 /** LevelDB tuning (classic-level open options); see docs/performance.md "Seen-set" for the measurements behind the defaults. */
 export interface StoreOptions {
@@ -105,7 +94,7 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     const cause = (err as { cause?: Error }).cause;
     throw new Error(`cannot open the store in ${dataDir}: ${cause?.message ?? (err as Error).message}`);
   }
-  const sub = (name: string) => db.sublevel<Bytes, Bytes>(name, enc) as unknown as Sublevel;
+  const sub = (name: string) => byteSublevel(db, name);
   return {
     db,
     seen: sub('seen'),

@@ -18,8 +18,7 @@
 //   in its log block, so a later batch could be lost although it was reported
 //   written (docs/storage.md "Write failures"). A batch refused before it
 //   reached LevelDB (a bad key) fails alone.
-import type { RawDb } from './db.js';
-import type { BatchOp } from '../seen/drum.js';
+import type { BatchOp, RawDb } from './db.js';
 
 interface Waiter { resolve(): void; reject(err: Error): void }
 
@@ -91,7 +90,7 @@ export class GroupCommit {
     let error: Error | undefined = this.failed;
     if (!error) {
       try {
-        await this.db.batch(ops as never);
+        await this.db.batch(ops);
       } catch (err) {
         error = err as Error;
         if (mayTearLog(err)) this.failed = error;
