@@ -221,9 +221,11 @@ export const DEFAULT_API_LISTEN = '127.0.0.1:7070';
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
+const MIN_DELAY_MS = 1000;
+
 /** Adaptive politeness (docs/politeness.md). The first three are also AgentConfig's top-level delays. */
 export const DEFAULT_POLITENESS: Readonly<PolitenessConfig> = Object.freeze({
-  minDelayMs: 1000,
+  minDelayMs: MIN_DELAY_MS,
   // Mercator's k (Heydon & Najork 1999).
   delayFactor: 10,
   maxDelayMs: 120_000,
@@ -238,7 +240,8 @@ export const DEFAULT_POLITENESS: Readonly<PolitenessConfig> = Object.freeze({
   maxRetries: 3,
   retryBaseMs: 30_000,
   perIp: false,
-  ipMinDelayMs: 1000,
+  // The per-host floor, unless set on its own (politenessConfig()).
+  ipMinDelayMs: MIN_DELAY_MS,
 });
 
 /** The c-ares resolver (src/fetch/dns.ts). */
