@@ -465,14 +465,14 @@ export class Outbox extends EventEmitter<OutboxEvents> {
    * next one (or ends the loop normally): make a chunk durable elsewhere
    * before continuing. Breaking out of the loop (or throwing) keeps the
    * current chunk queued. Sending to `peer` is paused meanwhile; batches
-   * already in flight are waited for up to `waitInflightMs` (default 30 s),
+   * already in flight are waited for up to `waitInflightMs` (default: the exchange's ack timeout),
    * after which they may be delivered twice, never lost.
    */
   async *drainPeer(peer: string, o: { chunk?: number; waitInflightMs?: number } = {}): AsyncGenerator<UrlItem[], void, void> {
     const st = this.state(peer);
     st.paused++;
     try {
-      await this.waitInflight(st, o.waitInflightMs ?? 30_000);
+      await this.waitInflight(st, o.waitInflightMs ?? DEFAULT_MESH_EXCHANGE.ackTimeoutMs);
       const chunk = Math.max(1, o.chunk ?? 500);
       let after = 0;
       for (;;) {
@@ -511,7 +511,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     st.paused++;
     const res = { moved: 0, local: 0, kept: 0 };
     try {
-      await this.waitInflight(st, o.waitInflightMs ?? 30_000);
+      await this.waitInflight(st, o.waitInflightMs ?? DEFAULT_MESH_EXCHANGE.ackTimeoutMs);
       const chunk = Math.max(1, o.chunk ?? 1000);
       let after = 0;
       for (;;) {
