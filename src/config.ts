@@ -1,11 +1,16 @@
 import type { ScopeOptions } from './scope/traps.js';
 import type { PolitenessConfig } from './politeness/host.js';
 import type { DnsConfig } from './fetch/dns.js';
-import { defaultRecrawlSettings, type RecrawlSettings } from './recrawl/settings.js';
+import type { RecrawlSettings } from './recrawl/settings.js';
+import type { RecrawlConfig } from './recrawl/schedule.js';
 import type { DedupConfig } from './dedup/content.js';
+import type { SitemapLimits } from './sitemap/limits.js';
 
 // The one place for configuration defaults. Every module takes its settings
-// from an AgentConfig built by `resolveConfig`, so a default lives here once.
+// from an AgentConfig built by `resolveConfig`, and a module used on its own
+// (library use, tests) falls back to the typed defaults below, so a default is
+// written here once. The CLI's options read them too (src/cli/options.ts).
+// This module imports types only: modules import their defaults from here.
 
 export interface ResolveRule {
   /** Host pattern: exact name, `*` (any host) or `*.suffix`. Lower case. */
@@ -24,7 +29,7 @@ export interface AgentConfig {
   seeds: string[];
   /** Maximum concurrent fetches (each to a different host). */
   concurrency: number;
-  /** Per-host floor between two requests, ms (DESIGN.md: default 1 s). */
+  /** Per-host floor between two requests, ms (docs/politeness.md). */
   minDelayMs: number;
   /** Mercator's rule: next request waits k × the last response time. */
   delayFactor: number;
@@ -36,7 +41,7 @@ export interface AgentConfig {
   untilIdle: boolean;
   /** Stop after this much wall-clock time, ms (0 = no limit). */
   maxDurationMs: number;
-  /** Recrawl scheduling (issue 7; off by default: a one-pass crawl). Defaults in src/recrawl/settings.ts. */
+  /** Recrawl scheduling (off by default: a one-pass crawl; docs/recrawl.md). */
   recrawl: RecrawlSettings;
   /** Write the closing summary JSON here as well as printing it. */
   summaryFile?: string;
@@ -47,9 +52,9 @@ export interface AgentConfig {
    * `resolve` rule's own target is always allowed.
    */
   allowAddress: string[];
-  /** Adaptive politeness beyond the three delays above (backoff, pauses, retries, per-IP); defaults in src/politeness/host.ts. */
+  /** Adaptive politeness beyond the three delays above (backoff, pauses, retries, per-IP); defaults in DEFAULT_POLITENESS. */
   politeness: Partial<PolitenessConfig>;
-  /** The c-ares resolver (servers, TTL clamps, timeouts); defaults in src/fetch/dns.ts. */
+  /** The c-ares resolver (servers, TTL clamps, timeouts); defaults in DEFAULT_DNS_CONFIG. */
   dns: Partial<DnsConfig>;
   fetch: FetchConfig;
   robots: RobotsConfig;
@@ -138,21 +143,23 @@ export const DEFAULT_MESH_LISTEN = '/ip4/127.0.0.1/tcp/4001';
 /** Default listen address with a swarm key (only key holders can connect). */
 export const DEFAULT_MESH_LISTEN_WITH_KEY = '/ip4/0.0.0.0/tcp/4001';
 
+export const DEFAULT_MESH_ADMISSION: Readonly<MeshAdmissionConfig> = Object.freeze({
+  minCapacity: 1,
+  maxCapacity: 16,
+  // The mesh is a full mesh of direct connections: tens to a few hundred agents (docs/mesh.md "Known gaps").
+  maxMembers: 512,
+  // A joiner learns up to 32 members at once; after that one new identity per interval keeps a
+  // flood of fresh identities to a trickle that dies out after deadAfterMs each.
+  newMembersBurst: 32,
+  newMembersPerInterval: 1,
+  // An honest member sends one per interval, plus one at once for leave() or setCapacity().
+  heartbeatsPerInterval: 4,
+  dialsPerInterval: 8,
+  maxDialBackoffMs: 60_000,
+});
+
 export function defaultMeshAdmission(): MeshAdmissionConfig {
-  return {
-    minCapacity: 1,
-    maxCapacity: 16,
-    // The mesh is a full mesh of direct connections: tens to a few hundred agents (docs/mesh.md "Known gaps").
-    maxMembers: 512,
-    // A joiner learns up to 32 members at once; after that one new identity per interval keeps a
-    // flood of fresh identities to a trickle that dies out after deadAfterMs each.
-    newMembersBurst: 32,
-    newMembersPerInterval: 1,
-    // An honest member sends one per interval, plus one at once for leave() or setCapacity().
-    heartbeatsPerInterval: 4,
-    dialsPerInterval: 8,
-    maxDialBackoffMs: 60_000,
-  };
+  return { ...DEFAULT_MESH_ADMISSION };
 }
 
 export interface FetchConfig {
@@ -203,23 +210,220 @@ export interface SeenConfig {
 /** Where `join` keeps its store and WARC files, and where the API client commands look for the token. */
 export const DEFAULT_DATA_DIR = './ubicrawl-data';
 
-export const DEFAULT_USER_AGENT = 'ubicrawl/0.1 (+https://github.com/ubicrawl/ubicrawl)';
+/** The product token robots.txt groups are matched on (RFC 9309 §2.2.1); the first word of the User-Agent. */
+export const DEFAULT_ROBOTS_TOKEN = 'ubicrawl';
 
+export const DEFAULT_USER_AGENT = `${DEFAULT_ROBOTS_TOKEN}/0.1 (+https://github.com/ubicrawl/ubicrawl)`;
+
+/** Where the API listens unless told otherwise: loopback only (no token needed there). */
+export const DEFAULT_API_LISTEN = '127.0.0.1:7070';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+const MIN_DELAY_MS = 1000;
+
+/** Adaptive politeness (docs/politeness.md). The first three are also AgentConfig's top-level delays. */
+export const DEFAULT_POLITENESS: Readonly<PolitenessConfig> = Object.freeze({
+  minDelayMs: MIN_DELAY_MS,
+  // Mercator's k (Heydon & Najork 1999).
+  delayFactor: 10,
+  maxDelayMs: 120_000,
+  retryAfterMaxMs: HOUR,
+  backoffBaseMs: 5_000,
+  backoffMaxMs: 600_000,
+  backoffJitter: 0.5,
+  errorRunToPause: 5,
+  pauseBaseMs: 60_000,
+  pauseMaxMs: HOUR,
+  maxPauses: 5,
+  maxRetries: 3,
+  retryBaseMs: 30_000,
+  perIp: false,
+  // The per-host floor, unless set on its own (politenessConfig()).
+  ipMinDelayMs: MIN_DELAY_MS,
+});
+
+/** The c-ares resolver (src/fetch/dns.ts). */
+export const DEFAULT_DNS_CONFIG: Readonly<DnsConfig> = Object.freeze({
+  servers: [],
+  minTtlMs: 30_000,
+  maxTtlMs: HOUR,
+  negativeTtlMs: 300_000,
+  errorTtlMs: 5_000,
+  queryTimeoutMs: 5_000,
+  tries: 2,
+  family: 0,
+  maxEntries: 100_000,
+  prefetchWindowMs: 30_000,
+  lookupFallback: false,
+} as DnsConfig);
+
+// Manku et al. 2007: 64-bit fingerprints, k = 3 (the index layout is complete up to 3).
+export const DEFAULT_DEDUP_CONFIG: Readonly<DedupConfig> = Object.freeze({ enabled: true, near: true, maxDistance: 3 });
+
+/** The revisit schedule (src/recrawl/schedule.ts, docs/recrawl.md). */
+export const DEFAULT_RECRAWL: Readonly<RecrawlConfig> = Object.freeze({
+  minIntervalMs: HOUR,
+  maxIntervalMs: 30 * DAY,
+  initialIntervalMs: DAY,
+  revisitShare: 0.7,
+});
+
+/** AgentConfig's `recrawl` section (src/recrawl/settings.ts). */
+export const DEFAULT_RECRAWL_SETTINGS: Readonly<RecrawlSettings> = Object.freeze({
+  enabled: false,
+  minIntervalMs: DEFAULT_RECRAWL.minIntervalMs,
+  maxIntervalMs: DEFAULT_RECRAWL.maxIntervalMs,
+  initialIntervalMs: DEFAULT_RECRAWL.initialIntervalMs,
+  revisitShare: DEFAULT_RECRAWL.revisitShare,
+  speedup: 1,
+  batchSize: 1024,
+  scanIntervalMs: 0,
+  horizonMs: HOUR,
+  maxHints: 1_000_000,
+});
+
+/** Sitemaps 0.90 limits (https://www.sitemaps.org/protocol.html): 50,000 entries and 50 MiB per file. */
+export const DEFAULT_SITEMAP_LIMITS: Readonly<SitemapLimits> = Object.freeze({
+  maxUrls: 50_000,
+  maxBytes: 50 * 1024 * 1024,
+  maxIndexDepth: 3,
+});
+
+/**
+ * Scope and trap defences (src/scope/traps.ts; DEFAULT_SCOPE_OPTIONS adds the session id parameter lists).
+ * patternBudget 1000: an endless calendar costs at most 1000 fetches per pattern (≈ 17 minutes of one
+ * host's 1 s politeness slot), while numbered sections of ordinary sites (articles /a/123, forum pages)
+ * pass up to 1000 pages per pattern; raise it for crawls that want large catalogues.
+ */
+export const DEFAULT_SCOPE_LIMITS: Readonly<Omit<ScopeOptions, 'currentYear' | 'sessionIdParams' | 'sessionIdTokenParams'>> = Object.freeze({
+  maxUrlLength: 2048,
+  maxPathDepth: 16,
+  maxSegmentRepeats: 2,
+  calendarYearsAhead: 2,
+  sessionIds: 'strip' as const,
+  schemes: Object.freeze(['http', 'https']),
+  includeHosts: Object.freeze([]) as readonly string[],
+  excludeHosts: Object.freeze([]) as readonly string[],
+  domains: Object.freeze([]) as readonly string[],
+  hostBudget: 100_000,
+  maxLinksPerPage: 1000,
+  patternBudget: 1000,
+  counterSlots: 1 << 18,
+});
+
+export const DEFAULT_ROBOTS: Readonly<RobotsConfig> = Object.freeze({
+  cacheTtlMs: 24 * HOUR,
+  maxBytes: 500 * 1024,
+  maxRedirects: 5,
+});
+
+export const DEFAULT_WARC: Readonly<WarcConfig> = Object.freeze({
+  enabled: true,
+  prefix: DEFAULT_ROBOTS_TOKEN,
+  maxFileBytes: 1024 * 1024 * 1024,
+  fsyncIntervalMs: 2000,
+});
+
+/** A sender may burst this many seconds' worth of its URL rate (`--peer-rate`; docs/mesh.md "Admission"). */
+export const RECEIVE_BURST_SECONDS = 5;
+/** Without its own dead-after setting, a member is dead after this many silent heartbeat intervals. */
+export const DEAD_AFTER_HEARTBEATS = 5;
+
+const DEFAULT_HEARTBEAT_MS = 1000;
+const DEFAULT_PEER_RATE = 20_000;
+
+/** The mesh (docs/mesh.md). Arrays and nested sections are frozen: copy before changing (defaultConfig() does). */
+export const DEFAULT_MESH: Readonly<MeshConfig> = Object.freeze({
+  enabled: false,
+  peers: Object.freeze([]) as unknown as string[],
+  listen: Object.freeze([DEFAULT_MESH_LISTEN]) as unknown as string[],
+  announce: Object.freeze([]) as unknown as string[],
+  crawlId: 'default',
+  capacity: 1,
+  heartbeatMs: DEFAULT_HEARTBEAT_MS,
+  deadAfterMs: DEAD_AFTER_HEARTBEATS * DEFAULT_HEARTBEAT_MS,
+  maxHops: 3,
+  leaveTimeoutMs: 120_000,
+  // About 10× what an honest agent sends at full speed (docs/mesh.md "Admission"); a handoff of a large
+  // frontier is slowed, never refused.
+  receiveLimits: Object.freeze({
+    itemsPerSec: DEFAULT_PEER_RATE, itemsBurst: RECEIVE_BURST_SECONDS * DEFAULT_PEER_RATE, bytesPerSec: 16 << 20, bytesBurst: 64 << 20,
+  }),
+  outboxQuotaBytes: 256 << 20,
+  peerStallMs: 60_000,
+  excludeMs: 600_000,
+  forgetPeerAfterMs: 600_000,
+  openMesh: false,
+  admission: DEFAULT_MESH_ADMISSION,
+});
+
+/** Tunables of the URL exchange and its outbox (src/mesh/exchange.ts, src/mesh/outbox.ts): not agent options, the classes' defaults. */
+export interface MeshExchangeTuning {
+  /** URLs per batch frame. */
+  batchMaxUrls: number;
+  /** Bytes per batch frame. */
+  batchMaxBytes: number;
+  /** A partial batch waits this long for more URLs, ms. */
+  lingerMs: number;
+  /** Unacknowledged URL batches per peer. */
+  window: number;
+  ackTimeoutMs: number;
+  dialTimeoutMs: number;
+  /** A sending stream with nothing to send is closed after this long, ms. */
+  idleCloseMs: number;
+  /** A receiving stream silent this long is closed, ms. */
+  readIdleMs: number;
+  /** Retry backoff of a failing sender, ms: from min, doubling up to max. */
+  backoffMinMs: number;
+  backoffMaxMs: number;
+  maxInboundStreams: number;
+  /** Outbox: "recently forwarded" hashes kept (0: no such cache). */
+  recentSize: number;
+  /** Outbox: URLs and bytes per stored segment. */
+  segmentMaxUrls: number;
+  segmentMaxBytes: number;
+  /** Outbox: items written in one LevelDB batch. */
+  commitMaxItems: number;
+}
+
+export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze({
+  batchMaxUrls: 500,
+  batchMaxBytes: 256 * 1024,
+  lingerMs: 50,
+  window: 4,
+  ackTimeoutMs: 30_000,
+  dialTimeoutMs: 10_000,
+  idleCloseMs: 5_000,
+  readIdleMs: 120_000,
+  backoffMinMs: 100,
+  backoffMaxMs: 10_000,
+  maxInboundStreams: 3,
+  recentSize: 1 << 18,
+  segmentMaxUrls: 500,
+  segmentMaxBytes: 64 * 1024,
+  commitMaxItems: 4096,
+});
+
+/** A fresh, mutable AgentConfig holding every default. */
 export function defaultConfig(): AgentConfig {
   return {
     dataDir: DEFAULT_DATA_DIR,
     userAgent: DEFAULT_USER_AGENT,
     seeds: [],
     concurrency: 32,
-    minDelayMs: 1000,
-    delayFactor: 10,
-    maxDelayMs: 120_000,
+    minDelayMs: DEFAULT_POLITENESS.minDelayMs,
+    delayFactor: DEFAULT_POLITENESS.delayFactor,
+    maxDelayMs: DEFAULT_POLITENESS.maxDelayMs,
     maxPages: 0,
     untilIdle: false,
     maxDurationMs: 0,
-    recrawl: defaultRecrawlSettings(),
+    recrawl: { ...DEFAULT_RECRAWL_SETTINGS },
     resolve: [],
     allowAddress: [],
+    // Completed from DEFAULT_POLITENESS and DEFAULT_DNS_CONFIG by the modules (politenessConfig(), HostResolver):
+    // empty here so that the top-level delays above are not overridden (politenessConfig()).
     politeness: {},
     dns: {},
     fetch: {
@@ -230,17 +434,8 @@ export function defaultConfig(): AgentConfig {
       maxBodyBytes: 2 * 1024 * 1024,
       parseTypes: ['text/html', 'application/xhtml+xml'],
     },
-    robots: {
-      cacheTtlMs: 24 * 3600 * 1000,
-      maxBytes: 500 * 1024,
-      maxRedirects: 5,
-    },
-    warc: {
-      enabled: true,
-      prefix: 'ubicrawl',
-      maxFileBytes: 1024 * 1024 * 1024,
-      fsyncIntervalMs: 2000,
-    },
+    robots: { ...DEFAULT_ROBOTS },
+    warc: { ...DEFAULT_WARC },
     frontier: {
       activeHostsPerSlot: 3,
       headSize: 64,
@@ -249,29 +444,16 @@ export function defaultConfig(): AgentConfig {
       batchSize: 4096,
       maxWaitMs: 20,
     },
-    sitemaps: { enabled: true, maxIndexDepth: 3 },
+    sitemaps: { enabled: true, maxIndexDepth: DEFAULT_SITEMAP_LIMITS.maxIndexDepth },
+    // Completed from DEFAULT_SCOPE_OPTIONS (src/scope/traps.ts) by ScopePolicy.
     scope: {},
-    // Manku et al. 2007: 64-bit fingerprints, k = 3 (the index layout is complete up to 3).
-    dedup: { enabled: true, near: true, maxDistance: 3 },
+    dedup: { ...DEFAULT_DEDUP_CONFIG },
     mesh: {
-      enabled: false,
-      peers: [],
-      listen: [DEFAULT_MESH_LISTEN],
-      announce: [],
-      crawlId: 'default',
-      capacity: 1,
-      heartbeatMs: 1000,
-      deadAfterMs: 5000,
-      maxHops: 3,
-      leaveTimeoutMs: 120_000,
-      // About 10× what an honest agent sends at full speed (docs/mesh.md "Admission"); a handoff of a large
-      // frontier is slowed, never refused.
-      receiveLimits: { itemsPerSec: 20_000, itemsBurst: 100_000, bytesPerSec: 16 << 20, bytesBurst: 64 << 20 },
-      outboxQuotaBytes: 256 << 20,
-      peerStallMs: 60_000,
-      excludeMs: 600_000,
-      forgetPeerAfterMs: 600_000,
-      openMesh: false,
+      ...DEFAULT_MESH,
+      peers: [...DEFAULT_MESH.peers],
+      listen: [...DEFAULT_MESH.listen],
+      announce: [...DEFAULT_MESH.announce],
+      receiveLimits: { ...DEFAULT_MESH.receiveLimits },
       admission: defaultMeshAdmission(),
     },
     api: {},
@@ -279,6 +461,27 @@ export function defaultConfig(): AgentConfig {
     logLevel: 'info',
     heapGrowthPercent: 50,
   };
+}
+
+/** Every setting as it applies when nothing sets it: defaultConfig() with the sections the modules complete filled in. */
+export type EffectiveDefaults = Omit<AgentConfig, 'politeness' | 'dns'> & { politeness: PolitenessConfig; dns: DnsConfig };
+
+export function effectiveDefaults(): EffectiveDefaults {
+  return { ...defaultConfig(), politeness: { ...DEFAULT_POLITENESS }, dns: { ...DEFAULT_DNS_CONFIG, servers: [] } };
+}
+
+/** A dotted path to one setting of EffectiveDefaults, e.g. 'mesh.capacity' or 'politeness.maxRetries'. */
+export type ConfigPath = PathsOf<EffectiveDefaults>;
+type PathsOf<T> = {
+  [K in keyof T & string]-?: NonNullable<T[K]> extends unknown[] ? K
+    : NonNullable<T[K]> extends object ? K | `${K}.${PathsOf<NonNullable<T[K]>>}` : K;
+}[keyof T & string];
+
+/** The value at a dotted path (undefined where a section has no such setting). */
+export function configValue(config: object, path: ConfigPath): unknown {
+  let v: unknown = config;
+  for (const k of path.split('.')) v = v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
+  return v;
 }
 
 type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };

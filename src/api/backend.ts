@@ -6,8 +6,8 @@
 import type { MetricsSource } from './metrics.js';
 import type { SeenState } from '../seen/state.js';
 
-/** Where the API listens unless told otherwise: loopback only (no token needed there). */
-export const DEFAULT_API_LISTEN = '127.0.0.1:7070';
+/** Where the API listens unless told otherwise (loopback only): src/config.ts. */
+export { DEFAULT_API_LISTEN } from '../config.js';
 
 /** Lifecycle of this agent as the API reports it. */
 export type AgentState = 'starting' | 'active' | 'leaving' | 'stopped';

@@ -433,7 +433,7 @@ class Agent implements AgentHandle, AgentView {
   get id(): string { return this.shortId; }
   get robotsToken(): string { return this.token; }
   get minDelayMs(): number { return this.config.minDelayMs; }
-  get capacity(): number { return 1; }
+  get capacity(): number { return this.config.mesh.capacity; }
   get apiUrl(): string | undefined { return this.api?.url; }
   state(): AgentState { return this.lifecycle; }
   inFlightCount(): number { return this.inFlight; }
@@ -452,7 +452,7 @@ class Agent implements AgentHandle, AgentView {
       }));
     }
     return [{
-      id: this.shortId, self: true, addrs: [], state: this.lifecycle === 'leaving' ? 'leaving' : 'active', capacity: 1, share: 1,
+      id: this.shortId, self: true, addrs: [], state: this.lifecycle === 'leaving' ? 'leaving' : 'active', capacity: this.capacity, share: 1,
       counters: { fetched: this.stats.fetched, queued: this.frontier.queued, sent: 0, received: 0 }, lastSeen: Date.now(),
     }];
   }

@@ -41,6 +41,7 @@ import { newRecordId, type RevisitInput } from '../warc/records.js';
 import { DigestStore, decodeDigestRecord, type DigestRecord } from './digests.js';
 import { SimhashStore } from './index.js';
 import { SIMHASH_TABLES, popcount32, simhash64, simhashHex } from './simhash.js';
+import { DEFAULT_DEDUP_CONFIG } from '../config.js';
 
 export interface DedupConfig {
   /** Exact-duplicate detection (payload digest → revisit records). Near-duplicates need it on too. */
@@ -51,7 +52,8 @@ export interface DedupConfig {
   maxDistance: number;
 }
 
-export const DEFAULT_DEDUP_CONFIG: Readonly<DedupConfig> = Object.freeze({ enabled: true, near: true, maxDistance: 3 });
+// Defaults: src/config.ts (one place for every default).
+export { DEFAULT_DEDUP_CONFIG };
 
 /**
  * Lets in-memory claims go only when no store read that might have missed

@@ -22,7 +22,7 @@
 // thread-pool thread just as long). It is off by default: a crawler resolves
 // public names, and `--resolve` is the supported way to pin a name locally.
 import { lookup, Resolver } from 'node:dns/promises';
-import { matchResolveRule, type ResolveRule } from '../config.js';
+import { DEFAULT_DNS_CONFIG, matchResolveRule, type ResolveRule } from '../config.js';
 import { parseIpLiteral } from './address.js';
 
 export interface Resolved { address: string; family: 4 | 6 }
@@ -52,19 +52,8 @@ export interface DnsConfig {
   lookupFallback: boolean;
 }
 
-export const DEFAULT_DNS_CONFIG: Readonly<DnsConfig> = Object.freeze({
-  servers: [],
-  minTtlMs: 30_000,
-  maxTtlMs: 3_600_000,
-  negativeTtlMs: 300_000,
-  errorTtlMs: 5_000,
-  queryTimeoutMs: 5_000,
-  tries: 2,
-  family: 0,
-  maxEntries: 100_000,
-  prefetchWindowMs: 30_000,
-  lookupFallback: false,
-} as DnsConfig);
+// Defaults: src/config.ts (one place for every default).
+export { DEFAULT_DNS_CONFIG };
 
 export interface HostResolverOptions extends Partial<DnsConfig> {
   /** Clock, epoch ms (tests move it to expire entries). */

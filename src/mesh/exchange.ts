@@ -24,6 +24,7 @@ import {
 import type { Outbox, OutboxBatch, OutboxDb } from './outbox.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
 import { RateLimitedLog, TokenBucket } from './admission.js';
+import { DEFAULT_MESH_EXCHANGE as D } from '../config.js';
 
 export interface AcceptMeta {
   batchId: number;
@@ -194,17 +195,17 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     this.admit = opts.admit ?? (() => null);
     this.limits = opts.limits;
     this.o = {
-      batchMaxUrls: opts.batchMaxUrls ?? 500,
-      batchMaxBytes: opts.batchMaxBytes ?? 256 * 1024,
-      lingerMs: opts.lingerMs ?? 50,
-      window: Math.max(1, opts.window ?? 4),
-      ackTimeoutMs: opts.ackTimeoutMs ?? 30_000,
-      dialTimeoutMs: opts.dialTimeoutMs ?? 10_000,
-      idleCloseMs: opts.idleCloseMs ?? 5_000,
-      readIdleMs: opts.readIdleMs ?? 120_000,
-      backoffMinMs: opts.backoffMinMs ?? 100,
-      backoffMaxMs: opts.backoffMaxMs ?? 10_000,
-      maxInboundStreams: opts.maxInboundStreams ?? 3,
+      batchMaxUrls: opts.batchMaxUrls ?? D.batchMaxUrls,
+      batchMaxBytes: opts.batchMaxBytes ?? D.batchMaxBytes,
+      lingerMs: opts.lingerMs ?? D.lingerMs,
+      window: Math.max(1, opts.window ?? D.window),
+      ackTimeoutMs: opts.ackTimeoutMs ?? D.ackTimeoutMs,
+      dialTimeoutMs: opts.dialTimeoutMs ?? D.dialTimeoutMs,
+      idleCloseMs: opts.idleCloseMs ?? D.idleCloseMs,
+      readIdleMs: opts.readIdleMs ?? D.readIdleMs,
+      backoffMinMs: opts.backoffMinMs ?? D.backoffMinMs,
+      backoffMaxMs: opts.backoffMaxMs ?? D.backoffMaxMs,
+      maxInboundStreams: opts.maxInboundStreams ?? D.maxInboundStreams,
     };
     this.urlLane = opts.outbox ? { outbox: opts.outbox, flags: 0, lingerMs: this.o.lingerMs, window: this.o.window } : undefined;
     // Replicas: no linger, and a window as deep as the receiver's intake (ReplicaIntake), which takes frames off

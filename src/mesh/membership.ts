@@ -14,7 +14,7 @@ import { TopicValidatorResult, type Message, type PeerId } from '@libp2p/interfa
 import { HostRing, type HostRingOptions } from '../assign/ring.js';
 import { decodeHeartbeat, encodeHeartbeat, membersTopic, type Heartbeat, type MemberCounters, type MemberState } from './wire.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
-import { defaultMeshAdmission, type MeshAdmissionConfig } from '../config.js';
+import { DEAD_AFTER_HEARTBEATS, DEFAULT_MESH, defaultMeshAdmission, type MeshAdmissionConfig } from '../config.js';
 
 /** A member as this agent knows it: its latest heartbeat, plus when we heard it. */
 export interface MemberInfo extends Heartbeat {
@@ -428,10 +428,10 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.node = opts.node;
     this.topic = membersTopic(opts.crawlId);
     this.admission = { ...defaultMeshAdmission(), ...opts.admission };
-    this.capacity = this.checkCapacity(opts.capacity ?? 1);
+    this.capacity = this.checkCapacity(opts.capacity ?? DEFAULT_MESH.capacity);
     this.incarnation = opts.incarnation ?? opts.node.incarnation;
-    this.intervalMs = opts.intervalMs ?? 1000;
-    this.deadAfterMs = opts.deadAfterMs ?? 5 * this.intervalMs;
+    this.intervalMs = opts.intervalMs ?? DEFAULT_MESH.heartbeatMs;
+    this.deadAfterMs = opts.deadAfterMs ?? DEAD_AFTER_HEARTBEATS * this.intervalMs;
     this.autoDial = opts.autoDial ?? true;
     this.ringNeedsVouch = opts.ringNeedsVouch ?? false;
     this.counters = opts.counters ?? (() => ({ fetched: 0, queued: 0, sent: 0, received: 0 }));

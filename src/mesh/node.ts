@@ -16,6 +16,7 @@ import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import type { PubSub } from '@libp2p/interface';
 import { membersTopic } from './wire.js';
+import { DEFAULT_MESH, DEFAULT_MESH_EXCHANGE } from '../config.js';
 
 // @libp2p/crypto 5.1.23 types its keys against @libp2p/interface 3 while libp2p
 // 2.10 uses interface 2: same runtime objects, structurally different types.
@@ -311,7 +312,7 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
   const listen = opts.listen && opts.listen.length ? opts.listen : ['/ip4/127.0.0.1/tcp/0'];
   const exposure = meshExposureError(listen, { swarmKey: !!psk, openMesh: opts.openMesh === true });
   if (exposure) throw new Error(exposure);
-  const dialTimeoutMs = opts.dialTimeoutMs ?? 10_000;
+  const dialTimeoutMs = opts.dialTimeoutMs ?? DEFAULT_MESH_EXCHANGE.dialTimeoutMs;
 
   const libp2p = await createLibp2p<MeshServices>({
     privateKey,
@@ -332,7 +333,7 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
         fallbackToFloodsub: false,
         // Bounded RPCs: heartbeats are ≤ 4 KiB; 1 MiB leaves room for batching and control messages.
         maxInboundDataLength: 1 << 20,
-        ...meshScoreParams(membersTopic(opts.crawlId ?? 'default')),
+        ...meshScoreParams(membersTopic(opts.crawlId ?? DEFAULT_MESH.crawlId)),
         ...opts.gossip,
         globalSignaturePolicy: 'StrictSign',
       }),

@@ -22,6 +22,7 @@ import {
   outboxKey, parseOutboxKey, readU53At, segmentCount, u53Bytes, wireItemSize, type EncodedRun, type UrlItem,
 } from './wire.js';
 import { silentLogger, type MeshLogger } from './node.js';
+import { DEFAULT_MESH_EXCHANGE } from '../config.js';
 
 type Bytes = Buffer;
 export type BatchOp = { type: 'put'; key: Bytes; value: Bytes } | { type: 'del'; key: Bytes };
@@ -159,11 +160,11 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     super();
     this.db = opts.db;
     this.log = opts.logger ?? silentLogger;
-    const rs = opts.recentSize ?? 1 << 18;
+    const rs = opts.recentSize ?? DEFAULT_MESH_EXCHANGE.recentSize;
     this.recent = rs > 0 ? new RecentHashes(rs) : null;
-    this.segMaxUrls = Math.min(Math.max(1, opts.segmentMaxUrls ?? 500), MAX_BATCH_URLS);
-    this.segMaxBytes = Math.min(Math.max(1024, opts.segmentMaxBytes ?? 64 * 1024), MAX_BATCH_BYTES / 2);
-    this.commitMaxItems = opts.commitMaxItems ?? 4096;
+    this.segMaxUrls = Math.min(Math.max(1, opts.segmentMaxUrls ?? DEFAULT_MESH_EXCHANGE.segmentMaxUrls), MAX_BATCH_URLS);
+    this.segMaxBytes = Math.min(Math.max(1024, opts.segmentMaxBytes ?? DEFAULT_MESH_EXCHANGE.segmentMaxBytes), MAX_BATCH_BYTES / 2);
+    this.commitMaxItems = opts.commitMaxItems ?? DEFAULT_MESH_EXCHANGE.commitMaxItems;
   }
 
   /** Opens the outbox: loads epoch and seq counter, counts the queued entries per peer (one key scan). */
@@ -383,9 +384,9 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   async read(peer: string, afterSeq: number, o: ReadOptions = {}): Promise<{ batch: OutboxBatch | null; waitMs: number }> {
     const st = this.peersState.get(peer);
     if (!st || st.count === 0 || st.paused > 0) return { batch: null, waitMs: 0 };
-    const maxUrls = Math.min(o.maxUrls ?? 500, MAX_BATCH_URLS);
+    const maxUrls = Math.min(o.maxUrls ?? DEFAULT_MESH_EXCHANGE.batchMaxUrls, MAX_BATCH_URLS);
     // Frame header: 4 + 128 (from) + 16 + 3 bytes at most.
-    const maxBytes = Math.min(o.maxBytes ?? 256 * 1024, MAX_BATCH_BYTES) - 160;
+    const maxBytes = Math.min(o.maxBytes ?? DEFAULT_MESH_EXCHANGE.batchMaxBytes, MAX_BATCH_BYTES) - 160;
     const gen = st.gen;
     const runs: EncodedRun[] = [];
     const keys: Buffer[] = [];
@@ -464,14 +465,14 @@ export class Outbox extends EventEmitter<OutboxEvents> {
    * next one (or ends the loop normally): make a chunk durable elsewhere
    * before continuing. Breaking out of the loop (or throwing) keeps the
    * current chunk queued. Sending to `peer` is paused meanwhile; batches
-   * already in flight are waited for up to `waitInflightMs` (default 30 s),
+   * already in flight are waited for up to `waitInflightMs` (default: the exchange's ack timeout),
    * after which they may be delivered twice, never lost.
    */
   async *drainPeer(peer: string, o: { chunk?: number; waitInflightMs?: number } = {}): AsyncGenerator<UrlItem[], void, void> {
     const st = this.state(peer);
     st.paused++;
     try {
-      await this.waitInflight(st, o.waitInflightMs ?? 30_000);
+      await this.waitInflight(st, o.waitInflightMs ?? DEFAULT_MESH_EXCHANGE.ackTimeoutMs);
       const chunk = Math.max(1, o.chunk ?? 500);
       let after = 0;
       for (;;) {
@@ -510,7 +511,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     st.paused++;
     const res = { moved: 0, local: 0, kept: 0 };
     try {
-      await this.waitInflight(st, o.waitInflightMs ?? 30_000);
+      await this.waitInflight(st, o.waitInflightMs ?? DEFAULT_MESH_EXCHANGE.ackTimeoutMs);
       const chunk = Math.max(1, o.chunk ?? 1000);
       let after = 0;
       for (;;) {

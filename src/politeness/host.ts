@@ -25,6 +25,7 @@
 //     not contacted again in this run and its queued URLs are recorded as
 //     failed. A permanent DNS failure (NXDOMAIN, NODATA) parks it at once.
 import { nextAllowedAt as floorAt } from './delay.js';
+import { DEFAULT_POLITENESS } from '../config.js';
 
 export type OutcomeKind =
   | 'ok' | 'redirect' | 'client-error'
@@ -74,23 +75,8 @@ export interface PolitenessConfig {
   ipMinDelayMs: number;
 }
 
-export const DEFAULT_POLITENESS: Readonly<PolitenessConfig> = Object.freeze({
-  minDelayMs: 1000,
-  delayFactor: 10,
-  maxDelayMs: 120_000,
-  retryAfterMaxMs: 3_600_000,
-  backoffBaseMs: 5_000,
-  backoffMaxMs: 600_000,
-  backoffJitter: 0.5,
-  errorRunToPause: 5,
-  pauseBaseMs: 60_000,
-  pauseMaxMs: 3_600_000,
-  maxPauses: 5,
-  maxRetries: 3,
-  retryBaseMs: 30_000,
-  perIp: false,
-  ipMinDelayMs: 1000,
-});
+// Defaults: src/config.ts (one place for every default).
+export { DEFAULT_POLITENESS };
 
 /** Builds the politeness config from an agent config's top-level delays plus a `politeness` section. */
 export function politenessConfig(c: { minDelayMs?: number; delayFactor?: number; maxDelayMs?: number; politeness?: Partial<PolitenessConfig> } = {}): PolitenessConfig {

@@ -12,6 +12,7 @@
 // the URL had them (sitemaps.org protocol, "XML tag definitions"), else
 // initialIntervalMs.
 import type { Changefreq } from '../sitemap/fields.js';
+import { DEFAULT_RECRAWL } from '../config.js';
 
 export interface RecrawlConfig {
   minIntervalMs: number;
@@ -31,12 +32,8 @@ export interface RecrawlConfig {
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-export const DEFAULT_RECRAWL: Readonly<RecrawlConfig> = Object.freeze({
-  minIntervalMs: HOUR,
-  maxIntervalMs: 30 * DAY,
-  initialIntervalMs: DAY,
-  revisitShare: 0.7,
-});
+// Defaults: src/config.ts (one place for every default).
+export { DEFAULT_RECRAWL };
 
 export interface RecrawlState {
   /** Current revisit interval, ms. */

@@ -2,7 +2,8 @@
 // configuration derived from them. Durations here are in *simulated* time;
 // `speedup` says how much faster simulated time runs than the wall clock, so
 // a test can live through a week in seconds with the same code paths.
-import { DEFAULT_RECRAWL, type RecrawlConfig } from './schedule.js';
+import type { RecrawlConfig } from './schedule.js';
+import { DEFAULT_RECRAWL, DEFAULT_RECRAWL_SETTINGS } from '../config.js';
 
 export interface RecrawlSettings {
   /** `--recrawl`: revisit fetched pages. Off: a one-pass crawl. */
@@ -26,18 +27,7 @@ export interface RecrawlSettings {
 }
 
 export function defaultRecrawlSettings(): RecrawlSettings {
-  return {
-    enabled: false,
-    minIntervalMs: DEFAULT_RECRAWL.minIntervalMs,
-    maxIntervalMs: DEFAULT_RECRAWL.maxIntervalMs,
-    initialIntervalMs: DEFAULT_RECRAWL.initialIntervalMs,
-    revisitShare: DEFAULT_RECRAWL.revisitShare,
-    speedup: 1,
-    batchSize: 1024,
-    scanIntervalMs: 0,
-    horizonMs: 3_600_000,
-    maxHints: 1_000_000,
-  };
+  return { ...DEFAULT_RECRAWL_SETTINGS };
 }
 
 /** The schedule configuration in real milliseconds (what src/recrawl/schedule.ts works with). */

@@ -6,9 +6,10 @@
 
 import { compilePattern, RuleSet, type RankedPattern } from './match.js';
 import { normalizeOctets, pathAndQuery } from './normalize.js';
+import { DEFAULT_ROBOTS } from '../config.js';
 
 /** §2.5: the parsing limit MUST be at least 500 KiB. */
-export const DEFAULT_MAX_BYTES = 500 * 1024;
+export const DEFAULT_MAX_BYTES = DEFAULT_ROBOTS.maxBytes;
 
 export interface RobotsParseOptions {
   /**

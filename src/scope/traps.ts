@@ -36,6 +36,7 @@
 import { hasFarFutureDate } from './calendar.js';
 import { CountMin, hostHashes, pathStartOf, patternHashes, urlPattern } from './pattern.js';
 import { compileSessionIdMatcher, SESSION_ID_PARAMS, SESSION_ID_TOKEN_PARAMS, type SessionIdMatcher } from './session.js';
+import { DEFAULT_SCOPE_LIMITS } from '../config.js';
 
 export type ScopeReason =
   | 'too-long'
@@ -92,28 +93,11 @@ export interface ScopeOptions {
   counterSlots: number;
 }
 
-/**
- * Defaults. patternBudget 1000: an endless calendar costs at most 1000
- * fetches per pattern (≈ 17 minutes of one host's 1 s politeness slot), while
- * numbered sections of ordinary sites (articles /a/123, forum pages) pass up to
- * 1000 pages per pattern; raise it for crawls that want large catalogues.
- */
+/** Defaults: DEFAULT_SCOPE_LIMITS in src/config.ts, with the session id parameter lists of ./session.ts. */
 export const DEFAULT_SCOPE_OPTIONS: Readonly<ScopeOptions> = Object.freeze({
-  maxUrlLength: 2048,
-  maxPathDepth: 16,
-  maxSegmentRepeats: 2,
-  calendarYearsAhead: 2,
-  sessionIds: 'strip' as const,
+  ...DEFAULT_SCOPE_LIMITS,
   sessionIdParams: SESSION_ID_PARAMS,
   sessionIdTokenParams: SESSION_ID_TOKEN_PARAMS,
-  schemes: Object.freeze(['http', 'https']),
-  includeHosts: Object.freeze([]) as readonly string[],
-  excludeHosts: Object.freeze([]) as readonly string[],
-  domains: Object.freeze([]) as readonly string[],
-  hostBudget: 100_000,
-  maxLinksPerPage: 1000,
-  patternBudget: 1000,
-  counterSlots: 1 << 18,
 });
 
 /** Compiled host patterns: exact names and `*.suffix` wildcards. */

@@ -4,6 +4,7 @@
 // protocol does not provide for an index listing indexes, but the web does
 // it, so the fetcher follows nested indexes down to a fixed depth and never
 // twice.
+import { DEFAULT_SITEMAP_LIMITS } from '../config.js';
 
 export interface SitemapLimits {
   /** Entries (<url>, <sitemap>, text lines, feed items) considered per file. */
@@ -14,11 +15,8 @@ export interface SitemapLimits {
   readonly maxIndexDepth: number;
 }
 
-export const DEFAULT_SITEMAP_LIMITS: Readonly<SitemapLimits> = Object.freeze({
-  maxUrls: 50_000,
-  maxBytes: 50 * 1024 * 1024,
-  maxIndexDepth: 3,
-});
+// Defaults: src/config.ts (one place for every default).
+export { DEFAULT_SITEMAP_LIMITS };
 
 /**
  * True if a sitemap at `depth` may be fetched: depth 0 is a sitemap named by

@@ -13,6 +13,7 @@ import { encodeJob, encodeWarcinfo } from './records.js';
 import type { EncodeJob, Encoded, ExchangeInput, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
 import { cdxjLineTail, cdxjPathFor } from './cdxj.js';
+import { DEFAULT_WARC } from '../config.js';
 
 export type { ExchangeInput, RevisitInput, HeaderList, RevisitProfile, TruncatedReason } from './records.js';
 
@@ -81,7 +82,6 @@ export interface WriterStats {
   syncs: number;
 }
 
-const GiB = 1024 * 1024 * 1024;
 const DEFAULT_LEVEL = 4;
 const OPEN_SUFFIX = '.open';
 
@@ -363,9 +363,9 @@ export class WarcWriter {
 
   private constructor(opts: WarcWriterOptions, serial: number) {
     this.dir = opts.dir;
-    this.prefix = safePart(opts.prefix ?? 'ubicrawl');
+    this.prefix = safePart(opts.prefix ?? DEFAULT_WARC.prefix);
     this.agent = safePart(opts.agentShortId);
-    this.maxFileBytes = opts.maxFileBytes && opts.maxFileBytes > 0 ? opts.maxFileBytes : GiB;
+    this.maxFileBytes = opts.maxFileBytes && opts.maxFileBytes > 0 ? opts.maxFileBytes : DEFAULT_WARC.maxFileBytes;
     this.info = { ...DEFAULT_INFO, ...(opts.warcinfo ?? {}) };
     const lvl = opts.gzipLevel ?? DEFAULT_LEVEL;
     this.level = Number.isInteger(lvl) && lvl >= 0 && lvl <= 9 ? lvl : DEFAULT_LEVEL;
@@ -375,7 +375,7 @@ export class WarcWriter {
     this.collectCdxj = opts.collectCdxj === true;
     this.serial = serial;
     this.encoder = opts.worker === false ? inlineEncoder : new WorkerEncoder();
-    const every = opts.fsyncIntervalMs ?? 2000;
+    const every = opts.fsyncIntervalMs ?? DEFAULT_WARC.fsyncIntervalMs;
     if (this.fsync && every > 0) {
       this.syncTimer = setInterval(() => this.syncNow(), every);
       this.syncTimer.unref();
@@ -404,7 +404,7 @@ export class WarcWriter {
    */
   static async open(opts: WarcWriterOptions): Promise<WarcWriter> {
     await mkdir(opts.dir, { recursive: true });
-    const prefix = safePart(opts.prefix ?? 'ubicrawl');
+    const prefix = safePart(opts.prefix ?? DEFAULT_WARC.prefix);
     const agent = safePart(opts.agentShortId);
     const re = fileNameRe(prefix, agent);
     let maxSerial = -1;

@@ -1,0 +1,286 @@
+// The command line's options, as one table per command. Each row names the
+// setting it sets (a path into AgentConfig) and takes its default from
+// src/config.ts, so a default is never written here: the help, docs/cli.md
+// (src/cli/doc.ts) and the agent all read the same value.
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import {
+  parseResolveRule, configValue, effectiveDefaults, DEFAULT_API_LISTEN, DEFAULT_DATA_DIR, DEFAULT_MESH, DEFAULT_MESH_LISTEN,
+  DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
+} from '../config.js';
+import { parseCidr } from '../fetch/address.js';
+import { DEFAULT_HEAP_HEADROOM_BYTES } from '../util/memory.js';
+import { classifySeed, type SeedSet } from './seeds.js';
+
+/** The options a command was given, by commander's camel-case attribute names. */
+export type ParsedOptions = Record<string, unknown>;
+
+export interface CliOption {
+  /** commander's flags, e.g. '--concurrency <n>'; `--no-x` negates a setting that is on by default. */
+  flags: string;
+  help: string;
+  /** The setting the option sets. Its default, shown in the help and in docs/cli.md, is that setting's default. */
+  config?: ConfigPath;
+  /** For an option that sets no agent setting (tools, API clients): its default, read from a constant of src/config.ts. */
+  fallback?: () => unknown;
+  /** Parses one value; `previous` is the value so far (for repeatable options, the list). */
+  parse?: (value: string, previous: never) => unknown;
+  choices?: readonly string[];
+  /** May be given several times: the values replace the default (which applies when none is given). */
+  repeatable?: boolean;
+  /** The default is not passed on: the setting is left as it is unless the option is given (it says what "off" means). */
+  noDefault?: boolean;
+  /** How the default reads in the help (durations: 1h, not 3600000). */
+  show?: (value: unknown) => string;
+  /** Sets the option's value into the agent options where a plain `config` path does not say it all. */
+  apply?: (value: never, into: AgentOptions, all: ParsedOptions) => void;
+}
+
+// ---------------------------------------------------------------- value parsers
+
+function intArg(name: string, min: number) {
+  return (v: string): number => {
+    if (!/^\d+$/.test(v.trim())) throw new InvalidArgumentError(`${name} must be a whole number`);
+    const n = Number(v);
+    if (n < min) throw new InvalidArgumentError(`${name} must be at least ${min}`);
+    return n;
+  };
+}
+
+function collect(v: string, prev: string[]): string[] { return [...prev, v]; }
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90s`, `30m`, `1h`, `30d`, `500ms`; a bare number is seconds. */
+function durationArg(name: string) {
+  return (v: string): number => {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(v.trim());
+    if (!m) throw new InvalidArgumentError(`${name} must be a duration such as 90s, 30m, 1h or 30d`);
+    return Math.round(Number(m[1]) * DURATION_UNITS[m[2] ?? 's']!);
+  };
+}
+
+/** The largest unit that divides the duration: 3600000 → 1h. */
+export function formatDuration(ms: unknown): string {
+  if (typeof ms !== 'number' || ms === 0) return String(ms);
+  for (const unit of ['d', 'h', 'm', 's'] as const) if (ms % DURATION_UNITS[unit]! === 0) return `${ms / DURATION_UNITS[unit]!}${unit}`;
+  return `${ms}ms`;
+}
+
+function numberArg(name: string, min: number, max: number) {
+  return (v: string): number => {
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be a number from ${min} to ${max}`);
+    return n;
+  };
+}
+
+function delayFactorArg(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('--delay-factor must be a number ≥ 0');
+  return n;
+}
+
+function nearDupDistanceArg(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v.trim()) || n > 3) throw new InvalidArgumentError('--near-dup-distance must be 0, 1, 2 or 3');
+  return n;
+}
+
+function resolveArg(v: string, prev: ResolveRule[]): ResolveRule[] {
+  try { return [...prev, parseResolveRule(v)]; } catch (err) { throw new InvalidArgumentError((err as Error).message); }
+}
+
+function allowAddressArg(v: string, prev: string[]): string[] {
+  try { parseCidr(v); } catch (err) { throw new InvalidArgumentError((err as Error).message); }
+  return [...prev, v.trim()];
+}
+
+const ALLOW_ADDRESS_HELP = 'also fetch from this internal address range (CIDR, e.g. 10.0.0.0/8 or ::1/128; loopback, private, link-local … are refused otherwise; a --resolve rule reaches its own address for its host and port); repeatable';
+
+const { minCapacity, maxCapacity } = DEFAULT_MESH.admission;
+
+// ---------------------------------------------------------------- the tables
+
+/** `ubicrawl join`: every agent setting the command line can set. */
+export const JOIN_OPTIONS: readonly CliOption[] = [
+  {
+    flags: '--seed <url|peer|file>', help: 'crawl seed URL, peer (multiaddr or host:port), or file of either; repeatable', config: 'seeds', parse: collect, repeatable: true,
+    apply: (specs: string[], into) => {
+      const seeds: SeedSet = { urls: [], peers: [] };
+      for (const s of specs) classifySeed(s, seeds);
+      into.seeds = seeds.urls;
+      into.mesh = { ...into.mesh, peers: seeds.peers };
+    },
+  },
+  { flags: '--data-dir <dir>', help: 'where the store, the WARC files and the API token (api.token) live', config: 'dataDir' },
+  { flags: '--user-agent <string>', help: 'User-Agent header; its product token is matched against robots.txt', config: 'userAgent' },
+  { flags: '--concurrency <n>', help: 'parallel fetches (each to a different host)', config: 'concurrency', parse: intArg('--concurrency', 1) },
+  { flags: '--min-delay <ms>', help: 'minimum delay between two requests to one host', config: 'minDelayMs', parse: intArg('--min-delay', 0) },
+  { flags: '--delay-factor <k>', help: 'wait k × the last response time before the next request to a host (Mercator)', config: 'delayFactor', parse: delayFactorArg },
+  {
+    flags: '--per-ip-delay <ms>', help: 'also limit per IP address: hosts that resolve to one address share a clock (one request at a time, this delay between them); off by default',
+    config: 'politeness.ipMinDelayMs', parse: intArg('--per-ip-delay', 0), noDefault: true,
+    apply: (ms: number | undefined, into) => { if (ms !== undefined) into.politeness = { ...into.politeness, perIp: true, ipMinDelayMs: ms }; },
+  },
+  { flags: '--retries <n>', help: 'retries of a transient failure (timeout, reset, 5xx, 429) before the URL is recorded as failed', config: 'politeness.maxRetries', parse: intArg('--retries', 0) },
+  { flags: '--retry-delay <ms>', help: 'wait before the first retry; doubles with each further one (with jitter)', config: 'politeness.retryBaseMs', parse: intArg('--retry-delay', 0) },
+  { flags: '--dns-server <ip[:port]>', help: 'DNS server to resolve host names with (c-ares); repeatable (default: the system\'s)', config: 'dns.servers', parse: collect, repeatable: true },
+  { flags: '--max-pages <n>', help: 'stop after fetching this many pages (0 = no limit)', config: 'maxPages', parse: intArg('--max-pages', 0) },
+  { flags: '--until-idle', help: 'exit once nothing is left to crawl (with --recrawl: and nothing is due within --recrawl-horizon)', config: 'untilIdle' },
+  { flags: '--max-duration <duration>', help: 'stop after this long (e.g. 90s, 2h; 0 = no limit)', config: 'maxDurationMs', parse: durationArg('--max-duration') },
+  { flags: '--recrawl', help: 'revisit fetched pages at the rate they change, with conditional GETs (off: one pass)', config: 'recrawl.enabled' },
+  { flags: '--recrawl-min <duration>', help: 'shortest revisit interval', config: 'recrawl.minIntervalMs', parse: durationArg('--recrawl-min'), show: formatDuration },
+  {
+    flags: '--recrawl-max <duration>', help: 'longest revisit interval', config: 'recrawl.maxIntervalMs', parse: durationArg('--recrawl-max'), show: formatDuration,
+    // Never below the shortest.
+    apply: (ms: number, into, all) => { into.recrawl = { ...into.recrawl, maxIntervalMs: Math.max(all.recrawlMin as number, ms) }; },
+  },
+  { flags: '--recrawl-horizon <duration>', help: 'with --until-idle: exit when nothing is due sooner than this', config: 'recrawl.horizonMs', parse: durationArg('--recrawl-horizon'), show: formatDuration },
+  { flags: '--revisit-share <x>', help: 'share of fetches given to revisits while new URLs also wait (0–1)', config: 'recrawl.revisitShare', parse: numberArg('--revisit-share', 0, 1) },
+  { flags: '--recrawl-speedup <x>', help: 'run recrawl time x times faster than the clock (simulations and tests)', config: 'recrawl.speedup', parse: numberArg('--recrawl-speedup', 1, 1e9) },
+  { flags: '--summary <file>', help: 'also write the closing JSON summary to this file', config: 'summaryFile' },
+  { flags: '--resolve <host:port:addr>', help: "connect to ADDR for HOST:PORT (curl syntax; HOST may be '*' or '*.suffix'); repeatable", config: 'resolve', parse: resolveArg, repeatable: true },
+  { flags: '--allow-address <cidr>', help: ALLOW_ADDRESS_HELP, config: 'allowAddress', parse: allowAddressArg, repeatable: true },
+  { flags: '--max-body <bytes>', help: 'body cap; longer bodies are kept truncated', config: 'fetch.maxBodyBytes', parse: intArg('--max-body', 1024) },
+  { flags: '--warc-max-size <bytes>', help: 'rotate WARC files at this size', config: 'warc.maxFileBytes', parse: intArg('--warc-max-size', 1024) },
+  { flags: '--no-warc', help: 'do not write WARC files', config: 'warc.enabled' },
+  { flags: '--no-sitemaps', help: 'do not follow robots.txt Sitemap: lines and /sitemap.xml', config: 'sitemaps.enabled' },
+  { flags: '--no-dedup', help: 'store exact duplicates as full responses and skip near-duplicate detection', config: 'dedup.enabled' },
+  { flags: '--no-near-dup', help: 'keep exact-duplicate revisit records, skip SimHash near-duplicate detection', config: 'dedup.near' },
+  { flags: '--near-dup-distance <bits>', help: 'SimHash Hamming distance (0-3) that marks a near-duplicate', config: 'dedup.maxDistance', parse: nearDupDistanceArg },
+  {
+    flags: '--listen <multiaddr>', help: `libp2p listen address; repeatable (default ${DEFAULT_MESH_LISTEN}, with --swarm-key ${DEFAULT_MESH_LISTEN_WITH_KEY}); beyond loopback it needs --swarm-key or --open-mesh`,
+    config: 'mesh.listen', parse: collect, repeatable: true,
+    // Exposure beyond loopback is checked with the other startup checks (src/crawl/preflight.ts).
+    apply: (listen: string[], into, all) => { into.mesh = { ...into.mesh, listen: listen.length ? listen : [all.swarmKey ? DEFAULT_MESH_LISTEN_WITH_KEY : DEFAULT_MESH_LISTEN] }; },
+  },
+  { flags: '--announce <multiaddr>', help: 'address to announce to peers instead of the listen addresses; repeatable', config: 'mesh.announce', parse: collect, repeatable: true },
+  { flags: '--swarm-key <file>', help: 'libp2p private network key (make one with `ubicrawl keygen FILE`): only holders can connect', config: 'mesh.swarmKeyFile' },
+  { flags: '--open-mesh', help: 'allow listening beyond loopback without a swarm key: anyone who can reach this port can join the mesh', config: 'mesh.openMesh' },
+  {
+    flags: '--capacity <n>', help: `share of hosts relative to other agents (${minCapacity}–${maxCapacity}; heartbeats outside this range are refused)`,
+    config: 'mesh.capacity', parse: numberArg('--capacity', minCapacity, maxCapacity),
+  },
+  { flags: '--crawl-id <id>', help: 'agents of one crawl share this id (one gossip topic per crawl)', config: 'mesh.crawlId' },
+  { flags: '--heartbeat <ms>', help: 'membership heartbeat interval', config: 'mesh.heartbeatMs', parse: intArg('--heartbeat', 50) },
+  { flags: '--dead-after <ms>', help: 'a silent member without a connection is dead after this long', config: 'mesh.deadAfterMs', parse: intArg('--dead-after', 100) },
+  {
+    flags: '--peer-rate <urls/s>', help: `URLs per second one peer may send us (bursts of ${RECEIVE_BURST_SECONDS} s); faster senders are slowed down`,
+    config: 'mesh.receiveLimits.itemsPerSec', parse: intArg('--peer-rate', 1),
+    apply: (rate: number, into) => { into.mesh = { ...into.mesh, receiveLimits: { ...DEFAULT_MESH.receiveLimits, itemsPerSec: rate, itemsBurst: RECEIVE_BURST_SECONDS * rate } }; },
+  },
+  { flags: '--peer-stall <ms>', help: 'a member that acknowledges nothing we queued for it this long is left out of our ring for a while', config: 'mesh.peerStallMs', parse: intArg('--peer-stall', 100) },
+  { flags: '--api <host:port>', help: `serve the status and control API (and dashboard) here, e.g. ${DEFAULT_API_LISTEN}`, config: 'api.listen' },
+  {
+    flags: '--api-token-file <file>', help: 'bearer token required by every API route (mandatory when it listens beyond loopback); without it the agent makes DATA-DIR/api.token, required by the routes that change something',
+    config: 'api.tokenFile',
+  },
+  { flags: '--progress <mode>', help: 'live display', config: 'progress', choices: ['auto', 'tty', 'log', 'off'] },
+  { flags: '--log-level <level>', help: 'log level', config: 'logLevel', choices: ['trace', 'debug', 'info', 'warn', 'error', 'silent'] },
+  {
+    flags: '--heap-growth <percent>',
+    help: `let the JS heap grow this many percent over its live size (but at least ${DEFAULT_HEAP_HEADROOM_BYTES >> 20} MB) before a full GC; 0 = V8's own policy, up to 300`,
+    config: 'heapGrowthPercent', parse: intArg('--heap-growth', 0),
+  },
+];
+
+export const KEYGEN_OPTIONS: readonly CliOption[] = [
+  { flags: '--force', help: 'overwrite an existing file' },
+];
+
+export const ROBOTS_CHECK_OPTIONS: readonly CliOption[] = [
+  { flags: '--agent <name>', help: 'user agent (product token) to check for', fallback: () => DEFAULT_ROBOTS_TOKEN },
+  { flags: '--resolve <host:port:addr>', help: 'as for join; repeatable', parse: resolveArg, repeatable: true },
+  { flags: '--allow-address <cidr>', help: 'as for join; repeatable', parse: allowAddressArg, repeatable: true },
+];
+
+export const URL_NORMALIZE_OPTIONS: readonly CliOption[] = [
+  { flags: '--base <url>', help: 'resolve relative references against this base' },
+];
+
+/** The commands that talk to a running agent's API (src/api/client.ts). */
+export const API_CLIENT_OPTIONS: readonly CliOption[] = [
+  { flags: '--api <host:port>', help: 'the agent API', fallback: () => DEFAULT_API_LISTEN },
+  { flags: '--token-file <file>', help: 'bearer token file (default: DATA-DIR/api.token, for an agent on this machine)' },
+  { flags: '--data-dir <dir>', help: "the agent's data dir, where its API token is", fallback: () => DEFAULT_DATA_DIR },
+  { flags: '--json', help: 'print raw JSON' },
+];
+
+export const LEAVE_OPTIONS: readonly CliOption[] = [
+  { flags: '--wait', help: 'wait until it has left' },
+];
+
+export const WARC_GET_OPTIONS: readonly CliOption[] = [
+  { flags: '--dir <dir>', help: 'WARC directory', fallback: () => `${DEFAULT_DATA_DIR}/warc` },
+  { flags: '--headers', help: 'print the status line and headers first (like curl -i)' },
+  { flags: '--out <file>', help: 'write the body to this file instead of stdout' },
+  { flags: '--timestamp <ts>', help: 'the capture closest to this 14-digit timestamp' },
+];
+
+// ---------------------------------------------------------------- commander
+
+/** The row each commander option was made from (docs/cli.md shows the setting it sets). */
+const rowOf = new WeakMap<Option, CliOption>();
+
+export function cliOptionOf(option: Option): CliOption | undefined { return rowOf.get(option); }
+
+/** A flag without a value (`--json`, `--until-idle`); `--no-x` flags are negations. */
+function isFlag(row: CliOption): boolean { return !/[<[]/.test(row.flags); }
+
+/** The default an option has: its setting's default, its named fallback, or none. */
+export function defaultOf(row: CliOption): unknown {
+  if (row.noDefault) return undefined;
+  if (row.config) return configValue(effectiveDefaults(), row.config);
+  return row.fallback?.();
+}
+
+/** Adds the rows as commander options: the defaults come from src/config.ts. */
+export function addOptions(cmd: Command, rows: readonly CliOption[]): Command {
+  for (const row of rows) {
+    const o = new Option(row.flags, row.help);
+    if (row.parse) o.argParser(row.parse as (value: string, previous: unknown) => unknown);
+    if (row.choices) o.choices(row.choices);
+    const def = defaultOf(row);
+    if (row.flags.startsWith('--no-')) {
+      // commander turns the setting on unless the flag is given; the setting's default must be on.
+    } else if (row.repeatable) {
+      // Values are collected into the list; none given keeps the setting's default (see toAgentOptions).
+      o.default([]);
+    } else if (isFlag(row)) {
+      o.default(def ?? false);
+    } else if (def !== undefined) {
+      o.default(def, row.show?.(def));
+    }
+    rowOf.set(o, row);
+    cmd.addOption(o);
+  }
+  return cmd;
+}
+
+/** commander's attribute name of a flag: '--max-pages <n>' → maxPages, '--no-warc' → warc. */
+export function attributeOf(flags: string): string {
+  const long = /--(?:no-)?([a-z0-9-]+)/.exec(flags)![1]!;
+  return long.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+/** Sets `value` at a dotted path, creating the sections on the way. */
+function setPath(into: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.split('.');
+  let at = into;
+  for (const k of keys.slice(0, -1)) at = (at[k] ??= {}) as Record<string, unknown>;
+  at[keys[keys.length - 1]!] = value;
+}
+
+/** The agent options a parsed `join` command line stands for. */
+export function toAgentOptions(parsed: ParsedOptions, rows: readonly CliOption[] = JOIN_OPTIONS): AgentOptions {
+  const into: AgentOptions = {};
+  for (const row of rows) {
+    if (!row.config) continue;
+    const value = parsed[attributeOf(row.flags)];
+    if (row.apply) { (row.apply as (v: unknown, i: AgentOptions, a: ParsedOptions) => void)(value, into, parsed); continue; }
+    if (value === undefined) continue;
+    if (row.repeatable && Array.isArray(value) && value.length === 0) continue;
+    setPath(into as Record<string, unknown>, row.config, value);
+  }
+  return into;
+}
