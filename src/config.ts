@@ -3,6 +3,7 @@ import type { PolitenessConfig } from './politeness/host.js';
 import type { DnsConfig } from './fetch/dns.js';
 import { defaultRecrawlSettings, type RecrawlSettings } from './recrawl/settings.js';
 import type { DedupConfig } from './dedup/content.js';
+import type { DigestAlgo } from './warc/digest.js';
 
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, so a default lives here once.
@@ -174,6 +175,15 @@ export interface WarcConfig {
   maxFileBytes: number;
   /** fsync the WARC file being written this often, ms (0: only at rotation and close); the power-loss window of docs/storage.md. */
   fsyncIntervalMs: number;
+  /**
+   * WARC-Block-Digest / WARC-Payload-Digest algorithm, also the exact-duplicate key
+   * (docs/warc.md "Digests"): sha1 joins with Common Crawl and Heritrix archives.
+   */
+  digest: DigestAlgo;
+  /** warcinfo `operator` (`--operator`): who runs the crawl, e.g. a name and a contact address. */
+  operator?: string;
+  /** warcinfo `description`; a default one names the crawl id. */
+  description?: string;
 }
 
 export interface FrontierConfig {
@@ -230,6 +240,7 @@ export function defaultConfig(): AgentConfig {
       prefix: 'ubicrawl',
       maxFileBytes: 1024 * 1024 * 1024,
       fsyncIntervalMs: 2000,
+      digest: 'sha1',
     },
     frontier: {
       activeHostsPerSlot: 3,

@@ -71,7 +71,7 @@ test('WARC/1.1 §6.7.2: of two identical payloads checked at the same moment, ex
   const dir = tempDir();
   const store = await openStore(dir);
   try {
-    const d = new ContentDedup(store.digests, store.simhash);
+    const d = new ContentDedup(store.digests, store.simhash, { digest: 'sha256' });
     const body = Buffer.from('<p>the same bytes</p>');
     const date = new Date('2026-01-02T03:04:05.678Z');
     const [a, b] = await Promise.all([d.checkExact('http://a.test/', date, body), d.checkExact('http://b.test/', date, body)]);
@@ -93,7 +93,7 @@ test('WARC/1.1 §6.7.2: of two identical payloads checked at the same moment, ex
     assert.deepEqual(again.ops, [], 'the first capture stays the reference');
     assert.deepEqual(d.counts, { digests: 4, digestReads: 4, exact: 2, fingerprinted: 0, near: 0 }, 'no filter loaded: every lookup reads the store');
     // A restart: the filter is rebuilt from the store, and answers new payloads without a read.
-    const d2 = new ContentDedup(store.digests, store.simhash);
+    const d2 = new ContentDedup(store.digests, store.simhash, { digest: 'sha256' });
     await d2.load();
     assert.equal((await d2.checkExact('http://d.test/', new Date(), body)).original?.uri, 'http://a.test/', 'a stored digest is never filtered out');
     const fresh = await d2.checkExact('http://d.test/', new Date(), Buffer.from('new bytes'));

@@ -87,6 +87,8 @@ export function buildProgram(): Command {
     .option('--allow-address <cidr>', ALLOW_ADDRESS_HELP, allowAddressArg, [])
     .option('--max-body <bytes>', 'body cap; longer bodies are kept truncated', intArg('--max-body', 1024), 2 * 1024 * 1024)
     .option('--warc-max-size <bytes>', 'rotate WARC files at this size', intArg('--warc-max-size', 1024), 1024 * 1024 * 1024)
+    .addOption(new Option('--warc-digest <algo>', 'WARC digest algorithm, also the exact-duplicate key (sha1: as Common Crawl and Heritrix archives; see docs/warc.md)').choices(['sha1', 'sha256']).default('sha1'))
+    .option('--operator <text>', 'who runs the crawl, for the warcinfo record (e.g. "Jane Doe <jane@example.org>")')
     .option('--no-warc', 'do not write WARC files')
     .option('--no-sitemaps', "do not follow robots.txt Sitemap: lines and /sitemap.xml")
     .option('--no-dedup', 'store exact duplicates as full responses and skip near-duplicate detection')
@@ -236,6 +238,7 @@ interface JoinOpts {
   seed: string[]; dataDir: string; userAgent: string; concurrency: number; minDelay: number; delayFactor: number;
   maxPages: number; untilIdle: boolean; maxDuration: number; recrawl: boolean; recrawlMin: number; recrawlMax: number;
   recrawlHorizon: number; revisitShare: number; recrawlSpeedup: number; summary?: string; resolve: ResolveRule[]; allowAddress: string[]; maxBody: number; warcMaxSize: number;
+  warcDigest: 'sha1' | 'sha256'; operator?: string;
   warc: boolean; sitemaps: boolean; dedup: boolean; nearDup: boolean; nearDupDistance: number; progress: 'auto' | 'tty' | 'log' | 'off'; logLevel: string; api?: string; apiTokenFile?: string;
   listen: string[]; announce: string[]; swarmKey?: string; openMesh: boolean; capacity: number; crawlId: string; heartbeat: number; deadAfter: number;
   perIpDelay?: number; retries: number; retryDelay: number; dnsServer: string[]; heapGrowth: number;
@@ -260,7 +263,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
       maxRetries: opts.retries, retryBaseMs: opts.retryDelay,
       ...(opts.perIpDelay !== undefined ? { perIp: true, ipMinDelayMs: opts.perIpDelay } : {}),
     },
-    dns: opts.dnsServer.length ? { servers: opts.dnsServer } : {}, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize },
+    dns: opts.dnsServer.length ? { servers: opts.dnsServer } : {}, warc: { enabled: opts.warc, maxFileBytes: opts.warcMaxSize, digest: opts.warcDigest, ...(opts.operator ? { operator: opts.operator } : {}) },
     api: { listen: opts.api, tokenFile: opts.apiTokenFile },
     sitemaps: { enabled: opts.sitemaps },
     maxDurationMs: opts.maxDuration,

@@ -54,6 +54,7 @@ import { SideClocks } from '../politeness/side-clocks.js';
 import { DnsError } from '../fetch/dns.js';
 import { CrawlStats, bump } from './stats.js';
 import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
+import { warcinfoFields } from '../warc/warcinfo.js';
 import { Fingerprinter } from '../dedup/fingerprinter.js';
 import type { FingerprintJob } from '../parse/html.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
@@ -280,7 +281,7 @@ class Agent implements AgentHandle, AgentView {
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots);
     this.scope = new ScopePolicy(config.scope);
     this.sitemapGrants = new SitemapGrants(store.meta);
-    this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, config.dedup, this.stats.dedup) : undefined;
+    this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, this.stats.dedup) : undefined;
     // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
     this.fingerprinter = this.dedup?.wantsText ? new Fingerprinter() : undefined;
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
@@ -368,12 +369,13 @@ class Agent implements AgentHandle, AgentView {
         fsyncIntervalMs: this.config.warc.fsyncIntervalMs,
         // A file whose index write failed (disk full) is indexed at the next start.
         indexMissing: true,
-        warcinfo: {
-          software: 'ubicrawl/0.1',
-          format: 'WARC File Format 1.1',
-          'http-header-user-agent': this.config.userAgent,
-          robots: 'obey (RFC 9309)',
-        },
+        digest: this.config.warc.digest,
+        warcinfo: warcinfoFields({
+          software: 'ubicrawl/0.1', userAgent: this.config.userAgent, operator: this.config.warc.operator,
+          crawlId: this.config.mesh.crawlId, description: this.config.warc.description, digest: this.config.warc.digest,
+          exactDedup: this.config.dedup.enabled, nearDedup: this.config.dedup.near, maxDistance: this.config.dedup.maxDistance,
+          recrawl: this.config.recrawl.enabled,
+        }),
       });
     }
     this.running = true;
@@ -1200,7 +1202,7 @@ class Agent implements AgentHandle, AgentView {
     // A 304 to a revisit is stored as a server-not-modified revisit record (WARC/1.1 §6.7.3).
     const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
     // Content dedup (src/dedup/content.ts): an exact duplicate is stored as a revisit record and its links are not extracted again.
-    const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, out.body) : undefined;
+    const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, out.rawBody) : undefined;
     let stored: WriteResult | undefined;
     try {
       stored = earlier ? await this.writeNotModified(out, earlier) : exact?.original ? await this.writeRevisit(out, exact, record) : await this.writeWarc(out, exact);
@@ -1573,8 +1575,8 @@ class Agent implements AgentHandle, AgentView {
       status: out.status,
       statusText: out.statusText,
       responseHeaders: out.responseHeaders,
-      body: out.body,
-      truncated: out.truncated,
+      // The body as received (docs/warc.md "Faithful records"); rebuilt headers describe the decoded one.
+      ...(out.wire ? { body: out.rawBody, truncated: out.rawTruncated, wire: out.wire } : { body: out.body, truncated: out.truncated }),
       ...(pre ? { recordId: pre.recordId, payloadDigest: pre.digest } : {}),
     }));
   }
@@ -1584,7 +1586,7 @@ class Agent implements AgentHandle, AgentView {
     if (!warc) return undefined;
     return this.warcWrite(1, () => warc.writeRevisit(serverNotModifiedRevisit({
       url: out.url, date: out.startedAt, ip: out.ip, status: out.status, statusText: out.statusText,
-      responseHeaders: out.responseHeaders, ...earlier,
+      responseHeaders: out.responseHeaders, ...earlier, ...(out.wire ? { wire: out.wire } : {}),
     })));
   }
 
