@@ -104,7 +104,7 @@ export class Fence {
 
 /** What the agent learns about a payload before writing its WARC records. */
 export interface ExactCheck {
-  /** `sha256:BASE32` payload digest (WARC/1.1 §5.9): give it to the writer, it is not computed twice. */
+  /** `sha1:`/`sha256:BASE32` payload digest (WARC/1.1 §5.9): give it to the writer, it is not computed twice. */
   digest: string;
   /** WARC-Record-ID to give this capture's response record (fixed now: a concurrent duplicate may refer to it). */
   recordId: string;

@@ -45,7 +45,8 @@ export interface StoredResponse {
   /** HTTP header fields as stored, in order, repeated fields kept. */
   headers: [string, string][];
   /**
-   * The entity body as stored (after the fetcher's content decoding, docs/warc.md).
+   * The entity body as stored: as received, still content-coded when the headers say so
+   * (docs/warc.md "Faithful records"); older records hold it decoded.
    * For a revisit: the original capture's payload, found through the index.
    */
   payload: Uint8Array;
