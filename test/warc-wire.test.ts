@@ -22,6 +22,7 @@ import { WarcWriter } from '../src/warc/writer.js';
 import { readWarc, verifyWarc, type WarcEntry } from '../src/warc/reader.js';
 import { base32, digestMatches, type DigestAlgo } from '../src/warc/digest.js';
 import { warcinfoFields } from '../src/warc/warcinfo.js';
+import { buildCdxj } from '../src/warc/cdxj.js';
 import { tempDir } from './helpers.js';
 
 const HTML = '<!doctype html><title>odd</title><p>caf\u00e9 and more text</p>';
@@ -203,6 +204,18 @@ for (const digest of ['sha1', 'sha256'] as const) {
         }
         assert.equal(resp.headers['WARC-Payload-Digest'], `${digest}:` + base32(createHash(digest).update(body).digest()), `${path}: payload digest over the entity as received`);
       }
+
+      // CDXJ as cdxj-indexer writes it: fields found whatever the case of the stored names, digest labelled.
+      const cdx = new Map<string, Record<string, string>>();
+      for (const line of (await buildCdxj(file)).lines) {
+        const j = JSON.parse(line.slice(line.indexOf('{'))) as Record<string, string>;
+        cdx.set(j.url!, j);
+      }
+      assert.equal(cdx.get(base + '/odd')?.mime, 'text/html');
+      assert.equal(cdx.get(base + '/odd')?.status, '200');
+      assert.equal(cdx.get(base + '/odd')?.digest, recs.find((r) => r.type === 'response' && r.headers['WARC-Target-URI'] === base + '/odd')!.headers['WARC-Payload-Digest']);
+      assert.match(cdx.get(base + '/old')?.digest ?? '', label);
+      assert.equal(cdx.get(base + '/old')?.status, '404');
 
       // warcio.js reads every record; what a replay tool decodes is the page.
       const theirs = await warcioCheck(file);
