@@ -29,7 +29,7 @@ const HTML = '<!doctype html><title>odd</title><p>caf\u00e9 and more text</p>';
 const GZ = gzipSync(Buffer.from(HTML, 'utf8'));
 
 /** Response heads exactly as the server writes them (latin1: one char per byte). */
-const HEADS: Record<string, { head: string; body: Buffer; close?: boolean }> = {
+const HEADS: Record<string, { head: string; body: Buffer; close?: boolean; split?: boolean }> = {
   // Mixed case, odd order, duplicates with different case, no space after a colon,
   // padding inside a value, a non-UTF-8 byte, an encoded body.
   '/odd': {
@@ -44,6 +44,12 @@ const HEADS: Record<string, { head: string; body: Buffer; close?: boolean }> = {
   '/early': {
     head: 'HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\n',
     body: Buffer.from('ok'),
+  },
+  // A head that arrives in pieces (separate socket reads).
+  '/split': {
+    head: 'HTTP/1.1 200 OK\r\nX-Part: one\r\nContent-Length: 4\r\n\r\n',
+    body: Buffer.from('done'),
+    split: true,
   },
   '/old': {
     head: 'HTTP/1.0 404 Gone Fishing\r\nContent-Type: text/plain\r\n\r\n',
@@ -76,7 +82,15 @@ function handle(sock: Socket, requests: Map<string, Buffer>): void {
       requests.set(path, Buffer.from(head));
       const r = HEADS[path];
       if (!r) { sock.end('HTTP/1.1 500 X\r\ncontent-length: 0\r\n\r\n'); return; }
-      sock.write(Buffer.concat([Buffer.from(r.head, 'latin1'), r.body]));
+      const bytes = Buffer.concat([Buffer.from(r.head, 'latin1'), r.body]);
+      if (r.split) {
+        // Three writes apart in time, so the client reads the head in pieces (CRLF CRLF itself split).
+        const cut = r.head.length - 3;
+        sock.write(bytes.subarray(0, 9));
+        setTimeout(() => { sock.write(bytes.subarray(9, cut)); setTimeout(() => sock.write(bytes.subarray(cut)), 15); }, 15);
+      } else {
+        sock.write(bytes);
+      }
       if (r.close) sock.end();
     }
   });
@@ -170,7 +184,7 @@ for (const digest of ['sha1', 'sha256'] as const) {
       const base = `http://127.0.0.1:${wire.port}`;
       const outs: FetchResponse[] = [];
       // One keep-alive connection for the first three: each capture must start at its own response.
-      for (const path of ['/odd', '/chunked', '/early', '/old']) {
+      for (const path of ['/odd', '/chunked', '/early', '/split', '/old']) {
         const out = await f.fetch(base + path);
         assert.ok(out.ok, `${path}: ${out.ok ? '' : out.message}`);
         assert.ok(out.wire, `${path}: heads captured`);
@@ -186,7 +200,7 @@ for (const digest of ['sha1', 'sha256'] as const) {
       assert.equal(await warcioDigestsVerify(file), 1 + 2 * outs.length);
       const recs = await entries(file);
       const label = new RegExp(`^${digest}:[A-Z2-7]+=*$`);
-      for (const path of ['/odd', '/chunked', '/early', '/old']) {
+      for (const path of ['/odd', '/chunked', '/early', '/split', '/old']) {
         const resp = recs.find((r) => r.type === 'response' && r.headers['WARC-Target-URI'] === base + path)!;
         const req = recs.find((r) => r.type === 'request' && r.headers['WARC-Target-URI'] === base + path)!;
         assert.ok(resp && req, path);
