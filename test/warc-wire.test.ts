@@ -13,7 +13,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildConnector } from 'undici';
 import { WARCParser } from 'warcio';
-import { Fetcher, type FetchResponse } from '../src/fetch/fetcher.js';
+import { Fetcher, archivedBody, type FetchResponse } from '../src/fetch/fetcher.js';
 import { HostResolver } from '../src/fetch/dns.js';
 import { AddressPolicy } from '../src/fetch/address.js';
 import { tlsProtocolValue } from '../src/fetch/wire.js';
@@ -122,7 +122,7 @@ async function archive(dir: string, digest: DigestAlgo, outs: FetchResponse[]): 
     await w.writeExchange({
       url: out.url, date: out.startedAt, ip: out.ip, method: out.method, requestHeaders: out.requestHeaders,
       status: out.status, statusText: out.statusText, responseHeaders: out.responseHeaders,
-      ...(out.wire ? { body: out.rawBody, truncated: out.rawTruncated, wire: out.wire } : { body: out.body, truncated: out.truncated }),
+      ...archivedBody(out),
     });
   }
   await w.close();

@@ -20,7 +20,7 @@ import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Drum, type BatchOp } from '../seen/drum.js';
 import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
-import { Fetcher, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
+import { Fetcher, archivedBody, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
 import { AddressPolicy, parseCidr, type BlockedAddress } from '../fetch/address.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
@@ -1202,7 +1202,7 @@ class Agent implements AgentHandle, AgentView {
     // A 304 to a revisit is stored as a server-not-modified revisit record (WARC/1.1 §6.7.3).
     const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
     // Content dedup (src/dedup/content.ts): an exact duplicate is stored as a revisit record and its links are not extracted again.
-    const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, out.wire ? out.rawBody : out.body) : undefined;
+    const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, archivedBody(out).body) : undefined;
     let stored: WriteResult | undefined;
     try {
       stored = earlier ? await this.writeNotModified(out, earlier) : exact?.original ? await this.writeRevisit(out, exact, record) : await this.writeWarc(out, exact);
@@ -1575,8 +1575,7 @@ class Agent implements AgentHandle, AgentView {
       status: out.status,
       statusText: out.statusText,
       responseHeaders: out.responseHeaders,
-      // The body as received (docs/warc.md "Faithful records"); rebuilt headers describe the decoded one.
-      ...(out.wire ? { body: out.rawBody, truncated: out.rawTruncated, wire: out.wire } : { body: out.body, truncated: out.truncated }),
+      ...archivedBody(out),
       ...(pre ? { recordId: pre.recordId, payloadDigest: pre.digest } : {}),
     }));
   }

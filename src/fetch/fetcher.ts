@@ -200,6 +200,15 @@ export class Fetcher {
   }
 }
 
+/**
+ * What the WARC response record holds for a fetch (docs/warc.md "Faithful records"): with
+ * captured heads the body as received; without them the decoded body, whose rebuilt
+ * headers are made to describe it. The exact-duplicate digest is over the same bytes.
+ */
+export function archivedBody(out: FetchResponse): { body: Buffer; truncated: Truncation; wire?: WireCapture & { responseHead: Buffer } } {
+  return out.wire ? { body: out.rawBody, truncated: out.rawTruncated, wire: out.wire } : { body: out.body, truncated: out.truncated };
+}
+
 const BLOCKED_CODE = 'UBI_BLOCKED_ADDRESS';
 
 function fail(url: string, kind: FetchErrorKind, message: string, startedAt: Date, t0: number): FetchFailure {
