@@ -124,7 +124,7 @@ test('--warc-digest: sha1 (default) and sha256 keys never meet, so a data dir re
     // Resumed with the default (sha1): the sha256 capture is not an original its revisits could name
     // (its WARC-Payload-Digest would not match theirs), so the payload is archived again, once.
     const s1 = new ContentDedup(store.digests, store.simhash);
-    await s1.load();
+    assert.deepEqual(await s1.load(), { otherAlgorithm: 1 }, 'the agent warns about the sha256 digests it will not use');
     assert.equal(s1.config.digest, 'sha1');
     const b = await s1.checkExact('http://b.test/', date, body);
     assert.equal(b.digest, 'sha1:' + base32(createHash('sha1').update(body).digest()));
@@ -135,7 +135,7 @@ test('--warc-digest: sha1 (default) and sha256 keys never meet, so a data dir re
     assert.equal(c.digest, b.digest);
     // And back to sha256: its own capture is still the original.
     const back = new ContentDedup(store.digests, store.simhash, { digest: 'sha256' });
-    await back.load();
+    assert.deepEqual(await back.load(), { otherAlgorithm: 1 });
     assert.equal((await back.checkExact('http://d.test/', date, body)).original?.uri, 'http://a.test/');
   } finally {
     await store.close();

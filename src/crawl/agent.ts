@@ -336,7 +336,9 @@ class Agent implements AgentHandle, AgentView {
   async start(): Promise<void> {
     await this.frontier.recover();
     // The digest filter fills in the background; lookups go to the store until it is ready.
-    this.dedup?.load().catch((err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
+    this.dedup?.load().then(({ otherAlgorithm }) => {
+      if (otherAlgorithm) this.log.warn({ digests: otherAlgorithm, now: this.config.warc.digest }, 'payload digests of the other --warc-digest in this data dir: their payloads are archived once more, then deduplicated again (docs/warc.md "Digests")');
+    }, (err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
     if (this.config.mesh.enabled) {
       this.handoff = new HandoffGate('', {
         // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.

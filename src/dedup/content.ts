@@ -185,8 +185,12 @@ export class ContentDedup {
    * Correct while pages are checked meanwhile: the iterator reads a snapshot,
    * and every digest written after it was claimed first, which adds it to the
    * filter. Nothing is persisted, so a crash cannot leave a stale filter.
+   * Resolves to the number of stored digests of the other algorithm (a data dir
+   * first crawled with another `--warc-digest`): they are never looked up again.
    */
-  async load(): Promise<void> {
+  async load(): Promise<{ otherAlgorithm: number }> {
+    const prefix = `${this.config.digest ?? DEFAULT_DIGEST}:`;
+    let otherAlgorithm = 0;
     // The SimHash index's bitmap of stored buckets, scanned alongside (SimhashStore.load).
     const index = this.config.near ? this.index.load() : Promise.resolve();
     index.catch(() => {}); // awaited below
@@ -196,7 +200,9 @@ export class ContentDedup {
         const ks = await it.nextv(4096);
         if (ks.length === 0) break;
         for (const k of ks) {
-          const raw = rawDigest(k.toString('utf8'));
+          const label = k.toString('utf8');
+          if (!label.startsWith(prefix)) { otherAlgorithm++; continue; }
+          const raw = rawDigest(label);
           if (raw) this.filter.add(raw);
         }
       }
@@ -205,6 +211,7 @@ export class ContentDedup {
     }
     this.filterReady = true;
     await index;
+    return { otherAlgorithm };
   }
 
   /** Whether the HTML extraction should fingerprint the visible text (wantFingerprint). */
