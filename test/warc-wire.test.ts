@@ -327,3 +327,37 @@ test('warcinfo (WARC/1.1 §6.2, annex C names as Heritrix writes them) and its d
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('concurrent fetches to one origin (queued on its one connection) each get their own heads', async () => {
+  const requests = new Map<string, Buffer>();
+  const server = createServer((sock) => {
+    let buf = Buffer.alloc(0);
+    sock.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      for (let guard = 0; guard < 64; guard++) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = buf.subarray(0, end + 4);
+        buf = buf.subarray(end + 4);
+        const path = head.toString('latin1').split(' ')[1]!;
+        requests.set(path, Buffer.from(head));
+        sock.write(`HTTP/1.1 200 OK\r\nX-Path: ${path}\r\nContent-Length: 2\r\n\r\nok`);
+      }
+    });
+    sock.on('error', () => {});
+  });
+  const port = await listen(server);
+  const f = fetcher();
+  try {
+    const paths = Array.from({ length: 20 }, (_, i) => `/p${i}`);
+    const outs = await Promise.all(paths.map((p) => f.fetch(`http://127.0.0.1:${port}${p}`)));
+    for (const [i, out] of outs.entries()) {
+      assert.ok(out.ok && out.wire, paths[i]);
+      assert.equal(out.wire.responseHead.toString('latin1'), `HTTP/1.1 200 OK\r\nX-Path: ${paths[i]}\r\nContent-Length: 2\r\n\r\n`);
+      assert.deepEqual(out.wire.requestHead, requests.get(paths[i]!));
+    }
+  } finally {
+    await f.close();
+    server.close();
+  }
+});
