@@ -5,6 +5,7 @@ import type { RecrawlSettings } from './recrawl/settings.js';
 import type { RecrawlConfig } from './recrawl/schedule.js';
 import type { DedupConfig } from './dedup/content.js';
 import type { SitemapLimits } from './sitemap/limits.js';
+import type { DigestAlgo } from './warc/digest.js';
 
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, and a module used on its own
@@ -191,6 +192,15 @@ export interface WarcConfig {
   maxFileBytes: number;
   /** fsync the WARC file being written this often, ms (0: only at rotation and close); the power-loss window of docs/storage.md. */
   fsyncIntervalMs: number;
+  /**
+   * WARC-Block-Digest / WARC-Payload-Digest algorithm, also the exact-duplicate key
+   * (docs/warc.md "Digests"): sha1 joins with Common Crawl and Heritrix archives.
+   */
+  digest: DigestAlgo;
+  /** warcinfo `operator` (`--operator`): who runs the crawl, e.g. a name and a contact address. */
+  operator?: string;
+  /** warcinfo `description`; a default one names the crawl id. */
+  description?: string;
 }
 
 export interface FrontierConfig {
@@ -324,6 +334,7 @@ export const DEFAULT_WARC: Readonly<WarcConfig> = Object.freeze({
   prefix: DEFAULT_ROBOTS_TOKEN,
   maxFileBytes: 1024 * 1024 * 1024,
   fsyncIntervalMs: 2000,
+  digest: 'sha1',
 });
 
 /** A sender may burst this many seconds' worth of its URL rate (`--peer-rate`; docs/mesh.md "Admission"). */

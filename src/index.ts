@@ -29,6 +29,8 @@ export { readWarc, verifyWarc } from './warc/reader.js';
 export { indexWarcFile, parseCdxjLine } from './warc/cdxj.js';
 export { lookupUrl, getStoredResponse } from './warc/lookup.js';
 export { surt } from './warc/surt.js';
+export { warcinfoFields, type WarcinfoSettings } from './warc/warcinfo.js';
+export { labelledDigest, type DigestAlgo } from './warc/digest.js';
 
 // Politeness
 export { nextAllowedAt, parseRetryAfter } from './politeness/delay.js';

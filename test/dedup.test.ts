@@ -14,7 +14,8 @@ import { parseResolveRule } from '../src/config.js';
 import { openStore } from '../src/store/db.js';
 import { readWarc, verifyWarc, type WarcEntry } from '../src/warc/reader.js';
 import { PROFILE_URI } from '../src/warc/records.js';
-import { sha256Label } from '../src/warc/digest.js';
+import { createHash } from 'node:crypto';
+import { sha256Label, base32 } from '../src/warc/digest.js';
 import { decodeFetchRecord, type FetchRecord } from '../src/crawl/records.js';
 import { ContentDedup, Fence } from '../src/dedup/content.js';
 import { simhash64, simhashHex } from '../src/dedup/simhash.js';
@@ -71,7 +72,7 @@ test('WARC/1.1 §6.7.2: of two identical payloads checked at the same moment, ex
   const dir = tempDir();
   const store = await openStore(dir);
   try {
-    const d = new ContentDedup(store.digests, store.simhash);
+    const d = new ContentDedup(store.digests, store.simhash, { digest: 'sha256' });
     const body = Buffer.from('<p>the same bytes</p>');
     const date = new Date('2026-01-02T03:04:05.678Z');
     const [a, b] = await Promise.all([d.checkExact('http://a.test/', date, body), d.checkExact('http://b.test/', date, body)]);
@@ -93,7 +94,7 @@ test('WARC/1.1 §6.7.2: of two identical payloads checked at the same moment, ex
     assert.deepEqual(again.ops, [], 'the first capture stays the reference');
     assert.deepEqual(d.counts, { digests: 4, digestReads: 4, exact: 2, fingerprinted: 0, near: 0 }, 'no filter loaded: every lookup reads the store');
     // A restart: the filter is rebuilt from the store, and answers new payloads without a read.
-    const d2 = new ContentDedup(store.digests, store.simhash);
+    const d2 = new ContentDedup(store.digests, store.simhash, { digest: 'sha256' });
     await d2.load();
     assert.equal((await d2.checkExact('http://d.test/', new Date(), body)).original?.uri, 'http://a.test/', 'a stored digest is never filtered out');
     const fresh = await d2.checkExact('http://d.test/', new Date(), Buffer.from('new bytes'));
@@ -103,6 +104,39 @@ test('WARC/1.1 §6.7.2: of two identical payloads checked at the same moment, ex
     assert.equal(d2.counts.digestReads, 1, 'the new payload was claimed without reading the store (Bloom filter)');
     const again2 = await d2.checkExact('http://e.test/', new Date(), Buffer.from('new bytes'));
     assert.equal(again2.original?.uri, 'http://d.test/', 'a claim is in the filter before it is durable');
+  } finally {
+    await store.close();
+  }
+});
+
+test('--warc-digest: sha1 (default) and sha256 keys never meet, so a data dir resumed with the other algorithm never refers across them', async () => {
+  const dir = tempDir();
+  const store = await openStore(dir);
+  try {
+    const body = Buffer.from('<p>one payload, two algorithms</p>');
+    const date = new Date('2026-01-02T03:04:05.678Z');
+    const commit = async (d: ContentDedup, c: Awaited<ReturnType<ContentDedup['checkExact']>>) => { await store.db.batch(c.ops as never); d.committed(c); };
+    // A crawl with sha256 archives the payload first.
+    const s256 = new ContentDedup(store.digests, store.simhash, { digest: 'sha256' });
+    const a = await s256.checkExact('http://a.test/', date, body);
+    assert.equal(a.digest, sha256Label(body));
+    await commit(s256, a);
+    // Resumed with the default (sha1): the sha256 capture is not an original its revisits could name
+    // (its WARC-Payload-Digest would not match theirs), so the payload is archived again, once.
+    const s1 = new ContentDedup(store.digests, store.simhash);
+    assert.deepEqual(await s1.load(), { otherAlgorithm: 1 }, 'the agent warns about the sha256 digests it will not use');
+    assert.equal(s1.config.digest, 'sha1');
+    const b = await s1.checkExact('http://b.test/', date, body);
+    assert.equal(b.digest, 'sha1:' + base32(createHash('sha1').update(body).digest()));
+    assert.equal(b.original, undefined, 'not a revisit of the sha256 capture');
+    await commit(s1, b);
+    const c = await s1.checkExact('http://c.test/', date, body);
+    assert.equal(c.original?.uri, 'http://b.test/', 'a revisit of the sha1 capture');
+    assert.equal(c.digest, b.digest);
+    // And back to sha256: its own capture is still the original.
+    const back = new ContentDedup(store.digests, store.simhash, { digest: 'sha256' });
+    assert.deepEqual(await back.load(), { otherAlgorithm: 1 });
+    assert.equal((await back.checkExact('http://d.test/', date, body)).original?.uri, 'http://a.test/');
   } finally {
     await store.close();
   }

@@ -126,7 +126,7 @@ test('RFC 4648 §6 base32 and WARC/1.1 §5.8 labelled digests parse in every com
 test('WARC/1.1 §6.4–6.5: an exchange is a response and a request record with every required field', async () => {
   const dir = await tempDir();
   try {
-    const w = await WarcWriter.open({ dir, agentShortId: 'agentA', warcinfo: { operator: 'test@example.org' } });
+    const w = await WarcWriter.open({ dir, agentShortId: 'agentA', warcinfo: { operator: 'test@example.org' }, digest: 'sha256' });
     const ex = exchange(1, 5000);
     const res = await w.writeExchange(ex);
     await w.close();
@@ -277,7 +277,7 @@ test('WARC/1.1 §6.7 revisit (both profiles) and §6.6 metadata records carry th
 test('RFC 1952 §2.2: each result offset/length is one gzip member that inflates alone to its record', async () => {
   const dir = await tempDir();
   try {
-    const w = await WarcWriter.open({ dir, agentShortId: 'agentA' });
+    const w = await WarcWriter.open({ dir, agentShortId: 'agentA', digest: 'sha256' });
     const results: WriteResult[] = [];
     for (let i = 0; i < 30; i++) results.push(await w.writeExchange(exchange(i, 1000 + i * 97)));
     await w.close();

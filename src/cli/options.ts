@@ -143,6 +143,11 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--allow-address <cidr>', help: ALLOW_ADDRESS_HELP, config: 'allowAddress', parse: allowAddressArg, repeatable: true },
   { flags: '--max-body <bytes>', help: 'body cap; longer bodies are kept truncated', config: 'fetch.maxBodyBytes', parse: intArg('--max-body', 1024) },
   { flags: '--warc-max-size <bytes>', help: 'rotate WARC files at this size', config: 'warc.maxFileBytes', parse: intArg('--warc-max-size', 1024) },
+  {
+    flags: '--warc-digest <algo>', help: 'WARC digest algorithm, also the exact-duplicate key (sha1: as Common Crawl and Heritrix archives; see docs/warc.md)',
+    config: 'warc.digest', choices: ['sha1', 'sha256'],
+  },
+  { flags: '--operator <text>', help: 'who runs the crawl, for the warcinfo record (e.g. "Jane Doe <jane@example.org>")', config: 'warc.operator', noDefault: true },
   { flags: '--no-warc', help: 'do not write WARC files', config: 'warc.enabled' },
   { flags: '--no-sitemaps', help: 'do not follow robots.txt Sitemap: lines and /sitemap.xml', config: 'sitemaps.enabled' },
   { flags: '--no-dedup', help: 'store exact duplicates as full responses and skip near-duplicate detection', config: 'dedup.enabled' },

@@ -21,7 +21,7 @@ import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js
 import { Drum } from '../seen/drum.js';
 import { REJECTED_VALUE, queuedAt, queuedValue, seenStateOf, settledValue, type SettledState } from '../seen/state.js';
 import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
-import { Fetcher, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
+import { Fetcher, archivedBody, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
 import { AddressPolicy, parseCidr, type BlockedAddress } from '../fetch/address.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
@@ -57,6 +57,7 @@ import { SideClocks } from '../politeness/side-clocks.js';
 import { DnsError } from '../fetch/dns.js';
 import { CrawlStats, bump } from './stats.js';
 import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
+import { warcinfoFields } from '../warc/warcinfo.js';
 import { Fingerprinter } from '../dedup/fingerprinter.js';
 import type { FingerprintJob } from '../parse/html.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
@@ -265,7 +266,7 @@ class Agent implements AgentHandle, AgentView {
     this.robots = new RobotsCache(store.robots, this.fetcher, config.robots);
     this.scope = new ScopePolicy(config.scope);
     this.sitemapGrants = new SitemapGrants(store.meta);
-    this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, config.dedup, this.stats.dedup) : undefined;
+    this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, this.stats.dedup) : undefined;
     // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
     this.fingerprinter = this.dedup?.wantsText ? new Fingerprinter() : undefined;
     this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
@@ -320,7 +321,9 @@ class Agent implements AgentHandle, AgentView {
   async start(): Promise<void> {
     await this.frontier.recover();
     // The digest filter fills in the background; lookups go to the store until it is ready.
-    this.dedup?.load().catch((err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
+    this.dedup?.load().then(({ otherAlgorithm }) => {
+      if (otherAlgorithm) this.log.warn({ digests: otherAlgorithm, now: this.config.warc.digest }, 'payload digests of the other --warc-digest in this data dir: their payloads are archived once more, then deduplicated again (docs/warc.md "Digests")');
+    }, (err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
     if (this.config.mesh.enabled) {
       const hb = this.config.mesh.heartbeatMs;
       this.handoff = new HandoffGate('', {
@@ -366,12 +369,13 @@ class Agent implements AgentHandle, AgentView {
         fsyncIntervalMs: this.config.warc.fsyncIntervalMs,
         // A file whose index write failed (disk full) is indexed at the next start.
         indexMissing: true,
-        warcinfo: {
-          software: 'ubicrawl/0.1',
-          format: 'WARC File Format 1.1',
-          'http-header-user-agent': this.config.userAgent,
-          robots: 'obey (RFC 9309)',
-        },
+        digest: this.config.warc.digest,
+        warcinfo: warcinfoFields({
+          software: 'ubicrawl/0.1', userAgent: this.config.userAgent, operator: this.config.warc.operator,
+          crawlId: this.config.mesh.crawlId, description: this.config.warc.description, digest: this.config.warc.digest,
+          exactDedup: this.config.dedup.enabled, nearDedup: this.config.dedup.near, maxDistance: this.config.dedup.maxDistance,
+          recrawl: this.config.recrawl.enabled,
+        }),
       });
     }
     this.running = true;
@@ -1285,7 +1289,7 @@ class Agent implements AgentHandle, AgentView {
     // A 304 to a revisit is stored as a server-not-modified revisit record (WARC/1.1 §6.7.3).
     const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
     // Content dedup (src/dedup/content.ts): an exact duplicate is stored as a revisit record and its links are not extracted again.
-    const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, out.body) : undefined;
+    const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, archivedBody(out).body) : undefined;
     let stored: WriteResult | undefined;
     try {
       stored = earlier ? await this.writeNotModified(out, earlier) : exact?.original ? await this.writeRevisit(out, exact, record) : await this.writeWarc(out, exact);
@@ -1657,8 +1661,7 @@ class Agent implements AgentHandle, AgentView {
       status: out.status,
       statusText: out.statusText,
       responseHeaders: out.responseHeaders,
-      body: out.body,
-      truncated: out.truncated,
+      ...archivedBody(out),
       ...(pre ? { recordId: pre.recordId, payloadDigest: pre.digest } : {}),
     }));
   }
@@ -1668,7 +1671,7 @@ class Agent implements AgentHandle, AgentView {
     if (!warc) return undefined;
     return this.warcWrite(1, () => warc.writeRevisit(serverNotModifiedRevisit({
       url: out.url, date: out.startedAt, ip: out.ip, status: out.status, statusText: out.statusText,
-      responseHeaders: out.responseHeaders, ...earlier,
+      responseHeaders: out.responseHeaders, ...earlier, ...(out.wire ? { wire: out.wire } : {}),
     })));
   }
 

@@ -2,9 +2,11 @@
 // about each fetched page, and the WARC records it writes as a consequence.
 //
 // 1. Exact duplicates. The payload digest of a 200 response (the same
-//    `sha256:BASE32` the WARC writer puts in WARC-Payload-Digest, computed
-//    once here and handed to the writer) is looked up in the `digests`
-//    sublevel. A payload first archived under another URL makes this capture
+//    `sha1:`/`sha256:BASE32` the WARC writer puts in WARC-Payload-Digest,
+//    computed once here over the payload as stored, and handed to the writer)
+//    is looked up in the `digests` sublevel. Keys carry their label, so a data
+//    dir crawled with one `--warc-digest` and resumed with the other never
+//    matches across algorithms (docs/warc.md "Digests"). A payload first archived under another URL makes this capture
 //    a `revisit` record, profile identical-payload-digest, with
 //    WARC-Refers-To-Target-URI / -Date / WARC-Refers-To naming the original
 //    (WARC/1.1 §6.7.2), and its links are not extracted again: identical bytes
@@ -35,9 +37,9 @@
 // a no-op).
 import type { BatchOp, Sublevel } from '../store/db.js';
 import { createHash } from 'node:crypto';
-import { base32, unbase32 } from '../warc/digest.js';
+import { base32, unbase32, type DigestAlgo } from '../warc/digest.js';
 import { KeyBloom } from '../seen/bloom.js';
-import { newRecordId, type RevisitInput } from '../warc/records.js';
+import { newRecordId, DEFAULT_DIGEST, type RevisitInput, type WireHeads } from '../warc/records.js';
 import { DigestStore, decodeDigestRecord, type DigestRecord } from './digests.js';
 import { SimhashStore } from './index.js';
 import { SIMHASH_TABLES, popcount32, simhash64, simhashHex } from './simhash.js';
@@ -50,6 +52,8 @@ export interface DedupConfig {
   near: boolean;
   /** Largest Hamming distance between two fingerprints that marks a near-duplicate (0..3, the index's guarantee). */
   maxDistance: number;
+  /** Payload digest algorithm, the WARC writer's (`--warc-digest`; default sha1). */
+  digest?: DigestAlgo;
 }
 
 // Defaults: src/config.ts (one place for every default).
@@ -101,7 +105,7 @@ export class Fence {
 
 /** What the agent learns about a payload before writing its WARC records. */
 export interface ExactCheck {
-  /** `sha256:BASE32` payload digest (WARC/1.1 §5.9): give it to the writer, it is not computed twice. */
+  /** `sha1:`/`sha256:BASE32` payload digest (WARC/1.1 §5.9): give it to the writer, it is not computed twice. */
   digest: string;
   /** WARC-Record-ID to give this capture's response record (fixed now: a concurrent duplicate may refer to it). */
   recordId: string;
@@ -170,7 +174,8 @@ export class ContentDedup {
     const c = { ...DEFAULT_DEDUP_CONFIG, ...config };
     const max = SIMHASH_TABLES.maxDistance;
     const d = Number.isFinite(c.maxDistance) ? Math.floor(c.maxDistance) : DEFAULT_DEDUP_CONFIG.maxDistance;
-    this.config = Object.freeze({ enabled: c.enabled, near: c.enabled && c.near, maxDistance: Math.max(0, Math.min(max, d)) });
+    const digest: DigestAlgo = c.digest === 'sha1' || c.digest === 'sha256' ? c.digest : DEFAULT_DIGEST;
+    this.config = Object.freeze({ enabled: c.enabled, near: c.enabled && c.near, maxDistance: Math.max(0, Math.min(max, d)), digest });
     this.digests = new DigestStore(digests);
     this.digestSub = digests;
     this.index = new SimhashStore(simhash, SIMHASH_TABLES);
@@ -181,8 +186,12 @@ export class ContentDedup {
    * Correct while pages are checked meanwhile: the iterator reads a snapshot,
    * and every digest written after it was claimed first, which adds it to the
    * filter. Nothing is persisted, so a crash cannot leave a stale filter.
+   * Resolves to the number of stored digests of the other algorithm (a data dir
+   * first crawled with another `--warc-digest`): they are never looked up again.
    */
-  async load(): Promise<void> {
+  async load(): Promise<{ otherAlgorithm: number }> {
+    const prefix = `${this.config.digest ?? DEFAULT_DIGEST}:`;
+    let otherAlgorithm = 0;
     // The SimHash index's bitmap of stored buckets, scanned alongside (SimhashStore.load).
     const index = this.config.near ? this.index.load() : Promise.resolve();
     index.catch(() => {}); // awaited below
@@ -192,7 +201,9 @@ export class ContentDedup {
         const ks = await it.nextv(4096);
         if (ks.length === 0) break;
         for (const k of ks) {
-          const raw = rawDigest(k.toString('utf8'));
+          const label = k.toString('utf8');
+          if (!label.startsWith(prefix)) { otherAlgorithm++; continue; }
+          const raw = rawDigest(label);
           if (raw) this.filter.add(raw);
         }
       }
@@ -201,6 +212,7 @@ export class ContentDedup {
     }
     this.filterReady = true;
     await index;
+    return { otherAlgorithm };
   }
 
   /** Whether the HTML extraction should fingerprint the visible text (wantFingerprint). */
@@ -218,8 +230,9 @@ export class ContentDedup {
 
   /** Looks the payload up; claims it for `url` when it is new. */
   async checkExact(url: string, date: Date, body: Uint8Array): Promise<ExactCheck> {
-    const raw = createHash('sha256').update(body).digest();
-    const digest = 'sha256:' + base32(raw);
+    const algo = this.config.digest ?? DEFAULT_DIGEST;
+    const raw = createHash(algo).update(body).digest();
+    const digest = algo + ':' + base32(raw);
     const recordId = newRecordId();
     this.counts.digests++;
     const key16 = raw.subarray(0, 16);
@@ -332,10 +345,14 @@ export class ContentDedup {
   }
 }
 
-/** The first 16 bytes of a `sha256:BASE32` digest (the filter key); null for another label. */
+/**
+ * The first 16 bytes of a `sha1:`/`sha256:BASE32` digest (the filter key); null for
+ * another label. A sha1 and a sha256 prefix that collide cost one store read, no more.
+ */
 function rawDigest(label: string): Uint8Array | null {
-  if (!label.startsWith('sha256:')) return null;
-  const raw = unbase32(label.slice(7));
+  const colon = label.startsWith('sha256:') ? 7 : label.startsWith('sha1:') ? 5 : -1;
+  if (colon < 0) return null;
+  const raw = unbase32(label.slice(colon));
   return raw && raw.length >= 16 ? raw.subarray(0, 16) : null;
 }
 
@@ -347,7 +364,7 @@ function closer(best: { url: string; distance: number } | undefined, id: string,
 
 /** The revisit record for an exact duplicate (WARC/1.1 §6.7.2, identical-payload-digest profile). */
 export function revisitFor(
-  res: { url: string; startedAt: Date; ip?: string; status: number; statusText?: string; responseHeaders: [string, string][]; body: Uint8Array },
+  res: { url: string; startedAt: Date; ip?: string; status: number; statusText?: string; responseHeaders: [string, string][]; body: Uint8Array; rawBody?: Uint8Array; wire?: WireHeads },
   check: ExactCheck & { original: DigestRecord },
 ): RevisitInput {
   return {
@@ -363,6 +380,7 @@ export function revisitFor(
     statusText: res.statusText,
     responseHeaders: res.responseHeaders,
     payloadLength: res.body.length,
+    ...(res.wire ? { wire: res.wire } : {}),
   };
 }
 

@@ -4,7 +4,7 @@
 // WARC-Refers-To-Date, WARC-Refers-To).
 //
 // Key: the labelled digest exactly as written in WARC-Payload-Digest (e.g.
-// `sha256:BASE32…`, src/warc/digest.ts), UTF-8. Value: version byte 1, then
+// `sha1:BASE32…` or `sha256:BASE32…`, src/warc/digest.ts; the label keeps the algorithms apart), UTF-8. Value: version byte 1, then
 // the date (8 bytes, ms since the epoch, BE), then uri and record id as
 // UTF-8 separated by one NUL (neither may contain NUL: URIs are percent-
 // encoded, record ids are `<urn:uuid:…>`).

@@ -12,6 +12,7 @@ import type { FetchConfig } from '../config.js';
 import { HostResolver } from './dns.js';
 import { AddressPolicy } from './address.js';
 import { decodeBody } from './decode.js';
+import { tapSocket, headStatus, type WireCapture } from './wire.js';
 
 export type Truncation = false | 'length' | 'time' | 'disconnect';
 
@@ -26,8 +27,15 @@ export interface FetchResponse {
   responseHeaders: [string, string][];
   /** Body after Content-Encoding decoding (raw bytes if decoding failed). */
   body: Buffer;
+  /** The body as received with only the transfer coding removed (what the WARC stores; same Buffer when not encoded). */
+  rawBody: Buffer;
   rawBytes: number;
+  /** Why `body` (decoded) is short. */
   truncated: Truncation;
+  /** Why `rawBody` is short (WARC-Truncated): the cap applies to it before decoding. */
+  rawTruncated: Truncation;
+  /** The exchange's heads as sent and received (src/fetch/wire.ts); absent when they could not be captured. */
+  wire?: WireCapture & { responseHead: Buffer };
   contentEncodingError?: string;
   ip?: string;
   startedAt: Date;
@@ -70,6 +78,9 @@ const STATUS_TEXT: Record<number, string> = {
 export class Fetcher {
   private readonly agent: Agent;
   private readonly ipOf = new Map<string, string>();
+  /** Origin → capture of the request in flight to it (one at a time per origin: connections 1, pipelining 1). */
+  private readonly wireOf = new Map<string, WireCapture>();
+  private readonly onWire = (origin: string, cap: WireCapture): void => { this.wireOf.set(origin, cap); };
 
   readonly addresses: AddressPolicy;
 
@@ -94,7 +105,10 @@ export class Fetcher {
             return;
           }
           this.ipOf.set(opts.hostname, r.address);
-          dial({ ...opts, hostname: r.address, servername: opts.servername ?? opts.hostname }, cb);
+          dial({ ...opts, hostname: r.address, servername: opts.servername ?? opts.hostname }, (err, socket) => {
+            if (!err && socket && typeof socket.read === 'function') tapSocket(socket, this.onWire);
+            (cb as (e: Error | null, s: typeof socket | null) => void)(err, socket);
+          });
         }, (err: Error) => {
           const e = new Error(`dns: ${err.message}`) as NodeJS.ErrnoException;
           e.code = 'UBI_DNS';
@@ -119,6 +133,7 @@ export class Fetcher {
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => { timedOut = true; controller.abort(); }, this.cfg.totalTimeoutMs);
+    let wire: WireCapture | undefined;
     try {
       const res = await this.agent.request({
         origin: u.origin,
@@ -128,6 +143,9 @@ export class Fetcher {
         signal: controller.signal,
         maxRedirections: 0,
       } as Parameters<Agent['request']>[0]);
+      // The head was read before undici parsed it: the capture is complete (or there is none).
+      wire = this.wireOf.get(u.origin);
+      const wireOk = wire !== undefined && wire.responseHead !== null && headStatus(wire.responseHead) === res.statusCode;
       const chunks: Buffer[] = [];
       let raw = 0;
       let truncated: Truncation = false;
@@ -156,10 +174,13 @@ export class Fetcher {
       };
       const rawBody = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, raw);
       const decoded = decodeBody(rawBody, header('content-encoding'), cap);
+      const rawTruncated = truncated;
       if (decoded.truncated && !truncated) truncated = 'length';
+      const statusText = (res as { statusText?: string }).statusText ?? STATUS_TEXT[res.statusCode] ?? '';
       return {
-        ok: true, url, status: res.statusCode, statusText: STATUS_TEXT[res.statusCode] ?? '', httpVersion: '1.1', method: 'GET',
-        requestHeaders, responseHeaders, body: decoded.body, rawBytes: raw, truncated,
+        ok: true, url, status: res.statusCode, statusText, httpVersion: '1.1', method: 'GET',
+        requestHeaders, responseHeaders, body: decoded.body, rawBody, rawBytes: raw, truncated, rawTruncated,
+        ...(wireOk ? { wire: wire as WireCapture & { responseHead: Buffer } } : {}),
         contentEncodingError: decoded.error, ip: this.ipOf.get(u.hostname.replace(/^\[|\]$/g, '')) ?? this.ipOf.get(u.hostname),
         startedAt, durationMs: performance.now() - t0, header,
       };
@@ -167,6 +188,9 @@ export class Fetcher {
       return fail(url, timedOut ? 'timeout' : classify(err), (err as Error).message, startedAt, t0);
     } finally {
       clearTimeout(timer);
+      // Only ours: the next request to the origin may already have replaced it.
+      const now = this.wireOf.get(u.origin);
+      if (now !== undefined && (now === wire || wire === undefined)) this.wireOf.delete(u.origin);
     }
   }
 
@@ -174,6 +198,15 @@ export class Fetcher {
     await this.agent.close().catch(() => this.agent.destroy());
     this.resolver.close();
   }
+}
+
+/**
+ * What the WARC response record holds for a fetch (docs/warc.md "Faithful records"): with
+ * captured heads the body as received; without them the decoded body, whose rebuilt
+ * headers are made to describe it. The exact-duplicate digest is over the same bytes.
+ */
+export function archivedBody(out: FetchResponse): { body: Buffer; truncated: Truncation; wire?: WireCapture & { responseHead: Buffer } } {
+  return out.wire ? { body: out.rawBody, truncated: out.rawTruncated, wire: out.wire } : { body: out.body, truncated: out.truncated };
 }
 
 const BLOCKED_CODE = 'UBI_BLOCKED_ADDRESS';

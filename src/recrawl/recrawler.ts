@@ -136,7 +136,8 @@ export class Recrawler {
     const d = prev.digest;
     return {
       capturedAt: new Date(prev.capturedAt || prev.fetchedAt),
-      ...(d && d.length === 32 ? { payloadDigest: 'sha256:' + base32(d) } : {}),
+      // 20 and 32 bytes: a sha1 or sha256 payload digest (payloadDigestBytes); 8: an xxh64, not one.
+      ...(d && (d.length === 32 || d.length === 20) ? { payloadDigest: (d.length === 32 ? 'sha256:' : 'sha1:') + base32(d) } : {}),
     };
   }
 
@@ -332,14 +333,18 @@ function dueValue(depth: number, url: string): Buffer {
 }
 
 /**
- * Bytes compared to tell whether a page changed: the raw SHA-256 of its WARC
- * payload digest when one was written (so a 304's revisit record can repeat
+ * Bytes compared to tell whether a page changed: the raw SHA-1 or SHA-256 of its
+ * WARC payload digest when one was written (so a 304's revisit record can repeat
  * it), else an 8-byte xxh64 of the body.
  */
 export function payloadDigestBytes(label: string | undefined, body: Uint8Array): Uint8Array {
   if (label && label.startsWith('sha256:')) {
     const raw = unbase32(label.slice(7));
     if (raw && raw.length === 32) return raw;
+  }
+  if (label && label.startsWith('sha1:')) {
+    const raw = unbase32(label.slice(5));
+    if (raw && raw.length === 20) return raw;
   }
   const b = Buffer.allocUnsafe(8);
   b.writeBigUInt64BE(xxh64Bytes(body));

@@ -16,8 +16,9 @@
 // - mime: "warc/revisit" for revisits (pywb resolves those through the digest),
 //   otherwise the HTTP Content-Type (WARC Content-Type for resource/metadata)
 //   without parameters; status: the HTTP status of response and revisit records;
-//   digest: WARC-Payload-Digest without its `algo:` label. Fields without a value
-//   are left out, as cdxj-indexer leaves them out.
+//   digest: WARC-Payload-Digest as written, label included (`sha1:…`, `sha256:…`),
+//   as cdxj-indexer copies it (its _get_digest; only its legacy CDX output strips
+//   the label). Fields without a value are left out, as cdxj-indexer leaves them out.
 import { rename, unlink, writeFile, stat, readdir } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -190,7 +191,7 @@ function cdxjFieldsOf(r: RecordView): { urlkey: string; ts: string; fields: Arra
     const payload = r.payload();
     if (payload) digest = 'sha1:' + base32(createHash('sha1').update(payload).digest());
   }
-  if (digest) fields.push(['digest', digest.slice(digest.lastIndexOf(':') + 1).trim()]);
+  if (digest) fields.push(['digest', digest.trim()]);
   fields.push(['length', String(r.length)]);
   return { urlkey: surt(url), ts, fields, skipped: false };
 }

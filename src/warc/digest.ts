@@ -1,13 +1,13 @@
 // Labelled digests for WARC-Block-Digest / WARC-Payload-Digest (WARC/1.1 §5.8, §5.9:
 // `labelled-digest = algorithm ":" digest-value`).
 //
-// We write `sha256:` + RFC 4648 base32 (upper case, '=' padded). That is exactly
-// what Python warcio's Digester prints and compares against (its `check` command
-// and DigestVerifyingReader accept base32/base16/base64), what warcio.js writes
-// with `digest: { base32: true }`, and the encoding the IIPC guidelines use for
-// sha1. SHA-256 because SHA-1 is broken for collision resistance and dedup keys
-// on it. Hashing uses node:crypto (OpenSSL, SHA-NI here): ~10 µs for 15 KB,
-// against ~55 µs for the hash-wasm hasher warcio would otherwise instantiate.
+// We write `sha1:` or `sha256:` (`--warc-digest`, docs/warc.md "Digests") + RFC 4648
+// base32 (upper case, '=' padded). That is exactly what Python warcio's Digester
+// prints and compares against (its `check` command and DigestVerifyingReader accept
+// base32/base16/base64), what warcio.js writes with `digest: { base32: true }`, and
+// what Heritrix and Common Crawl write for sha1. Hashing uses node:crypto (OpenSSL,
+// SHA-NI here): ~10 µs for 15 KB, against ~55 µs for the hash-wasm hasher warcio
+// would otherwise instantiate.
 import { createHash } from 'node:crypto';
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
@@ -50,15 +50,35 @@ export function unbase32(text: string): Uint8Array | null {
   return out;
 }
 
+/** The digest algorithms a crawl can write (`--warc-digest`). */
+export type DigestAlgo = 'sha1' | 'sha256';
+export const DIGEST_ALGOS: readonly DigestAlgo[] = ['sha1', 'sha256'];
+
+/** `<algo>:<BASE32>` of the concatenation of `parts` (WARC/1.1 §5.8 labelled-digest). */
+export function labelledDigest(algo: DigestAlgo, ...parts: Uint8Array[]): string {
+  const h = createHash(algo);
+  for (const p of parts) h.update(p);
+  return algo + ':' + base32(h.digest());
+}
+
 /** `sha256:<BASE32>` of the concatenation of `parts`. */
 export function sha256Label(...parts: Uint8Array[]): string {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p);
-  return 'sha256:' + base32(h.digest());
+  return labelledDigest('sha256', ...parts);
 }
 
 /** Empty-payload digest, constant (request records have no body). */
 export const EMPTY_SHA256 = sha256Label();
+const EMPTY: Record<DigestAlgo, string> = { sha1: labelledDigest('sha1'), sha256: EMPTY_SHA256 };
+
+/** The digest of no bytes, per algorithm (constant). */
+export function emptyDigest(algo: DigestAlgo): string {
+  return EMPTY[algo] ?? EMPTY_SHA256;
+}
+
+/** The algorithm of a `sha1:`/`sha256:` label we write, else undefined. */
+export function digestAlgoOf(label: string): DigestAlgo | undefined {
+  return label.startsWith('sha1:') ? 'sha1' : label.startsWith('sha256:') ? 'sha256' : undefined;
+}
 
 const ALGOS: Record<string, { node: string; len: number }> = {
   sha1: { node: 'sha1', len: 20 },

@@ -45,7 +45,8 @@ export interface StoredResponse {
   /** HTTP header fields as stored, in order, repeated fields kept. */
   headers: [string, string][];
   /**
-   * The entity body as stored (after the fetcher's content decoding, docs/warc.md).
+   * The entity body as stored: as received, still content-coded when the headers say so
+   * (docs/warc.md "Faithful records"); older records hold it decoded.
    * For a revisit: the original capture's payload, found through the index.
    */
   payload: Uint8Array;
@@ -404,6 +405,17 @@ function warcField(h: Record<string, string>, name: string): string | undefined 
   return undefined;
 }
 
+/**
+ * Index digests compared by value: indexes written before the label was kept
+ * (`ABC…`) and after (`sha1:ABC…`) may sit side by side in one directory.
+ */
+function sameDigest(a: string, b: string): boolean {
+  if (a === b) return true;
+  const ca = a.indexOf(':'), cb = b.indexOf(':');
+  if (ca >= 0 && cb >= 0) return false; // two labels that differ: different algorithms or values
+  return a.slice(ca + 1) === b.slice(cb + 1);
+}
+
 /** The original response a revisit points at (same payload digest), if indexed. */
 async function resolveRevisit(
   dir: string,
@@ -414,7 +426,7 @@ async function resolveRevisit(
   const refDate = warcField(rec.headers, 'WARC-Refers-To-Date');
   const wantTs = refDate ? refDate.replace(/[^0-9]/g, '').slice(0, 14) : null;
   const caps = (await lookupUrl(dir, target)).filter(
-    (c) => c.mime !== 'warc/revisit' && (!cap.digest || !c.digest || c.digest === cap.digest),
+    (c) => c.mime !== 'warc/revisit' && (!cap.digest || !c.digest || sameDigest(c.digest, cap.digest)),
   );
   // The dated original first, then the newest one not after the revisit.
   const revisitT = tsMillis(cap.timestamp);

@@ -4,7 +4,7 @@
 // URI and date (WARC-Refers-To-Target-URI, WARC-Refers-To-Date) and repeats
 // that capture's payload digest when it is known, so replay tools can find the
 // payload. One small builder: encoding is encodeRevisit's (records.ts).
-import type { HeaderList, RevisitInput } from './records.js';
+import type { HeaderList, RevisitInput, WireHeads } from './records.js';
 
 export interface NotModifiedInput {
   url: string;
@@ -17,8 +17,10 @@ export interface NotModifiedInput {
   responseHeaders: HeaderList;
   /** When the representation the server says is unchanged was captured. */
   capturedAt: Date;
-  /** That capture's WARC-Payload-Digest (`sha256:…`), when known. */
+  /** That capture's WARC-Payload-Digest (`sha1:…`/`sha256:…`), when known. */
   payloadDigest?: string;
+  /** The 304's head as received (stored instead of a rebuild). */
+  wire?: WireHeads;
 }
 
 export function serverNotModifiedRevisit(x: NotModifiedInput): RevisitInput {
@@ -34,5 +36,6 @@ export function serverNotModifiedRevisit(x: NotModifiedInput): RevisitInput {
     ...(x.httpVersion !== undefined ? { httpVersion: x.httpVersion } : {}),
     responseHeaders: x.responseHeaders,
     profile: 'server-not-modified',
+    ...(x.wire ? { wire: x.wire } : {}),
   };
 }

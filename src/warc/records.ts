@@ -11,13 +11,33 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { WARCRecord, WARCSerializer, StatusAndHeaders, HeadersMultiMap, WARC_1_1 } from 'warcio';
 import type { WARCSerializerOpts } from 'warcio';
-import { sha256Label, EMPTY_SHA256 } from './digest.js';
+import { labelledDigest, emptyDigest, type DigestAlgo } from './digest.js';
 import { cdxjLineHead } from './cdxj.js';
 
 export type HeaderList = [string, string][];
 export type TruncatedReason = false | 'length' | 'time' | 'disconnect';
 
-/** One HTTP fetch, as the fetcher saw it. `body` is the entity after content decoding. */
+/**
+ * The heads of an exchange as they crossed the wire (src/fetch/wire.ts). With them
+ * the records hold those bytes, and `body` must be the entity as received (transfer
+ * coding removed, content coding kept): docs/warc.md "Faithful records".
+ */
+export interface WireHeads {
+  /** Request line, header fields and the blank line, as sent. */
+  requestHead?: Uint8Array;
+  /** Status line, header fields and the blank line, as received. */
+  responseHead: Uint8Array;
+  /** WARC-Protocol values (`http/1.1`, `tls/1.3`, …). */
+  protocols?: string[];
+  /** WARC-Cipher-Suite (IANA name). */
+  cipherSuite?: string;
+}
+
+/**
+ * One HTTP fetch, as the fetcher saw it. Without `wire`, `body` is the entity after
+ * content decoding and the header blocks are rebuilt from the lists; with `wire`,
+ * `body` is the entity as received and the heads are stored as received.
+ */
 export interface ExchangeInput {
   url: string;
   date: Date;
@@ -42,8 +62,9 @@ export interface ExchangeInput {
   contentDecoded?: boolean;
   /** WARC-Record-ID of the response record, when the caller fixed it beforehand (dedup refers to it). */
   recordId?: string;
-  /** WARC-Payload-Digest of `body` (`sha256:BASE32`), when the caller already computed it (not hashed twice). */
+  /** WARC-Payload-Digest of `body` (`sha1:`/`sha256:BASE32`), when the caller already computed it (not hashed twice). */
   payloadDigest?: string;
+  wire?: WireHeads;
 }
 
 export type RevisitProfile = 'identical-payload-digest' | 'server-not-modified';
@@ -66,6 +87,8 @@ export interface RevisitInput {
   /** Decoded length of the duplicated payload, if known: sets Content-Length in the stored headers. */
   payloadLength?: number;
   contentDecoded?: boolean;
+  /** The response head as received: stored instead of rebuilding it from `responseHeaders`. */
+  wire?: WireHeads;
 }
 
 export interface MetadataInput {
@@ -75,10 +98,14 @@ export interface MetadataInput {
   concurrentTo?: string;
 }
 
+/** `digest`: the algorithm of the digests computed here (default sha1, docs/warc.md "Digests"). */
 export type EncodeJob =
-  | { kind: 'exchange'; input: ExchangeInput; level: number }
-  | { kind: 'revisit'; input: RevisitInput; level: number }
-  | { kind: 'metadata'; input: MetadataInput; level: number };
+  | { kind: 'exchange'; input: ExchangeInput; level: number; digest?: DigestAlgo }
+  | { kind: 'revisit'; input: RevisitInput; level: number; digest?: DigestAlgo }
+  | { kind: 'metadata'; input: MetadataInput; level: number; digest?: DigestAlgo };
+
+/** The crawler's default digest algorithm: the one Common Crawl and Heritrix archives use (docs/warc.md "Digests"). */
+export const DEFAULT_DIGEST: DigestAlgo = 'sha1';
 
 /** Gzip members of one job, concatenated; `sizes[i]` is the compressed size of member i. */
 export interface Encoded {
@@ -100,10 +127,10 @@ export const PROFILE_URI: Record<RevisitProfile, string> = {
   'server-not-modified': 'http://netpreserve.org/warc/1.1/revisit/server-not-modified',
 };
 
+// warcio never hashes here (every record has its digests preset); if it ever had to, same format as ours.
 const SER_OPTS: WARCSerializerOpts = {
   gzip: false,
-  // Only used if warcio ever has to compute a digest itself; same format as ours.
-  digest: { algo: 'sha-256', prefix: 'sha256:', base32: true },
+  digest: { algo: 'sha-1', prefix: 'sha1:', base32: true },
 };
 
 /** `<urn:uuid:…>` (WARC/1.1 §5.2). */
@@ -383,23 +410,48 @@ function concat(members: Member[]): { bytes: Uint8Array; sizes: number[]; cdxj?:
 }
 
 /**
+ * The response head as stored with a body that is stored as received but without its
+ * transfer coding: a `Transfer-Encoding` field (RFC 9112 §6.1) is renamed to
+ * `X-Crawler-Transfer-Encoding` in place (same position, case and value), so the
+ * stored message parses to the stored body. Every other byte is as received.
+ * Python warcio's `check` digests the payload as stored (warcio issue #75), so a
+ * chunk-framed body would fail either it or WARC/1.1 §6.3.2 (payload = entity
+ * with transfer coding removed); this way both agree.
+ */
+export function storedWireHead(head: Uint8Array): Uint8Array {
+  const text = Buffer.from(head.buffer, head.byteOffset, head.byteLength).toString('latin1');
+  if (!TE_FIELD.test(text)) return head;
+  return Buffer.from(text.replace(TE_FIELD_G, (_m, nl: string, name: string) => `${nl}X-Crawler-${name}`), 'latin1');
+}
+const TE_FIELD = /\r\ntransfer-encoding[ \t]*:/i;
+const TE_FIELD_G = /(\r\n)(transfer-encoding)(?=[ \t]*:)/gi;
+
+/** The WARC fields every record of an exchange shares: address and protocol (IIPC proposals, docs/warc.md). */
+function exchangeFields(ip: string | undefined, wire: WireHeads | undefined, httpVersion: string | undefined): HeaderList {
+  const out: HeaderList = [];
+  if (ip) out.push(['WARC-IP-Address', cleanHeaderValue(ip)]);
+  const { warcProtocol } = httpVersionLine(httpVersion);
+  const protocols = wire?.protocols?.length ? wire.protocols : [warcProtocol ?? (httpVersion?.trim() === '1.0' ? 'http/1.0' : 'http/1.1')];
+  for (const p of protocols) out.push(['WARC-Protocol', cleanHeaderValue(p)]);
+  if (wire?.cipherSuite) out.push(['WARC-Cipher-Suite', cleanHeaderValue(wire.cipherSuite)]);
+  return out;
+}
+
+/**
  * A `response` then a `request` record (the order Heritrix and browsertrix write;
  * pywb and warcio indexers pair either order), each pointing at the other with
  * WARC-Concurrent-To (WARC/1.1 §5.7).
  */
-export async function encodeExchange(ex: ExchangeInput, level: number): Promise<Encoded> {
+export async function encodeExchange(ex: ExchangeInput, level: number, algo: DigestAlgo = DEFAULT_DIGEST): Promise<Encoded> {
   const u = parseUrl(ex.url);
   const date = warcDate(ex.date);
   const respId = ex.recordId ? normaliseRecordId(ex.recordId) : newRecordId();
   const reqId = newRecordId();
   const body = ex.body ?? new Uint8Array(0);
-  const { proto, warcProtocol } = httpVersionLine(ex.httpVersion);
+  const { proto } = httpVersionLine(ex.httpVersion);
+  const common = exchangeFields(ex.ip, ex.wire, ex.httpVersion);
 
-  const common: HeaderList = [];
-  if (ex.ip) common.push(['WARC-IP-Address', cleanHeaderValue(ex.ip)]);
-  if (warcProtocol) common.push(['WARC-Protocol', warcProtocol]);
-
-  const payloadDigest = ex.payloadDigest ? cleanHeaderValue(ex.payloadDigest) : sha256Label(body);
+  const payloadDigest = ex.payloadDigest ? cleanHeaderValue(ex.payloadDigest) : labelledDigest(algo, body);
   const respWarc: HeaderList = [
     ['WARC-Type', 'response'],
     ['WARC-Record-ID', respId],
@@ -409,40 +461,46 @@ export async function encodeExchange(ex: ExchangeInput, level: number): Promise<
   ];
   if (ex.truncated) respWarc.push(['WARC-Truncated', ex.truncated]);
   respWarc.push(['WARC-Payload-Digest', payloadDigest]);
-  const resp = WARCRecord.create(
-    { url: ex.url, date, type: 'response', warcVersion: WARC_1_1, warcHeaders: respWarc },
-    [body],
-  );
-  resp.httpHeaders = new StatusAndHeaders({
-    statusline: statusLine(proto, ex.status, ex.statusText),
-    headers: new ListHeaders(storedResponseHeaders(ex.responseHeaders ?? [], body.length, ex.contentDecoded ?? true)),
-  });
-  resp.warcHeaders.headers.set('WARC-Block-Digest', sha256Label(httpHeadBytes(resp), body));
+  let resp: WARCRecord;
+  if (ex.wire) {
+    // The block is the head as received then the body: warcio only frames it.
+    const head = storedWireHead(ex.wire.responseHead);
+    resp = WARCRecord.create({ url: ex.url, date, type: 'response', warcVersion: WARC_1_1, warcHeaders: respWarc }, [head, body]);
+    resp.httpHeaders = null;
+    resp.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, head, body));
+  } else {
+    resp = WARCRecord.create({ url: ex.url, date, type: 'response', warcVersion: WARC_1_1, warcHeaders: respWarc }, [body]);
+    resp.httpHeaders = new StatusAndHeaders({
+      statusline: statusLine(proto, ex.status, ex.statusText),
+      headers: new ListHeaders(storedResponseHeaders(ex.responseHeaders ?? [], body.length, ex.contentDecoded ?? true)),
+    });
+    resp.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, httpHeadBytes(resp), body));
+  }
 
-  const method = cleanHeaderValue(ex.method ?? 'GET').replace(/\s+/g, '') || 'GET';
-  const path = u ? u.pathname + u.search : '/';
-  const req = WARCRecord.create(
-    {
-      url: ex.url,
-      date,
-      type: 'request',
-      warcVersion: WARC_1_1,
-      warcHeaders: [
-        ['WARC-Type', 'request'],
-        ['WARC-Record-ID', reqId],
-        ['WARC-Date', date],
-        ...common,
-        ['WARC-Concurrent-To', respId],
-        ['WARC-Payload-Digest', EMPTY_SHA256],
-      ],
-    },
-    [],
-  );
-  req.httpHeaders = new StatusAndHeaders({
-    statusline: `${method} ${path} ${proto}`,
-    headers: new ListHeaders(requestHeaderList(ex, u)),
-  });
-  req.warcHeaders.headers.set('WARC-Block-Digest', sha256Label(httpHeadBytes(req)));
+  const reqWarc: HeaderList = [
+    ['WARC-Type', 'request'],
+    ['WARC-Record-ID', reqId],
+    ['WARC-Date', date],
+    ...common,
+    ['WARC-Concurrent-To', respId],
+    ['WARC-Payload-Digest', emptyDigest(algo)],
+  ];
+  let req: WARCRecord;
+  const sent = ex.wire?.requestHead;
+  if (sent && sent.length > 0) {
+    req = WARCRecord.create({ url: ex.url, date, type: 'request', warcVersion: WARC_1_1, warcHeaders: reqWarc }, [sent]);
+    req.httpHeaders = null;
+    req.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, sent));
+  } else {
+    const method = cleanHeaderValue(ex.method ?? 'GET').replace(/\s+/g, '') || 'GET';
+    const path = u ? u.pathname + u.search : '/';
+    req = WARCRecord.create({ url: ex.url, date, type: 'request', warcVersion: WARC_1_1, warcHeaders: reqWarc }, []);
+    req.httpHeaders = new StatusAndHeaders({
+      statusline: `${method} ${path} ${proto}`,
+      headers: new ListHeaders(requestHeaderList(ex, u)),
+    });
+    req.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, httpHeadBytes(req)));
+  }
 
   return { ...concat([await member(resp, level), await member(req, level, false)]), primary: 0, recordId: respId, payloadDigest };
 }
@@ -451,37 +509,44 @@ export async function encodeExchange(ex: ExchangeInput, level: number): Promise<
  * A `revisit` record (WARC/1.1 §6.7): the block is the HTTP response header only;
  * WARC-Payload-Digest repeats the original's so an indexer can resolve it.
  */
-export async function encodeRevisit(rv: RevisitInput, level: number): Promise<Encoded> {
+export async function encodeRevisit(rv: RevisitInput, level: number, algo: DigestAlgo = DEFAULT_DIGEST): Promise<Encoded> {
   const date = warcDate(rv.date);
   const id = newRecordId();
-  const { proto, warcProtocol } = httpVersionLine(rv.httpVersion);
+  const { proto } = httpVersionLine(rv.httpVersion);
   const warc: HeaderList = [
     ['WARC-Type', 'revisit'],
     ['WARC-Record-ID', id],
     ['WARC-Date', date],
+    ...exchangeFields(rv.ip, rv.wire, rv.httpVersion),
   ];
-  if (rv.ip) warc.push(['WARC-IP-Address', cleanHeaderValue(rv.ip)]);
-  if (warcProtocol) warc.push(['WARC-Protocol', warcProtocol]);
   warc.push(['WARC-Refers-To-Target-URI', cleanHeaderValue(rv.refersToUri)]);
   warc.push(['WARC-Refers-To-Date', warcDate(rv.refersToDate)]);
   if (rv.refersToRecordId) warc.push(['WARC-Refers-To', normaliseRecordId(rv.refersToRecordId)]);
   const payloadDigest = cleanHeaderValue(rv.payloadDigest ?? '');
   // server-not-modified (§6.7.3) may not know the earlier payload's digest: then the field is left out.
   if (payloadDigest) warc.push(['WARC-Payload-Digest', payloadDigest]);
-  const rec = WARCRecord.create({ url: rv.url, date, type: 'revisit', warcVersion: WARC_1_1, warcHeaders: warc }, []);
+  let rec: WARCRecord;
+  if (rv.wire) {
+    const head = storedWireHead(rv.wire.responseHead);
+    rec = WARCRecord.create({ url: rv.url, date, type: 'revisit', warcVersion: WARC_1_1, warcHeaders: warc }, [head]);
+    rec.httpHeaders = null;
+    rec.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, head));
+  } else {
+    rec = WARCRecord.create({ url: rv.url, date, type: 'revisit', warcVersion: WARC_1_1, warcHeaders: warc }, []);
+    rec.httpHeaders = new StatusAndHeaders({
+      statusline: statusLine(proto, rv.status, rv.statusText),
+      headers: new ListHeaders(
+        storedResponseHeaders(
+          rv.responseHeaders ?? [],
+          typeof rv.payloadLength === 'number' && rv.payloadLength >= 0 ? rv.payloadLength : null,
+          rv.contentDecoded ?? true,
+        ),
+      ),
+    });
+    rec.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, httpHeadBytes(rec)));
+  }
   // warcio presets the identical-payload-digest profile; set the one asked for.
   rec.warcHeaders.headers.set('WARC-Profile', PROFILE_URI[rv.profile] ?? PROFILE_URI['identical-payload-digest']);
-  rec.httpHeaders = new StatusAndHeaders({
-    statusline: statusLine(proto, rv.status, rv.statusText),
-    headers: new ListHeaders(
-      storedResponseHeaders(
-        rv.responseHeaders ?? [],
-        typeof rv.payloadLength === 'number' && rv.payloadLength >= 0 ? rv.payloadLength : null,
-        rv.contentDecoded ?? true,
-      ),
-    ),
-  });
-  rec.warcHeaders.headers.set('WARC-Block-Digest', sha256Label(httpHeadBytes(rec)));
   return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest };
 }
 
@@ -493,11 +558,11 @@ export function warcFields(fields: Record<string, string>): Uint8Array {
 }
 
 /** A `metadata` record (WARC/1.1 §6.6) with warc-fields, e.g. a near-duplicate note. */
-export async function encodeMetadata(md: MetadataInput, level: number): Promise<Encoded> {
+export async function encodeMetadata(md: MetadataInput, level: number, algo: DigestAlgo = DEFAULT_DIGEST): Promise<Encoded> {
   const date = warcDate(md.date);
   const id = newRecordId();
   const body = warcFields(md.fields ?? {});
-  const digest = sha256Label(body);
+  const digest = labelledDigest(algo, body);
   const warc: HeaderList = [
     ['WARC-Type', 'metadata'],
     ['WARC-Record-ID', id],
@@ -516,6 +581,7 @@ export async function encodeWarcinfo(
   date: Date,
   info: Record<string, string>,
   level: number,
+  algo: DigestAlgo = DEFAULT_DIGEST,
 ): Promise<Encoded> {
   const id = newRecordId();
   const body = warcFields(info);
@@ -529,7 +595,7 @@ export async function encodeWarcinfo(
         ['WARC-Type', 'warcinfo'],
         ['WARC-Record-ID', id],
         ['WARC-Date', warcDate(date)],
-        ['WARC-Block-Digest', sha256Label(body)],
+        ['WARC-Block-Digest', labelledDigest(algo, body)],
       ],
     },
     [body],
@@ -540,10 +606,10 @@ export async function encodeWarcinfo(
 export function encodeJob(job: EncodeJob): Promise<Encoded> {
   switch (job.kind) {
     case 'exchange':
-      return encodeExchange(job.input, job.level);
+      return encodeExchange(job.input, job.level, job.digest);
     case 'revisit':
-      return encodeRevisit(job.input, job.level);
+      return encodeRevisit(job.input, job.level, job.digest);
     case 'metadata':
-      return encodeMetadata(job.input, job.level);
+      return encodeMetadata(job.input, job.level, job.digest);
   }
 }

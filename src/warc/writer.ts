@@ -9,7 +9,8 @@ import { Worker } from 'node:worker_threads';
 import { mkdir, open, readdir, rename, stat, truncate, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { encodeJob, encodeWarcinfo } from './records.js';
+import { encodeJob, encodeWarcinfo, DEFAULT_DIGEST } from './records.js';
+import type { DigestAlgo } from './digest.js';
 import type { EncodeJob, Encoded, ExchangeInput, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
 import { cdxjLineTail, cdxjPathFor } from './cdxj.js';
@@ -28,6 +29,8 @@ export interface WarcWriterOptions {
   maxFileBytes?: number;
   /** Extra or overriding warcinfo fields (software, operator, robots, http-header-user-agent, …). */
   warcinfo?: Record<string, string>;
+  /** Algorithm of every WARC-Block-Digest / WARC-Payload-Digest computed here (default sha1, docs/warc.md "Digests"). */
+  digest?: DigestAlgo;
   /**
    * zlib level, 0–9 (default 4: 97 % of level 6's compression of HTML for 55 % of
    * its CPU; see docs/warc.md for the measurements).
@@ -332,6 +335,7 @@ export class WarcWriter {
   private readonly maxFileBytes: number;
   private readonly info: Record<string, string>;
   private readonly level: number;
+  private readonly digest: DigestAlgo;
   private readonly maxPending: number;
   private readonly fsync: boolean;
   private readonly encoder: Encoder;
@@ -369,6 +373,7 @@ export class WarcWriter {
     this.info = { ...DEFAULT_INFO, ...(opts.warcinfo ?? {}) };
     const lvl = opts.gzipLevel ?? DEFAULT_LEVEL;
     this.level = Number.isInteger(lvl) && lvl >= 0 && lvl <= 9 ? lvl : DEFAULT_LEVEL;
+    this.digest = opts.digest === 'sha1' || opts.digest === 'sha256' ? opts.digest : DEFAULT_DIGEST;
     this.maxPending = Math.max(1, opts.maxPending ?? 64);
     this.fsync = opts.fsync ?? true;
     this.onFileClosed = opts.onFileClosed;
@@ -431,17 +436,17 @@ export class WarcWriter {
 
   /** A `response` and a `request` record for one fetch; the result locates the response. */
   writeExchange(ex: ExchangeInput): Promise<WriteResult> {
-    return this.submit({ kind: 'exchange', input: ex, level: this.level });
+    return this.submit({ kind: 'exchange', input: ex, level: this.level, digest: this.digest });
   }
 
   /** A `revisit` record (identical-payload-digest or server-not-modified profile). */
   writeRevisit(rv: RevisitInput): Promise<WriteResult> {
-    return this.submit({ kind: 'revisit', input: rv, level: this.level });
+    return this.submit({ kind: 'revisit', input: rv, level: this.level, digest: this.digest });
   }
 
   /** A `metadata` record of warc-fields about `url`, e.g. a near-duplicate note. */
   writeMetadata(url: string, date: Date, fields: Record<string, string>, concurrentTo?: string): Promise<WriteResult> {
-    return this.submit({ kind: 'metadata', input: { url, date, fields, concurrentTo }, level: this.level });
+    return this.submit({ kind: 'metadata', input: { url, date, fields, concurrentTo }, level: this.level, digest: this.digest });
   }
 
   get stats(): WriterStats {
@@ -643,7 +648,7 @@ export class WarcWriter {
         throw e;
       }
       try {
-        const info = await encodeWarcinfo(name, now, this.info, this.level);
+        const info = await encodeWarcinfo(name, now, this.info, this.level, this.digest);
         await writeFully(fh, info.bytes, 0);
         this.st.records++;
         this.st.bytes += info.bytes.length;
