@@ -212,3 +212,26 @@ test('recent rings: who may send seen entries for a host; the ring without us co
   junk.restore([[['x', -1]], 'y', [[5, 1]]]);
   assert.equal(junk.owned(B, HOSTS[0]!, A), false, 'malformed history is ignored');
 });
+
+test('gate: a member declared dead by mistake comes back with its last marker still good; a restart needs a new one', () => {
+  const g = new HandoffGate(A, { timeoutMs: 5000, floorMs: 0 });
+  const r = ring(A, B);
+  g.ringChanged(r, [B], [], 0);
+  g.heard(B, 1);
+  g.marker(B, ringIdOf(r), 10);
+  r.remove(B);
+  g.gone(B, 100); // silent for dead-after: we take over its hosts
+  g.ringChanged(r, [], [], 100);
+  r.add(B); // its next heartbeat: alive all along, same incarnation
+  g.ringChanged(r, [B], [B], 200);
+  assert.equal(g.heard(B, 1), false);
+  assert.deepEqual(g.waitingFor(), [], 'its marker for this ring came before the mistake');
+  assert.ok(HOSTS.every((h) => g.notBefore(h, 200) === 0));
+  // A restart is another matter: what it held is unknown until its new marker.
+  assert.equal(g.heard(B, 2), true);
+  r.remove(B);
+  g.ringChanged(r, [], [], 300);
+  r.add(B);
+  g.ringChanged(r, [B], [B], 400);
+  assert.deepEqual(g.waitingFor(), [B]);
+});

@@ -181,9 +181,13 @@ export class HandoffGate {
     this.sweep(now);
   }
 
-  /** A peer was declared dead (or is gone): take over at once, do not wait for it. */
+  /**
+   * A peer was declared dead (or is gone): take over at once, do not wait for
+   * it. Its last marker is kept (until prune): declared dead by mistake, it
+   * comes back under the same incarnation with nothing new to say; a restart
+   * (a higher incarnation, `heard`) forgets it.
+   */
   gone(peer: string, now: number): void {
-    this.lastMarker.delete(peer);
     this.finished.delete(peer);
     this.sent.delete(peer);
     this.silent.delete(peer);
@@ -244,6 +248,7 @@ export class HandoffGate {
     if (known === undefined || incarnation <= known) return false;
     this.sent.delete(peer);
     this.finished.delete(peer);
+    this.lastMarker.delete(peer);
     return true;
   }
 

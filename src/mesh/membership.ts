@@ -386,6 +386,9 @@ const REFUSAL_LOG_EVERY_MS = 10_000;
  * Events: 'change' (MembershipChange) whenever the ring changes;
  * 'heartbeat' (MemberInfo) for every accepted heartbeat from another member.
  */
+/** Most identities remembered as vouched for (a few hundred members, each restarting now and then). */
+const MAX_VOUCHED = 4096;
+
 export class Membership extends EventEmitter<MembershipEvents> {
   readonly ring: HostRing;
   readonly topic: string;
@@ -404,7 +407,11 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private readonly incarnation: number;
   private state: MemberState = 'active';
   private readonly ringNeedsVouch: boolean;
-  /** Members that proved their first handoff round to us (ringNeedsVouch); dropped when they leave the table. */
+  /**
+   * Members that proved their first handoff round to us (ringNeedsVouch). Kept after they leave the
+   * table (bounded, oldest dropped): one declared dead by mistake, or restarted, is back in our ring
+   * with its next heartbeat — it would not send a marker again, having seen no change of its own.
+   */
   private readonly vouched = new Set<string>();
   /** Members left out of our ring until the given time (local decision: not useful to us). */
   private readonly excluded = new Map<string, number>();
@@ -497,7 +504,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   vouch(id: string): void {
     if (id === this.node.id || this.vouched.has(id) || !this.table.get(id)) return;
     this.vouched.add(id);
-    if (this.vouched.size > this.admission.maxMembers) this.pruneVouched();
+    if (this.vouched.size > MAX_VOUCHED) this.vouched.delete(this.vouched.values().next().value!);
     this.applyRing([]);
   }
 
@@ -685,17 +692,11 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   private applyRing(dead: string[]): void {
-    this.pruneVouched();
     const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers((m) => !this.excluded.has(m.id) && this.isVouched(m.id)));
     if (!changed) return;
     const change: MembershipChange = { members: this.ring.members(), added, removed, dead: dead.filter((d) => removed.includes(d)) };
     this.log.info(change, 'membership changed');
     this.emit('change', change);
-  }
-
-  /** A member that left the table (dead, departed) must prove itself again when it comes back. */
-  private pruneVouched(): void {
-    for (const id of this.vouched) if (!this.table.get(id)) this.vouched.delete(id);
   }
 
   private logRefusals(now: number): void {
