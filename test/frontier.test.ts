@@ -22,6 +22,7 @@ async function setup(dir: string, opts: { maxActiveHosts?: number; headSize?: nu
     maxConcurrentLoads: opts.maxConcurrentLoads,
   });
   await frontier.recover();
+  built.add(frontier);
   return { store, frontier };
 }
 
@@ -31,7 +32,13 @@ async function enqueue(s: Setup, items: NewUrl[]): Promise<void> {
   s.frontier.committed(items);
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 5));
+/** Every frontier a test built: settle() waits for their head loads. */
+const built = new Set<Frontier<null>>();
+/** Lets the head loads that commits started finish (polled, bounded: a loaded machine is slow). */
+async function settle(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 5));
+  for (let i = 0; i < 400 && [...built].some((f) => f.loadsRunning > 0); i++) await new Promise((r) => setTimeout(r, 5));
+}
 
 /** Drains with delay 0, acknowledging each URL; returns URLs in the order handed out. */
 async function drain(s: Setup, check?: () => void): Promise<QueuedUrl[]> {

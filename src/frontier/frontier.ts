@@ -382,6 +382,9 @@ export class Frontier<D> {
   get knownHosts(): number { return this.hosts.size; }
   get pendingHosts(): number { return this.pendingCount; }
 
+  /** Head loads (LevelDB range reads) running now. */
+  get loadsRunning(): number { return this.loadsInFlight; }
+
   /** True when nothing is queued, loading or in flight. */
   get idle(): boolean {
     return this.queued === 0 && this.loadsInFlight === 0 && !this.recovering;
