@@ -161,8 +161,8 @@ test('gate: a joiner contacts no host until a member is in its ring, then waits 
   assert.ok(HOSTS.every((h) => g.notBefore(h, 300) > 300), 'a marker for a ring we have not reached does not clear');
   r.add(C);
   g.ringChanged(r, [B, C], [C], 400);
-  g.marker(C, ringIdOf(r), 450);
   assert.equal(g.startingUp, true, 'still starting up until the gates clear');
+  g.marker(C, ringIdOf(r), 450);
   assert.ok(HOSTS.every((h) => g.notBefore(h, 600) === 0), 'both markers match our ring: every host is free');
   assert.equal(g.startingUp, false);
 
@@ -234,4 +234,15 @@ test('gate: a member declared dead by mistake comes back with its last marker st
   r.add(B);
   g.ringChanged(r, [B], [B], 400);
   assert.deepEqual(g.waitingFor(), [B]);
+});
+
+test('gate: markers that came while we started put members in our ring already: no hold', () => {
+  const g = new HandoffGate(A, { timeoutMs: 5000, floorMs: 0 });
+  const r = ring(A, B);
+  g.marker(B, ringIdOf(r), 0);
+  g.ringChanged(r, [B], [B], 0);
+  g.holdUntilJoined(5000);
+  assert.equal(g.joining, false);
+  assert.ok(HOSTS.every((h) => g.notBefore(h, 10) === 0), 'B\'s marker is for our ring: nothing to wait for');
+  assert.equal(g.startingUp, false, 'and start-up is over');
 });

@@ -199,6 +199,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly settledOnly = new Map<string, Buffer>();
   /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
   private readonly recentRings = new RecentRings();
+  /** The mesh from its creation on, before start() resolves (peer intake only: everything else waits for `mesh`). */
+  private meshStarting: AgentMesh | undefined;
   /** heardRing()'s cache. */
   private heard: { key: string; ring: HostRing } | undefined;
   /** The last write of recentRings to the store (writes are chained, newest last). */
@@ -350,6 +352,7 @@ class Agent implements AgentHandle, AgentView {
         onChange: (c) => this.onMembershipChange(c),
         counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
         localIdle: () => this.localIdle(),
+        created: (m) => { this.meshStarting = m; },
       }, this.log);
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
       this.mesh.on('forget', (peer) => this.metrics.removePeer(peer.slice(-12)));
@@ -553,7 +556,8 @@ class Agent implements AgentHandle, AgentView {
    * departed peer's queue re-routed to us), not checked for admission.
    */
   private async acceptFromPeer(items: UrlItem[], from: string, local = false): Promise<void> {
-    const mesh = this.mesh;
+    // While the mesh starts, batches come already (a joiner listens a while first): the markers among them vouch.
+    const mesh = this.mesh ?? this.meshStarting;
     // docs/mesh.md "Admission": only members send us anything (the exchange checks too, when the stream
     // opens); rejecting makes an honest sender we have not heard of yet retry later.
     if (!local && mesh && !mesh.membership.member(from)) {

@@ -117,8 +117,10 @@ export class HandoffGate {
    * hold them. The first member in our ring then opens the newcomer gate.
    */
   holdUntilJoined(until: number): void {
-    this.joinHoldUntil = until;
     this.startup = true;
+    // Members whose markers came while we started may be in our ring already: nothing to hold for.
+    if (this.ring?.members().some((m) => m !== this.self)) return;
+    this.joinHoldUntil = until;
   }
 
   /**
@@ -126,7 +128,11 @@ export class HandoffGate {
    * has cleared: the time in which peers hand us what they held of our hosts
    * while we were not in their rings (docs/mesh.md "Admission").
    */
-  get startingUp(): boolean { return this.startup; }
+  get startingUp(): boolean {
+    if (!this.self) return true; // the agent has not started its gate yet (setSelf)
+    if (this.startup && !this.joinHoldUntil && this.gates.every((g) => !Number.isNaN(g.clearedAt))) this.startup = false;
+    return this.startup;
+  }
 
   /** Whether the hold of holdUntilJoined() is still on. */
   get joining(): boolean { return this.joinHoldUntil > 0; }
@@ -261,7 +267,6 @@ export class HandoffGate {
 
   /** Expires gates past their deadline, closes empty ones, forgets cleared ones past the floor. */
   sweep(now: number): void {
-    if (this.startup && !this.joinHoldUntil && this.gates.every((g) => !Number.isNaN(g.clearedAt))) this.startup = false;
     let drop = false;
     for (const g of this.gates) {
       if (Number.isNaN(g.clearedAt)) {

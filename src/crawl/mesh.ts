@@ -18,6 +18,11 @@ export interface MeshHandlers {
   counters(): { fetched: number; queued: number };
   /** Nothing queued, in flight or being processed here. */
   localIdle(): boolean;
+  /**
+   * The mesh exists and batches may arrive, before start() resolves (a joiner first listens for the
+   * members' heartbeats): peer intake needs it from here on.
+   */
+  created?(mesh: AgentMesh): void;
 }
 
 export interface AgentMeshStats {
@@ -81,6 +86,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
         limits: cfg.receiveLimits,
       });
       mesh = new AgentMesh(node, membership, outbox, replicas, exchange, cfg, log);
+      handlers.created?.(mesh);
       membership.on('change', (c) => handlers.onChange(c));
       for (const peer of cfg.peers) {
         try {
