@@ -16,7 +16,7 @@ import { openStore, type BatchOp, type Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { SyncBarrier } from '../store/sync-barrier.js';
 import { limitHeapGrowth } from '../util/memory.js';
-import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
+import { hostKey, seenKey, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Drum } from '../seen/drum.js';
 import { REJECTED_VALUE, queuedAt, queuedValue, seenStateOf, settledValue, type SettledState } from '../seen/state.js';
@@ -38,10 +38,9 @@ import { preflight, StartupError } from './preflight.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
-import { HandoffGate, RecentRings } from './handoff.js';
-import { HostRing } from '../assign/ring.js';
-import { RateLimitedLog } from '../mesh/admission.js';
-import { classifyItem, encodeItem, encodeHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { HandoffGate } from './handoff.js';
+import { Ownership } from './ownership.js';
+import { classifyItem, encodeItem, type UrlItem } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
 import { SitemapGrants } from '../sitemap/grants.js';
@@ -49,7 +48,6 @@ import type { UrlKind } from '../frontier/frontier.js';
 import { decodeEntry } from '../frontier/frontier.js';
 import { priorityClass, inlinkBonus, MAX_PRIORITY } from '../frontier/priority.js';
 import { InlinkCounter } from '../frontier/inlinks.js';
-import { decodeFetchRecord } from './records.js';
 import { indexWarcFile } from '../warc/cdxj.js';
 import { newHostPoliteness, politenessConfig, retryDelayMs, unpark, type HostPoliteness } from '../politeness/host.js';
 import { PolitenessControl, type Verdict } from '../politeness/control.js';
@@ -186,25 +184,9 @@ class Agent implements AgentHandle, AgentView {
   private sampler: NodeJS.Timeout | undefined;
   private lifecycle: AgentState = 'starting';
   private mesh: AgentMesh | undefined;
-  /** Ownership changes are applied one at a time, in order. */
-  private rebalancing: Promise<void> = Promise.resolve();
-  private rebalancePending = false;
   private forwarded = 0;
-  private received = 0;
-  /** Hosts we own but may not contact until their previous owners said "handoff complete" (src/crawl/handoff.ts). */
-  private handoff: HandoffGate | undefined;
-  private handoffTimer: NodeJS.Timeout | undefined;
-  /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
-  private readonly settledOnly = new Map<string, Buffer>();
-  /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
-  private readonly recentRings = new RecentRings();
-  /** heardRing()'s cache. */
-  private heard: { key: string; ring: HostRing } | undefined;
-  /** The last write of recentRings to the store (writes are chained, newest last). */
-  private ringsSaved: Promise<void> = Promise.resolve();
-  /** Items and batches from peers we refused, by reason (docs/mesh.md "Admission"). */
-  private readonly refused: Record<string, number> = {};
-  private refusalLog: RateLimitedLog | undefined;
+  /** Ring changes, handoffs, peer intake and markers (src/crawl/ownership.ts); in a mesh only. */
+  private ownership: Ownership<Candidate, HostData> | undefined;
   /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it): kept in LevelDB, and sent
    * along with the sitemap URL to the agent that fetches it (src/sitemap/grants.ts).
@@ -323,7 +305,7 @@ class Agent implements AgentHandle, AgentView {
     this.dedup?.load().catch((err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
     if (this.config.mesh.enabled) {
       const hb = this.config.mesh.heartbeatMs;
-      this.handoff = new HandoffGate('', {
+      const gate = new HandoffGate('', {
         // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
         timeoutMs: this.config.fetch.totalTimeoutMs + 20 * hb,
         floorMs: this.config.minDelayMs,
@@ -332,26 +314,29 @@ class Agent implements AgentHandle, AgentView {
         newcomerCooldownMs: 40 * hb,
         silentAfterMs: this.config.fetch.totalTimeoutMs + 20 * hb,
       });
-      this.refusalLog = new RateLimitedLog(this.log);
-      // Before the first batch can arrive: who owned what under the rings we had before a restart.
-      try {
-        const saved = await this.store.meta.get(RECENT_RINGS_KEY);
-        if (saved) this.recentRings.restore(JSON.parse(saved.toString('utf8')), { maxCapacity: this.config.mesh.admission.maxCapacity });
-      } catch (err) { this.log.warn({ err: (err as Error).message }, 'saved recent rings unreadable: starting afresh'); }
+      const ownership = this.ownership = new Ownership<Candidate, HostData>({
+        config: this.config, store: this.store, frontier: this.frontier, drum: this.drum, barrier: this.barrier, gate, log: this.log, metrics: this.metrics,
+        candidate: (url, depth, kind) => this.candidate(url, undefined, depth, kind),
+        route: (cands, sync) => this.route(cands, sync),
+        attachGrants: (items) => this.attachGrants(items),
+        schedulePump: () => this.schedulePump(),
+        lifecycle: () => this.lifecycle,
+      });
+      await ownership.restoreRings();
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
         // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
-        accept: (items, from) => this.acceptFromPeer(items, from).catch((err: unknown) => {
+        accept: (items, from) => ownership.acceptFromPeer(items, from).catch((err: unknown) => {
           if (!this.stopping && isStoreFailure(err)) this.onFatal(new Error(`store write failed: ${errorText(err)}`));
           throw err;
         }),
-        onChange: (c) => this.onMembershipChange(c),
+        onChange: (c) => ownership.onMembershipChange(c),
         counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
         localIdle: () => this.localIdle(),
       }, this.log);
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
       this.mesh.on('forget', (peer) => this.metrics.removePeer(peer.slice(-12)));
       this.mesh.exchange.on('rejected', (reason) => this.metrics.meshRefused(reason));
-      await this.startHandoffGate(this.mesh);
+      await ownership.start(this.mesh);
     }
     this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
     if (this.config.warc.enabled) {
@@ -439,8 +424,8 @@ class Agent implements AgentHandle, AgentView {
   inFlightCount(): number { return this.inFlight; }
   crawlId(): string | null { return this.mesh ? this.config.mesh.crawlId : null; }
   ownerOf(host: string): string { return this.mesh ? this.mesh.ownerOf(host).slice(-12) : this.shortId; }
-  urlsSent(): number { return this.forwarded; }
-  urlsReceived(): number { return this.received; }
+  urlsSent(): number { return this.forwarded + (this.ownership?.handedOver ?? 0); }
+  urlsReceived(): number { return this.ownership?.received ?? 0; }
 
   members(): MemberReport[] {
     const mesh = this.mesh;
@@ -482,8 +467,9 @@ class Agent implements AgentHandle, AgentView {
    * second signal are answered meanwhile (docs/mesh.md, "Graceful leave").
    */
   async leave(): Promise<void> {
-    if (!this.mesh || this.lifecycle !== 'active') { void this.stop(); return; }
+    if (!this.mesh || !this.ownership || this.lifecycle !== 'active') { void this.stop(); return; }
     const mesh = this.mesh;
+    const ownership = this.ownership;
     this.lifecycle = 'leaving';
     this.log.info('leaving the mesh: handing hosts over');
     await mesh.leave();
@@ -500,9 +486,9 @@ class Agent implements AgentHandle, AgentView {
     // after a handoff: repeat until nothing is left here.
     for (;;) {
       await this.drum.flush();
-      this.scheduleRebalance();
-      await this.rebalancing;
-      while ((this.inFlight > 0 || this.processing > 0 || this.rebalancePending) && Date.now() < deadline) await this.rebalancing.then(() => sleep(20));
+      ownership.scheduleRebalance();
+      await ownership.rebalancing;
+      while ((this.inFlight > 0 || this.processing > 0 || ownership.rebalancePending) && Date.now() < deadline) await ownership.rebalancing.then(() => sleep(20));
       if ((this.frontier.queued === 0 && !this.drum.busy) || Date.now() >= deadline || nobodyToHandTo()) break;
       // A real timer between rounds: URLs that cannot move yet must not make this a microtask loop.
       await sleep(LEAVE_ROUND_MS);
@@ -543,333 +529,8 @@ class Agent implements AgentHandle, AgentView {
     if (sync && byOwner.size > 0) await this.barrier.sync(); // the outbox writes
   }
 
-  /**
-   * URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or
-   * to pass on), or handoff markers. `local`: items of our own outbox (a
-   * departed peer's queue re-routed to us), not checked for admission.
-   */
-  private async acceptFromPeer(items: UrlItem[], from: string, local = false): Promise<void> {
-    const mesh = this.mesh;
-    // docs/mesh.md "Admission": only members send us anything (the exchange checks too, when the stream
-    // opens); rejecting makes an honest sender we have not heard of yet retry later.
-    if (!local && mesh && !mesh.membership.member(from)) {
-      this.refuse('not-member', from, items.length);
-      throw new Error('not a member');
-    }
-    const cands: Candidate[] = [];
-    const settled: Buffer[] = [];
-    const settledUrls: string[] = [];
-    let handedOver = 0; // settled entries that are not replicas
-    const passOn = new Map<string, UrlItem[]>();
-    const markers: bigint[] = [];
-    let startupRing: HostRing | null | undefined; // computed at the first seen entry
-    let bad = 0;
-    for (const it of items) {
-      const w = classifyItem(it);
-      if (w.kind === 'bad') { bad++; continue; }
-      if (w.kind === 'marker') {
-        markers.push(w.ringId);
-        continue;
-      }
-      if (w.kind === 'seen' || w.kind === 'replica') {
-        const host = hostOf(it.url);
-        if (!host) { bad++; continue; }
-        // A seen entry hides a page for good: only the host's recent owner may send one, and a
-        // replica only the owner for whom we are next (docs/mesh.md "Admission").
-        if (!local && mesh) {
-          const replica = w.kind === 'replica';
-          // While we start up, also the owner without us, and the ring of all members heard of (docs/mesh.md "Admission").
-          startupRing ??= this.handoff?.startingUp ? this.heardRing(mesh) : null;
-          const heard = startupRing ?? undefined;
-          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host, heard) : !this.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
-            this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
-            bad++;
-            continue;
-          }
-        }
-        // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
-        const owner = mesh ? mesh.ownerOf(host) : undefined;
-        if (mesh && owner !== mesh.id && w.kind === 'seen' && w.hops < this.config.mesh.maxHops) {
-          const l = passOn.get(owner!);
-          const item = encodeItem({ kind: 'seen', url: w.url, hops: w.hops + 1 });
-          if (l) l.push(item); else passOn.set(owner!, [item]);
-          continue;
-        }
-        const hk = hostKey(host);
-        settled.push(seenKey(hk, it.url));
-        settledUrls.push(it.url);
-        if (w.kind === 'seen') handedOver++;
-        const h = this.frontier.host(host);
-        if (h) h.data.checkSeen = true;
-        else if (w.kind === 'seen' && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
-        continue;
-      }
-      const c = this.candidate(w.url, undefined, w.depth, w.sitemap ? 'sitemap' : 'page');
-      if (!c) { bad++; continue; }
-      c.hops = w.hops;
-      // A peer forwards the links its pages have to our hosts: in-links too.
-      if (c.kind === 'page') c.inlink = true;
-      if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
-      cands.push(c);
-    }
-    if (settled.length) {
-      const value = settledValue('settled-elsewhere');
-      const now = Date.now();
-      await this.drum.exclusive(async () => {
-        // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
-        const have = await this.store.fetches.getMany(settled);
-        const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: this.store.seen, key, value }));
-        for (let i = 0; i < settled.length; i++) {
-          if (!have[i]) ops.push({ type: 'put', sublevel: this.store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
-        }
-        // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
-        // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
-        await this.store.db.batch(ops, { sync: handedOver > 0 });
-        this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
-      });
-    }
-    // The sender deletes the batch once we acknowledge it: what it stored here is synced first.
-    await Promise.all([this.route(cands, true), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
-    if (passOn.size > 0) await this.barrier.sync();
-    // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
-    for (const rid of markers) {
-      this.handoff?.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
-      // Its first marker shows the sender finished a handoff round towards us: it may own hosts now.
-      mesh?.membership.vouch(from);
-      this.log.info({ from: from.slice(-12), ring: rid.toString(16), waitingFor: this.handoff?.waitingFor().map((p) => p.slice(-12)) }, 'handoff marker received');
-    }
-    if (markers.length) this.schedulePump();
-    this.received += items.length;
-    if (!local) this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
-  }
-
-  /**
-   * The ring of every active member we have heard of, ourselves included (cached per member set):
-   * who owns what in the mesh while we start up, before the members' markers let them into our ring.
-   */
-  private heardRing(mesh: AgentMesh): HostRing {
-    const ms = mesh.members().filter((m) => m.state === 'active' && m.capacity > 0 && !mesh.membership.isExcluded(m.id));
-    const key = ms.map((m) => `${m.id}:${m.capacity}`).join(',');
-    if (this.heard?.key !== key) {
-      const ring = new HostRing({ maxCapacity: this.config.mesh.admission.maxCapacity });
-      for (const m of ms) ring.add(m.id, m.capacity);
-      this.heard = { key, ring };
-    }
-    return this.heard.ring;
-  }
-
-  private refuse(reason: string, from: string, n: number): void {
-    this.refused[reason] = (this.refused[reason] ?? 0) + n;
-    this.metrics.meshRefused(reason, n);
-    this.refusalLog?.warn(reason, { peer: from.slice(-12), items: n }, 'refused items from a peer');
-  }
-
-  private onMembershipChange(c: MembershipChange): void {
-    const mesh = this.mesh;
-    if (!mesh) return;
-    this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
-    this.metrics.setMembers({ active: c.members.length });
-    this.pushRing(mesh);
-    this.metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => m.id.slice(-12)));
-    if (this.handoff) {
-      const now = Date.now();
-      for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once
-      // Only members in our ring (or leaving it) may hold our hosts' data: one we left out (it acknowledges
-      // nothing) or one that has not sent its first marker yet (it owned nothing) is not waited for.
-      const alive = this.markerPeers(mesh, true);
-      this.handoff.ringChanged(mesh.membership.ring, alive, c.added, now);
-      this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
-    }
-    // Hosts go back to earlier owners, which may have handed on URLs we sent them.
-    if (c.removed.length) mesh.outbox.forgetRecent();
-    for (const id of c.removed) this.rerouteOutbox(id);
-    // Seen entries go out at once, not behind earlier handoffs still waiting for
-    // in-flight fetches: the new owners must know what we fetched before they start.
-    const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
-    for (const h of moving) this.frontier.setPaused(h, true);
-    this.sendSettled(moving).catch((err: Error) => this.log.error({ err: err.message }, 'sending seen entries failed'));
-    this.scheduleRebalance();
-  }
-
-  /** Hands over every host we hold that another agent now owns (after any ring change). */
-  private scheduleRebalance(): void {
-    if (this.rebalancePending) return;
-    this.rebalancePending = true;
-    this.rebalancing = this.rebalancing.then(async () => {
-      this.rebalancePending = false;
-      const mesh = this.mesh;
-      if (!mesh) return;
-      const rid = this.handoff?.ringId;
-      let failed = false;
-      const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
-      for (const h of moving) {
-        try { await this.handOff(h); } catch (err) { failed = true; this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
-      }
-      if (moving.length) this.log.info({ hosts: moving.length }, 'hosts handed over');
-      // Hosts we only hold seen entries for (no frontier state) move too.
-      for (const [host, hk] of this.settledOnly) {
-        const owner = mesh.ownerOf(host);
-        if (owner === mesh.id || this.frontier.host(host)) continue;
-        try {
-          const items = await this.settledItems(hk);
-          if (items.length) await mesh.forward(owner, items, true);
-          this.settledOnly.delete(host);
-        } catch (err) { failed = true; this.log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
-      }
-      if (!failed) await this.sendMarkers(rid);
-    });
-  }
-
-  /**
-   * "Handoff complete" for ring `rid` to every member that has not had ours
-   * yet: queued after everything this pass handed over, on the same ordered
-   * streams. Skipped when the ring moved on during the pass (the next pass marks).
-   */
-  private async sendMarkers(rid: bigint | undefined): Promise<void> {
-    const mesh = this.mesh;
-    const gate = this.handoff;
-    if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return;
-    // Joiners too: our marker is what lets them into our peers' rings, and theirs into ours.
-    const due = gate.markersDue(this.markerPeers(mesh, false));
-    if (due.length) this.log.info({ ring: rid.toString(16), to: due.map((p) => p.slice(-12)) }, 'handoff markers sent');
-    await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
-  }
-
-  /**
-   * Other members that take part in handoffs: active ones (joiners included)
-   * to send our markers to, or — `owners` — those that may hold data of our
-   * hosts: vouched for (in our ring, or leaving it). Members we left out of our
-   * ring for acknowledging nothing take part in neither.
-   */
-  private markerPeers(mesh: AgentMesh, owners: boolean): string[] {
-    const ms = mesh.membership;
-    return mesh.members()
-      .filter((m) => !m.self && !ms.isExcluded(m.id) && (owners ? ms.isVouched(m.id) : m.state === 'active'))
-      .map((m) => m.id);
-  }
-
-  /** A dead or departed peer's queue goes to the hosts' new owners (ourselves included). */
-  private rerouteOutbox(id: string): void {
-    const mesh = this.mesh!;
-    const ring = mesh.membership.ring;
-    if (id !== mesh.id && mesh.replicas.queued(id) > 0 && !mesh.replicas.isPaused(id)) {
-      // Replica seen entries go to the hosts' new next owner, or are dropped when that is us.
-      const nextOwner = (it: UrlItem) => { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; };
-      void mesh.replicas.reassign(id, nextOwner, async () => {})
-        .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing replica entries failed'));
-    }
-    if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
-    void mesh.outbox.reassign(id, (it) => {
-      const kind = classifyItem(it).kind;
-      if (kind === 'marker' || kind === 'bad') return null; // a marker is meant for that peer only: dropped below
-      if (kind === 'replica') { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
-      const o = mesh.ownerOf(hostOf(it.url));
-      return o === mesh.id ? null : o;
-    }, (its) => this.acceptFromPeer(its.filter((it) => { const kind = classifyItem(it).kind; return kind === 'crawl' || kind === 'seen'; }), id, true),
-    // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
-    mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
-      .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
-  }
-
-  private async startHandoffGate(mesh: AgentMesh): Promise<void> {
-    const gate = this.handoff!;
-    gate.setSelf(mesh.id);
-    this.pushRing(mesh);
-    // Every member known at start is new to us: it may hold hosts we own (we were away, or never
-    // here). Until it is in our ring (its marker came), it owns nothing in our view.
-    const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
-    gate.ringChanged(mesh.membership.ring, others, others, Date.now());
-    // A joiner, or an agent back in a mesh it was part of (its outbox or inbox names peers), contacts
-    // no host until a member is in its ring (bounded: peers that never come are given up on).
-    if (this.config.mesh.peers.length > 0 || mesh.outbox.peers().length > 0 || mesh.replicas.peers().length > 0 || await mesh.exchange.inboxPeers().then((p) => p.length > 0, () => false)) {
-      gate.holdUntilJoined(Date.now() + this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs);
-      this.log.info('joining: no host is contacted until a member is in our ring');
-    }
-    mesh.membership.on('heartbeat', (m) => {
-      // A peer restarted without a ring change waits for our marker again; a member new to us gets
-      // our marker (its way into our peers' rings) without waiting for a ring change.
-      const restarted = gate.heard(m.id, m.incarnation);
-      if (restarted || (m.state === 'active' && this.lifecycle !== 'leaving' && gate.markersDue([m.id]).length > 0 && !mesh.membership.isExcluded(m.id))) this.scheduleRebalance();
-    });
-    const startedAt = Date.now();
-    this.handoffTimer = setInterval(() => {
-      gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
-      // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
-      // once it could have been heard of, it goes to the hosts' owners.
-      if (Date.now() - startedAt > this.config.mesh.deadAfterMs) {
-        for (const p of new Set([...mesh.outbox.peers(), ...mesh.replicas.peers()])) if (!mesh.membership.member(p)) this.rerouteOutbox(p);
-      }
-      // A member we left out of our ring: whatever reached its queue since (or a re-route that was skipped
-      // while another pass held the queue) goes to the hosts' owners too.
-      for (const p of mesh.outbox.peers()) if (mesh.membership.isExcluded(p) && mesh.outbox.queued(p) > 0) this.rerouteOutbox(p);
-    }, this.config.mesh.heartbeatMs);
-    this.handoffTimer.unref();
-    this.scheduleRebalance();
-  }
-
-  /**
-   * Moves one host to its new owner: its queued URLs, then the URLs we already
-   * fetched or settled (as seen entries), all made durable in our outbox before
-   * they leave our frontier. In-flight work on the host finishes first, so the
-   * new owner never fetches what we are fetching.
-   */
-  private async handOff(h: HostState<HostData>): Promise<void> {
-    const mesh = this.mesh!;
-    this.frontier.setPaused(h, true);
-    const deadline = Date.now() + 120_000;
-    while ((h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
-    const owner = mesh.ownerOf(h.name);
-    if (owner === mesh.id) { this.frontier.setPaused(h, false); return; }
-    // Read, send and delete with DRUM rounds held off, so no URL of this host is
-    // committed to our frontier between the read and the delete.
-    const moved = await this.drum.exclusive(async () => {
-      const entries = await this.store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
-      const queued: UrlItem[] = [];
-      for (const [, v] of entries) {
-        const e = decodeEntry(v, h.name);
-        if (e) queued.push(encodeItem({ kind: 'crawl', url: e.url, depth: e.depth, hops: 0, sitemap: e.kind === 'sitemap' }));
-      }
-      await this.attachGrants(queued);
-      // Seen entries again: those of pages that finished while we waited above.
-      const settled = await this.settledItems(h.key);
-      await mesh.forward(owner, [...settled, ...queued], true);
-      // Their seen entries go too: "queued" is no longer true here, and should the host come
-      // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
-      const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: this.store.seen, key: seenKey(h.key, q.url) }));
-      await this.store.db.batch([...entries.map(([key]): BatchOp => ({ type: 'del', sublevel: this.store.frontier, key })), ...unseen]);
-      if (unseen.length) this.drum.forgetCached();
-      this.frontier.dropHost(h, entries.length);
-      return queued.length;
-    });
-    this.forwarded += moved;
-  }
-
-  /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
-  private async settledItems(hk: Buffer): Promise<UrlItem[]> {
-    const out: UrlItem[] = [];
-    for (const [, v] of await this.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
-      const r = decodeFetchRecord(v);
-      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops: 0 }));
-    }
-    return out;
-  }
-
-  private async sendSettled(hosts: HostState<HostData>[]): Promise<void> {
-    const mesh = this.mesh!;
-    const byOwner = new Map<string, UrlItem[]>();
-    for (const h of hosts) {
-      const owner = mesh.ownerOf(h.name);
-      if (owner === mesh.id) continue;
-      const items = await this.settledItems(h.key);
-      if (!items.length) continue;
-      const l = byOwner.get(owner);
-      if (l) l.push(...items); else byOwner.set(owner, items);
-    }
-    await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
-  }
-
   private localIdle(): boolean {
-    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.rebalancePending
+    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.ownership?.rebalancePending
       && (!this.recrawl || this.recrawl.idle(Date.now()));
   }
 
@@ -931,10 +592,10 @@ class Agent implements AgentHandle, AgentView {
       // URLs committed after a handoff (or during a view change): hand them on, do not fetch.
       this.frontier.release(h, Date.now());
       this.frontier.setPaused(h, true);
-      this.scheduleRebalance();
+      this.ownership?.scheduleRebalance();
       return;
     }
-    const gated = this.handoff ? this.handoff.notBefore(h.name, Date.now()) : 0;
+    const gated = this.ownership ? this.ownership.notBefore(h.name, Date.now()) : 0;
     if (gated > 0) { this.frontier.release(h, gated); return; } // the previous owner's handoff is not complete yet
     for (;;) {
       const q = this.takeDue(h);
@@ -1715,7 +1376,7 @@ class Agent implements AgentHandle, AgentView {
     this.running = false;
     this.lifecycle = 'leaving';
     if (this.sampler) clearInterval(this.sampler);
-    if (this.handoffTimer) clearInterval(this.handoffTimer);
+    this.ownership?.stop();
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     if (this.durationTimer) clearTimeout(this.durationTimer);
     await this.recrawl?.stop().catch((err: Error) => this.log.error({ err: err.message }, 'recrawl stop failed'));
@@ -1738,14 +1399,14 @@ class Agent implements AgentHandle, AgentView {
       dataDir: this.config.dataDir,
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,
-      ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.forwarded, received: this.received, mesh: this.meshSummary() } : {}),
+      ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.urlsSent(), received: this.urlsReceived(), mesh: this.ownership!.meshSummary() } : {}),
       ...(this.recrawl ? { recrawl: this.recrawl.summary() } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
     await this.api?.close().catch(() => {});
     await this.mesh?.stop();
     this.lifecycle = 'stopped';
-    await this.ringsSaved;
+    await this.ownership?.saved();
     await this.store.close().catch(() => {});
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
@@ -1756,7 +1417,7 @@ class Agent implements AgentHandle, AgentView {
   /** Undoes a start() that threw: nothing was crawled, so nothing is flushed, only closed. */
   async abandonStart(): Promise<void> {
     this.running = false;
-    if (this.handoffTimer) clearInterval(this.handoffTimer);
+    this.ownership?.stop();
     if (this.sampler) clearInterval(this.sampler);
     await this.api?.close().catch(() => {});
     await this.mesh?.stop().catch(() => {});
@@ -1764,28 +1425,6 @@ class Agent implements AgentHandle, AgentView {
     await this.fingerprinter?.close().catch(() => {});
     await this.fetcher.close().catch(() => {});
     await this.store.close().catch(() => {});
-  }
-
-  /** Admission figures (docs/mesh.md "Admission"): every refusal by reason, rate limiting, members left out. */
-  private meshSummary(): Record<string, unknown> {
-    const mesh = this.mesh!;
-    const ex = mesh.exchange.stats();
-    return {
-      refused: { ...ex.rejected, ...this.refused },
-      throttled: ex.throttled,
-      excluded: { ...mesh.stats.excluded },
-      forgottenPeers: mesh.stats.forgotten,
-      heartbeatsRejected: { ...mesh.membership.stats.rejected },
-      handoff: { ...this.handoff!.stats },
-    };
-  }
-
-  /** Records our ring in the recent rings and keeps them in the store (they survive a crash). */
-  private pushRing(mesh: AgentMesh): void {
-    this.recentRings.push(mesh.membership.ring);
-    const value = Buffer.from(JSON.stringify(this.recentRings.toJSON()));
-    this.ringsSaved = this.ringsSaved.then(() => this.store.meta.put(RECENT_RINGS_KEY, value))
-      .catch((err: Error) => this.log.warn({ err: err.message }, 'recent rings not saved: a restart may refuse seen entries sent under them'));
   }
 
   private async agentShortId(): Promise<string> {
@@ -1799,9 +1438,6 @@ class Agent implements AgentHandle, AgentView {
     return id.toString('utf8');
   }
 }
-
-/** store.meta key of the recent rings (src/crawl/handoff.ts RecentRings). */
-const RECENT_RINGS_KEY = Buffer.from('recent-rings');
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
 
