@@ -19,9 +19,9 @@ import { limitHeapGrowth } from '../util/memory.js';
 import { hostKey, seenKey, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Drum } from '../seen/drum.js';
-import { REJECTED_VALUE, queuedAt, queuedValue, seenStateOf, settledValue, type SettledState } from '../seen/state.js';
+import { REJECTED_VALUE, queuedAt, queuedValue, settledValue, type SettledState } from '../seen/state.js';
 import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
-import { Fetcher, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
+import { Fetcher, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
 import { AddressPolicy, parseCidr, type BlockedAddress } from '../fetch/address.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
@@ -40,6 +40,7 @@ import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
 import { HandoffGate } from './handoff.js';
 import { Ownership } from './ownership.js';
+import { HostTurn, BLOCKED, noteRecent } from './host-turn.js';
 import { classifyItem, encodeItem, type UrlItem } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
@@ -49,10 +50,9 @@ import { decodeEntry } from '../frontier/frontier.js';
 import { priorityClass, inlinkBonus, MAX_PRIORITY } from '../frontier/priority.js';
 import { InlinkCounter } from '../frontier/inlinks.js';
 import { indexWarcFile } from '../warc/cdxj.js';
-import { newHostPoliteness, politenessConfig, retryDelayMs, unpark, type HostPoliteness } from '../politeness/host.js';
-import { PolitenessControl, type Verdict } from '../politeness/control.js';
+import { newHostPoliteness, politenessConfig, type HostPoliteness } from '../politeness/host.js';
+import { PolitenessControl } from '../politeness/control.js';
 import { SideClocks } from '../politeness/side-clocks.js';
-import { DnsError } from '../fetch/dns.js';
 import { CrawlStats, bump } from './stats.js';
 import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
 import { Fingerprinter } from '../dedup/fingerprinter.js';
@@ -84,20 +84,8 @@ export interface HostData {
   robotsHop?: { origin: string; target: string; hop: number };
 }
 
-/** A host held for one robots.txt redirect hop made on another host's turn (Agent.holdHopHost). */
-interface HopHold {
-  state: HostPoliteness;
-  minDelayMs: number | null;
-  frontierHost: HostState<HostData> | undefined;
-  release(nextAllowedAt: number): void;
-}
-
-/** How soon a robots.txt hop to a host with a request in flight is tried again. */
-const HOP_BUSY_RETRY_MS = 100;
-
 export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
 
-const RECENT_PER_HOST = 10;
 
 function newHostData(): HostData {
   return {
@@ -169,9 +157,6 @@ export async function startAgent(options: AgentOptions & { logger?: Logger } = {
   return agent;
 }
 
-/** Failure kind and record reason of a URL whose address is internal (src/fetch/address.ts). */
-const BLOCKED = 'blocked-address';
-
 class Agent implements AgentHandle, AgentView {
   readonly stats = new CrawlStats();
   readonly metrics = createMetrics();
@@ -194,9 +179,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly sitemapGrants: SitemapGrants;
   private readonly fetcher: Fetcher;
   readonly politeness: PolitenessControl;
-  private readonly robots: RobotsCache;
-  /** Clocks of hosts outside the frontier that robots.txt redirects lead to. */
-  private readonly sideClocks = new SideClocks();
+  /** Each host's turn: robots, DNS, politeness, one request (src/crawl/host-turn.ts). */
+  private readonly turns: HostTurn;
   private readonly drum: Drum<Candidate>;
   /** Finished pages' writes, grouped into shared batches (src/store/group-commit.ts). */
   private readonly commits: GroupCommit;
@@ -244,7 +228,6 @@ class Agent implements AgentHandle, AgentView {
       addresses: new AddressPolicy(config.allowAddress),
     });
     this.politeness = new PolitenessControl(politenessConfig(config));
-    this.robots = new RobotsCache(store.robots, this.fetcher, config.robots);
     this.scope = new ScopePolicy(config.scope);
     this.sitemapGrants = new SitemapGrants(store.meta);
     this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, config.dedup, this.stats.dedup) : undefined;
@@ -258,7 +241,7 @@ class Agent implements AgentHandle, AgentView {
       // owner: wait for the politeness floor (the handoff gate does the rest).
       initialNextAllowed: () => (this.mesh ? Date.now() + this.config.minDelayMs : 0),
     });
-    this.frontier.onReady = (h) => { this.prefetchDns(h); this.schedulePump(); };
+    this.frontier.onReady = (h) => { this.turns.prefetchDns(h); this.schedulePump(); };
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
     this.commits = new GroupCommit(store.db);
     this.barrier = new SyncBarrier(store.meta);
@@ -289,6 +272,23 @@ class Agent implements AgentHandle, AgentView {
         onError: (err) => this.onFatal(new Error(`recrawl scheduling failed: ${err.message}`)),
       });
     }
+    this.turns = new HostTurn({
+      store, frontier: this.frontier, fetcher: this.fetcher, robots: new RobotsCache(store.robots, this.fetcher, config.robots), politeness: this.politeness,
+      sideClocks: new SideClocks(), recrawl: this.recrawl, stats: this.stats, metrics: this.metrics, recentErrors: this.recentErrors, log, token: this.token,
+      inMesh: () => this.mesh !== undefined,
+      owns: (host) => !this.mesh || this.mesh.ownerOf(host) === this.mesh.id,
+      handOn: () => this.ownership?.scheduleRebalance(),
+      notBefore: (host, now) => (this.ownership ? this.ownership.notBefore(host, now) : 0),
+      running: () => this.running,
+      settle: (q, h, record) => this.finish(q, h, [], record),
+      writeWarc: (out) => this.writeWarc(out),
+      process: (q, h, out, failure) => this.process(q, h, out, failure),
+      background: (job, fatal) => {
+        this.processing++;
+        job().catch((err: Error) => { if (fatal) this.onFatal(err); }).finally(() => { this.processing--; this.schedulePump(); });
+      },
+      discoverSitemaps: (origin, entry) => this.discoverSitemaps(origin, entry),
+    });
   }
 
   /** Due URLs back into the frontier: no seen-set check (they are known), one batch with the recrawl index ops. */
@@ -572,7 +572,7 @@ class Agent implements AgentHandle, AgentView {
       const h = this.frontier.nextReady(now);
       if (!h) break;
       this.inFlight++;
-      this.turn(h).catch((err: Error) => this.onFatal(err)).finally(() => {
+      this.turns.turn(h).catch((err: Error) => this.onFatal(err)).finally(() => {
         this.inFlight--;
         this.schedulePump();
       });
@@ -586,358 +586,17 @@ class Agent implements AgentHandle, AgentView {
     if (limitReached && this.inFlight === 0 && this.processing === 0) void this.stop();
   }
 
-  /** One turn of a host: at most one request to it (robots.txt or a page). */
-  private async turn(h: HostState<HostData>): Promise<void> {
-    if (this.mesh && this.mesh.ownerOf(h.name) !== this.mesh.id) {
-      // URLs committed after a handoff (or during a view change): hand them on, do not fetch.
-      this.frontier.release(h, Date.now());
-      this.frontier.setPaused(h, true);
-      this.ownership?.scheduleRebalance();
-      return;
-    }
-    const gated = this.ownership ? this.ownership.notBefore(h.name, Date.now()) : 0;
-    if (gated > 0) { this.frontier.release(h, gated); return; } // the previous owner's handoff is not complete yet
-    for (;;) {
-      const q = this.takeDue(h);
-      if (q === null) return; // only retries waiting: the host was released until the first is due
-      if (!q) { this.frontier.release(h, Date.now()); return; }
-      h.data.pendingAcks++;
-      if (h.data.polite.parked) {
-        // A parked host is not contacted again in this run: its URLs are recorded as failed.
-        this.politeness.failed('parked');
-        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'parked' });
-        continue;
-      }
-      // In a mesh a previous owner's handoff may have settled this URL after we queued it.
-      if (this.mesh || h.data.checkSeen) {
-        const v = await this.store.seen.get(seenKey(h.key, q.url));
-        if (v && seenStateOf(v) === 'settled-elsewhere') {
-          await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'settled-elsewhere' });
-          continue;
-        }
-      }
-      let u: URL;
-      try { u = new URL(q.url); } catch { await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
-      const origin = u.origin;
-      let robots = h.data.robots.get(origin);
-      if (!robots || robots.expires <= Date.now()) {
-        robots = await this.robots.lookup(origin);
-        if (robots) h.data.robots.set(origin, robots);
-      }
-      if (!robots) {
-        // Fetching robots.txt — one request of it: robots.txt itself or one redirect hop (RFC 9309 §2.3.1.2) — is
-        // this turn's request; the page waits for a later turn. Each hop waits for the clock of the host it goes
-        // to, as every request does (docs/politeness.md "Redirects").
-        const pending = h.data.robotsHop?.origin === origin ? h.data.robotsHop : undefined;
-        const target = pending?.target ?? `${origin}/robots.txt`;
-        const hop = pending?.hop ?? 0;
-        const targetHost = hostOf(target);
-        const other = targetHost === h.name ? undefined : this.holdHopHost(targetHost, Date.now());
-        if (typeof other === 'number') {
-          // The target's host is busy or resting: this host tries again when it is free (nothing was sent).
-          this.frontier.unshift(h, q);
-          h.data.pendingAcks--;
-          this.frontier.release(h, Math.max(other, h.data.polite.nextAllowedAt));
-          return;
-        }
-        if (other === 'parked') {
-          // Not contacted again in this run: robots.txt is unreachable (RFC 9309 §2.3.1.4).
-          this.frontier.unshift(h, q);
-          h.data.pendingAcks--;
-          h.data.robotsHop = undefined;
-          await this.robotsDecided(h, origin, await this.robots.giveUp(origin));
-          this.frontier.release(h, Math.max(Date.now(), h.data.polite.nextAllowedAt));
-          return;
-        }
-        const checked = this.beforeRequest(h, q, new URL(target));
-        if (checked === null) { other?.release(Date.now()); return; }
-        if (typeof checked === 'object' && hop === 0) { other?.release(Date.now()); await this.refuseAddress(q, h, checked); continue; }
-        // A redirect hop to a refused address is refused again by the fetcher's connect check: robots.txt is then
-        // unreachable (RFC 9309 §2.3.1.4), never silently allowed.
-        const ip = typeof checked === 'object' ? undefined : checked;
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        const step = await this.robots.step(origin, target, hop);
-        const out = step.out;
-        if (out.ok) await this.writeWarc(out);
-        // The exchange shapes the clock of the host it went to (its backoff, pauses and parking too).
-        const now = Date.now();
-        const clock = other ? other.state : h.data.polite;
-        const v = this.politeness.record(targetHost, clock, out, 0, now, {
-          dnsPermanent: this.dnsPermanent(out, new URL(target).hostname), minDelayMs: other ? other.minDelayMs : h.data.policy.minDelayMs, robots: true,
-        });
-        this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
-        const next = v && !v.park ? v.nextAllowedAt : now;
-        if (other) {
-          if (v && other.frontierHost) this.notePoliteness(other.frontierHost, v, out.url);
-          other.release(next);
-        } else if (v) {
-          this.notePoliteness(h, v, out.url);
-        }
-        if (step.next !== undefined) {
-          h.data.robotsHop = { origin, target: step.next, hop: hop + 1 };
-        } else {
-          h.data.robotsHop = undefined;
-          await this.robotsDecided(h, origin, step.entry);
-        }
-        this.frontier.release(h, other ? Math.max(now, h.data.polite.nextAllowedAt) : next);
-        return;
-      }
-      if (robots.rules.crawlDelay(this.token) !== undefined) h.data.polite.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
-      if (robots.verdict === 'unreachable' && h.data.robotsFailures <= this.politeness.cfg.maxRetries && !h.data.polite.parked) {
-        // RFC 9309 §2.3.1.4: nothing may be fetched while robots.txt is unreachable; the URLs wait for it (a transient
-        // failure, retried like one: src/politeness/host.ts) rather than failing at once.
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        this.frontier.release(h, Math.max(robots.expires, h.data.polite.nextAllowedAt));
-        return;
-      }
-      if (!robots.rules.isAllowed(q.url, this.token)) {
-        this.stats.robotsBlocked++;
-        const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
-        bump(this.stats.rejected, reason);
-        this.metrics.urlRejected(reason);
-        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: reason });
-        continue; // no request was made: the host's turn goes on
-      }
-      const budget = h.data.policy.pageBudget;
-      if (budget !== null && h.data.pages >= budget) {
-        bump(this.stats.rejected, 'host-page-budget');
-        this.metrics.urlRejected('host-page-budget');
-        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
-        continue;
-      }
-      const ip = this.beforeRequest(h, q, u);
-      if (ip === null) return;
-      if (typeof ip === 'object') { await this.refuseAddress(q, h, ip); continue; }
-      // Revisits are conditional GETs (If-None-Match / If-Modified-Since from the stored state).
-      const conditional = this.recrawl && q.kind === 'page' ? await this.recrawl.prepare(q, seenKey(h.key, q.url)) : undefined;
-      const out = await this.fetcher.fetch(q.url, conditional);
-      if (!this.running && !out.ok) {
-        // Shutdown aborted it: leave it queued for the next run.
-        this.recrawl?.forget(q);
-        h.data.pendingAcks--;
-        this.politeness.releaseIp(ip, Date.now());
-        this.frontier.release(h, Date.now());
-        return;
-      }
-      const now = Date.now();
-      const v = this.politeness.record(h.name, h.data.polite, out, q.attempt ?? 0, now, { dnsPermanent: this.dnsPermanent(out, u.hostname), minDelayMs: h.data.policy.minDelayMs });
-      this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
-      if (v) this.notePoliteness(h, v, q.url);
-      if (v?.retry) {
-        // Transient failure with retries left: the URL stays in the frontier on disk (a crash
-        // re-queues it) and waits in the host's head until retryAt; other URLs of the host go first.
-        this.noteFailedAttempt(h, q, out);
-        this.recrawl?.forget(q); // prepared again (conditional headers) on the next attempt
-        q.attempt = (q.attempt ?? 0) + 1;
-        q.notBefore = v.retryAt;
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        this.frontier.release(h, v.nextAllowedAt);
-        return;
-      }
-      // The host's clock starts now; processing the page need not hold the host (or the fetch slot).
-      // A parked host is released at once: its next turns record its queue as failed.
-      this.frontier.release(h, v && !v.park ? v.nextAllowedAt : now);
-      if (out.ok) this.stats.recordResponse(out.status, out.rawBytes);
-      this.processing++;
-      this.process(q, h, out, v?.failure).catch((err: Error) => this.onFatal(err)).finally(() => {
-        this.processing--;
-        this.schedulePump();
-      });
-      return;
-    }
-  }
-
-  /** robots.txt for `origin` is decided: kept, counted, its sitemaps found. */
-  private async robotsDecided(h: HostState<HostData>, origin: string, entry: RobotsEntry): Promise<void> {
-    this.stats.robotsFetches++;
-    this.metrics.robotsFetched(entry.verdict);
-    // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
-    if (entry.verdict === 'unreachable') {
-      const n = h.data.robotsFailures++;
-      if (n < this.politeness.cfg.maxRetries) entry.expires = Math.min(entry.expires, Date.now() + retryDelayMs(n, this.politeness.cfg));
-    } else {
-      h.data.robotsFailures = 0;
-    }
-    h.data.robots.set(origin, entry);
-    h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
-    if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
-    else await this.discoverSitemaps(origin, entry);
-  }
-
-  /**
-   * The clock of another host a robots.txt redirect leads to, held for one
-   * request: that host's frontier record if we have one (held like a turn of
-   * its own, so none of its pages goes out meanwhile), else a side clock. A
-   * number when the host is busy or resting (try again then); 'parked' for a
-   * host we no longer contact.
-   */
-  private holdHopHost(name: string, now: number): HopHold | number | 'parked' {
-    const fh = this.frontier.host(name);
-    if (fh) {
-      if (fh.data.polite.parked) return 'parked';
-      const at = Math.max(fh.nextAllowed, fh.data.polite.nextAllowedAt);
-      if (at > now) return at;
-      if (!this.frontier.hold(fh)) return now + HOP_BUSY_RETRY_MS;
-      return {
-        state: fh.data.polite, minDelayMs: fh.data.policy.minDelayMs, frontierHost: fh,
-        // Never earlier than it was (a hop that sent nothing, e.g. waiting for DNS, leaves its clock as it was).
-        release: (t) => this.frontier.release(fh, Math.max(t, fh.nextAllowed)),
-      };
-    }
-    const c = this.sideClocks.get(name, now);
-    if (c.state.parked) return 'parked';
-    if (c.state.nextAllowedAt > now) return c.state.nextAllowedAt;
-    if (c.busy) return now + HOP_BUSY_RETRY_MS;
-    c.busy = true;
-    return { state: c.state, minDelayMs: null, frontierHost: undefined, release: () => { c.busy = false; } };
-  }
-
-  /**
-   * The host's next URL, skipping retries that are not yet due. Null when
-   * only such retries are queued in memory: the host is then released until
-   * the earliest of them.
-   */
-  private takeDue(h: HostState<HostData>): QueuedUrl | undefined | null {
-    const q = this.frontier.take(h);
-    if (!q || q.notBefore === undefined || h.data.polite.parked) return q;
-    const now = Date.now();
-    if (q.notBefore <= now) return q;
-    let earliest = q.notBefore;
-    for (const x of this.frontier.inMemory(h)) {
-      if (x.notBefore === undefined || x.notBefore <= now) {
-        this.frontier.remove(h, x);
-        this.frontier.unshift(h, q);
-        return x;
-      }
-      if (x.notBefore < earliest) earliest = x.notBefore;
-    }
-    this.frontier.unshift(h, q);
-    this.frontier.release(h, Math.max(earliest, h.data.polite.nextAllowedAt));
-    return null;
-  }
-
-  /**
-   * DNS and the per-IP clock, right before a request. Returns the IP held on
-   * the per-IP clock (undefined when none is held), or null when the request
-   * cannot go now: the URL is put back and the host either waits for its
-   * DNS answer (the fetch slot is freed meanwhile, so a slow name delays only
-   * its own host) or is released until its IP is free. An internal address
-   * (src/fetch/address.ts) returns why it is refused: no request is made.
-   */
-  private beforeRequest(h: HostState<HostData>, q: QueuedUrl, u: URL): string | undefined | null | BlockedAddress {
-    const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
-    const host = u.hostname.charCodeAt(0) === 91 ? u.hostname.slice(1, -1) : u.hostname;
-    const resolver = this.fetcher.resolver;
-    const known = resolver.cached(host, port);
-    if (known === undefined) {
-      this.frontier.unshift(h, q);
-      h.data.pendingAcks--;
-      // The host stays "in flight" (out of the ready heap) until the answer, or the failure, is in.
-      void resolver.resolve(host, port).catch(() => {}).then(() => this.frontier.release(h, Date.now()));
-      return null;
-    }
-    if (known instanceof DnsError) return undefined; // the fetch fails at once and is classified
-    // Cheap and early; the fetcher checks again on the address it really dials (DNS may change meanwhile).
-    const blocked = resolver.fromRule(known) ? null : this.fetcher.addresses.check(known.address);
-    if (blocked) return blocked;
-    const now = Date.now();
-    const t = this.politeness.reserveIp(known.address, now);
-    if (t > now) {
-      this.frontier.unshift(h, q);
-      h.data.pendingAcks--;
-      this.frontier.release(h, t);
-      return null;
-    }
-    return this.politeness.ipClock ? known.address : undefined;
-  }
-
-  /**
-   * Why a URL's host is refused, when that is known without a query: an IP
-   * literal, localhost, or a cached DNS answer that is internal
-   * (src/fetch/address.ts). A `--resolve` rule's target is never refused.
-   */
-  private blockedTarget(url: string): BlockedAddress | null {
-    const hp = hostPort(url);
-    if (!hp) return null;
-    const resolver = this.fetcher.resolver;
-    const known = resolver.cached(hp.host, hp.port);
-    return known && !(known instanceof DnsError) && !resolver.fromRule(known) ? this.fetcher.addresses.check(known.address) : null;
-  }
-
-  /** A URL whose host is an internal address: recorded as failed with `blocked-address`, no request made. */
-  private async refuseAddress(q: QueuedUrl, h: HostState<HostData>, blocked: BlockedAddress): Promise<void> {
-    const startedAt = new Date();
-    await this.recordFailure(q, h, { ok: false, url: q.url, kind: BLOCKED, message: `${BLOCKED}: ${blocked.reason}`, startedAt, durationMs: 0 });
-  }
-
-  /** Whether a failed fetch failed on a permanent DNS answer (NXDOMAIN, NODATA). */
-  private dnsPermanent(out: FetchOutcome, host: string): boolean {
-    return !out.ok && out.kind === 'dns' && this.fetcher.resolver.failure(host)?.permanent === true;
-  }
-
-  /** Logs and counts what the politeness state decided after an exchange. */
-  private notePoliteness(h: HostState<HostData>, v: Verdict, url: string): void {
-    if (v.park) {
-      this.log.warn({ ...this.politeness.describe(h.name, h.data.polite, Date.now()), url }, 'host parked: not contacted again in this run; its queued URLs are recorded as failed');
-    } else if (v.paused) {
-      this.log.warn({ ...this.politeness.describe(h.name, h.data.polite, Date.now()), url }, 'host paused after a run of failures; the next request is a probe');
-    } else if (v.kind === 'too-many' || v.kind === 'unavailable') {
-      this.log.info({ host: h.name, status: v.kind === 'too-many' ? 429 : 503, backoffLevel: h.data.polite.backoffLevel, retryAfterMs: v.retryAfterMs, nextInMs: v.nextAllowedAt - Date.now(), reason: v.reason }, 'host backed off');
-    }
-    if (v.retry) this.log.debug({ url, kind: v.kind, retryInMs: (v.retryAt ?? 0) - Date.now() }, 'fetch will be retried');
-  }
-
-  /** A failed attempt that will be retried: counted and visible, its response (if any) kept in the WARC. */
-  private noteFailedAttempt(h: HostState<HostData>, q: QueuedUrl, out: FetchOutcome): void {
-    const at = out.startedAt.getTime();
-    const kind = out.ok ? `http-${out.status}` : out.kind;
-    bump(h.data.errors, kind);
-    this.noteRecent(h, { url: q.url, status: out.ok ? out.status : null, at, durationMs: out.durationMs, error: kind });
-    if (!out.ok) { this.metrics.fetchFailed(out.kind, out.durationMs); return; }
-    this.processing++;
-    // A failure is fatal and reported by warcWrite; the URL is queued for its retry either way.
-    this.writeWarc(out).catch(() => {}).finally(() => { this.processing--; this.schedulePump(); });
-  }
-
-  /** Warms the DNS cache for a host that just entered the ready heap (at most every few seconds per host). */
-  private prefetchDns(h: HostState<HostData>): void {
-    const q = this.frontier.inMemory(h).next().value as QueuedUrl | undefined;
-    if (!q) return;
-    const now = Date.now();
-    if (h.data.dnsCheckAt > now) return;
-    h.data.dnsCheckAt = now + 5000;
-    const hp = hostPort(q.url);
-    if (hp) this.fetcher.resolver.prefetch(hp.host, hp.port);
-  }
-
   // ---- one fetched page -------------------------------------------------
-
-  /** A URL that failed for good: counted (stats, host, metrics, recent errors) and recorded with its reason. */
-  private async recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void> {
-    const at = out.startedAt.getTime();
-    bump(this.stats.errors, out.kind);
-    bump(h.data.errors, out.kind);
-    // Politeness never sees a refused address (nothing reached the host), so it is counted here.
-    if (out.kind === BLOCKED) this.politeness.failed(BLOCKED);
-    this.noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
-    this.metrics.fetchFailed(out.kind, out.durationMs);
-    this.recentErrors.record(out.kind, out.message, q.url, h.name);
-    this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
-    await this.finish(q, h, [], { url: q.url, at, status: 0, failure: failure ?? out.kind });
-  }
 
   /** `failure`: set when politeness gave up on the URL (retries used up, permanent failure): it is recorded as failed. */
   private async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome, failure?: string): Promise<void> {
     const at = out.startedAt.getTime();
     if (!out.ok) {
-      await this.recordFailure(q, h, out, failure);
+      await this.turns.recordFailure(q, h, out, failure);
       return;
     }
     h.data.pages++;
-    this.noteRecent(h, { url: q.url, status: out.status, at, durationMs: out.durationMs, error: null });
+    noteRecent(h, { url: q.url, status: out.status, at, durationMs: out.durationMs, error: null });
     this.metrics.pageFetched(out.status, out.rawBytes, out.durationMs);
     if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
@@ -1091,10 +750,8 @@ class Agent implements AgentHandle, AgentView {
     for (const c of local) if (c.grant !== undefined) await this.sitemapGrants.add(c.url, c.grant);
   }
 
-  private noteRecent(h: HostState<HostData>, f: RecentFetch): void {
-    h.data.recent.push(f);
-    if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
-  }
+  /** Why a URL's host is refused, when that is known without a query (src/crawl/host-turn.ts). */
+  private blockedTarget(url: string): BlockedAddress | null { return this.turns.blockedTarget(url); }
 
   /** Links, directives and (dedup on) the SimHash of the visible text, or the job that computes it elsewhere. */
   private parsePage(q: QueuedUrl, out: FetchResponse, fingerprintLater: boolean) {
@@ -1453,24 +1110,4 @@ function errorText(err: unknown): string {
   const msg = e?.message ?? String(err);
   const cause = e?.cause?.message;
   return cause && !msg.includes(cause) ? `${msg}: ${cause}` : msg;
-}
-
-/** Host name and port of an absolute http(s) URL string, without a URL object (hot path). */
-function hostPort(url: string): { host: string; port: number } | undefined {
-  const https = url.startsWith('https://');
-  if (!https && !url.startsWith('http://')) return undefined;
-  const from = https ? 8 : 7;
-  let end = url.length;
-  for (let i = from; i < url.length; i++) {
-    const c = url.charCodeAt(i);
-    if (c === 47 || c === 63 || c === 35) { end = i; break; } // / ? #
-  }
-  const auth = url.slice(from, end);
-  const at = auth.lastIndexOf('@');
-  const hp = at >= 0 ? auth.slice(at + 1) : auth;
-  const colon = hp.lastIndexOf(':');
-  if (colon > 0 && hp.indexOf(']') < colon) {
-    return { host: hp.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(hp.slice(colon + 1)) || (https ? 443 : 80) };
-  }
-  return { host: hp.replace(/^\[|\]$/g, ''), port: https ? 443 : 80 };
 }

@@ -4,8 +4,7 @@
 // has not said "handoff complete" for our current ring.
 //
 // Pure and synchronous (the clock is passed in); src/crawl/ownership.ts feeds it
-// ring changes, markers and deaths; the agent asks `notBefore(host)` (through
-// ownership) before a turn.
+// ring changes, markers and deaths, and the agent asks `notBefore(host)` before a turn.
 import { HostRing, hostPoint } from '../assign/ring.js';
 import { xxh64 } from '../hash/xxhash.js';
 
