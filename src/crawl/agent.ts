@@ -16,12 +16,12 @@ import { openStore, type BatchOp, type Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { SyncBarrier } from '../store/sync-barrier.js';
 import { limitHeapGrowth } from '../util/memory.js';
-import { hostKey, seenKey, prefixEnd, HOST_KEY_BYTES } from '../store/keys.js';
+import { hostKey, seenKey, HOST_KEY_BYTES } from '../store/keys.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Drum } from '../seen/drum.js';
-import { REJECTED_VALUE, queuedAt, queuedValue, seenStateOf, settledValue, type SettledState } from '../seen/state.js';
+import { REJECTED_VALUE, queuedAt, queuedValue, settledValue, type SettledState } from '../seen/state.js';
 import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
-import { Fetcher, archivedBody, type FetchFailure, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
+import { Fetcher, archivedBody, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
 import { AddressPolicy, parseCidr, type BlockedAddress } from '../fetch/address.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
@@ -38,10 +38,10 @@ import { preflight, StartupError } from './preflight.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { AgentMesh } from './mesh.js';
-import { HandoffGate, RecentRings } from './handoff.js';
-import { HostRing } from '../assign/ring.js';
-import { RateLimitedLog } from '../mesh/admission.js';
-import { classifyItem, encodeItem, encodeHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
+import { HandoffGate } from './handoff.js';
+import { Ownership } from './ownership.js';
+import { HostTurn, BLOCKED, noteRecent } from './host-turn.js';
+import { classifyItem, encodeItem, type UrlItem } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
 import { SitemapGrants } from '../sitemap/grants.js';
@@ -49,12 +49,10 @@ import type { UrlKind } from '../frontier/frontier.js';
 import { decodeEntry } from '../frontier/frontier.js';
 import { priorityClass, inlinkBonus, MAX_PRIORITY } from '../frontier/priority.js';
 import { InlinkCounter } from '../frontier/inlinks.js';
-import { decodeFetchRecord } from './records.js';
 import { indexWarcFile } from '../warc/cdxj.js';
-import { newHostPoliteness, politenessConfig, retryDelayMs, unpark, type HostPoliteness } from '../politeness/host.js';
-import { PolitenessControl, type Verdict } from '../politeness/control.js';
+import { newHostPoliteness, politenessConfig, type HostPoliteness } from '../politeness/host.js';
+import { PolitenessControl } from '../politeness/control.js';
 import { SideClocks } from '../politeness/side-clocks.js';
-import { DnsError } from '../fetch/dns.js';
 import { CrawlStats, bump } from './stats.js';
 import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
 import { warcinfoFields } from '../warc/warcinfo.js';
@@ -87,20 +85,8 @@ export interface HostData {
   robotsHop?: { origin: string; target: string; hop: number };
 }
 
-/** A host held for one robots.txt redirect hop made on another host's turn (Agent.holdHopHost). */
-interface HopHold {
-  state: HostPoliteness;
-  minDelayMs: number | null;
-  frontierHost: HostState<HostData> | undefined;
-  release(nextAllowedAt: number): void;
-}
-
-/** How soon a robots.txt hop to a host with a request in flight is tried again. */
-const HOP_BUSY_RETRY_MS = 100;
-
 export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
 
-const RECENT_PER_HOST = 10;
 
 function newHostData(): HostData {
   return {
@@ -172,9 +158,6 @@ export async function startAgent(options: AgentOptions & { logger?: Logger } = {
   return agent;
 }
 
-/** Failure kind and record reason of a URL whose address is internal (src/fetch/address.ts). */
-const BLOCKED = 'blocked-address';
-
 class Agent implements AgentHandle, AgentView {
   readonly stats = new CrawlStats();
   readonly metrics = createMetrics();
@@ -187,27 +170,9 @@ class Agent implements AgentHandle, AgentView {
   private sampler: NodeJS.Timeout | undefined;
   private lifecycle: AgentState = 'starting';
   private mesh: AgentMesh | undefined;
-  /** Ownership changes are applied one at a time, in order. */
-  private rebalancing: Promise<void> = Promise.resolve();
-  private rebalancePending = false;
   private forwarded = 0;
-  private received = 0;
-  /** Hosts we own but may not contact until their previous owners said "handoff complete" (src/crawl/handoff.ts). */
-  private handoff: HandoffGate | undefined;
-  private handoffTimer: NodeJS.Timeout | undefined;
-  /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
-  private readonly settledOnly = new Map<string, Buffer>();
-  /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
-  private readonly recentRings = new RecentRings();
-  /** The mesh from its creation on, before start() resolves (peer intake only: everything else waits for `mesh`). */
-  private meshStarting: AgentMesh | undefined;
-  /** heardRing()'s cache. */
-  private heard: { key: string; ring: HostRing } | undefined;
-  /** The last write of recentRings to the store (writes are chained, newest last). */
-  private ringsSaved: Promise<void> = Promise.resolve();
-  /** Items and batches from peers we refused, by reason (docs/mesh.md "Admission"). */
-  private readonly refused: Record<string, number> = {};
-  private refusalLog: RateLimitedLog | undefined;
+  /** Ring changes, handoffs, peer intake and markers (src/crawl/ownership.ts); in a mesh only. */
+  private ownership: Ownership<Candidate, HostData> | undefined;
   /**
    * Sitemap URL → origins whose robots.txt named it (their URLs may be listed in it): kept in LevelDB, and sent
    * along with the sitemap URL to the agent that fetches it (src/sitemap/grants.ts).
@@ -215,9 +180,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly sitemapGrants: SitemapGrants;
   private readonly fetcher: Fetcher;
   readonly politeness: PolitenessControl;
-  private readonly robots: RobotsCache;
-  /** Clocks of hosts outside the frontier that robots.txt redirects lead to. */
-  private readonly sideClocks = new SideClocks();
+  /** Each host's turn: robots, DNS, politeness, one request (src/crawl/host-turn.ts). */
+  private readonly turns: HostTurn;
   private readonly drum: Drum<Candidate>;
   /** Finished pages' writes, grouped into shared batches (src/store/group-commit.ts). */
   private readonly commits: GroupCommit;
@@ -265,7 +229,6 @@ class Agent implements AgentHandle, AgentView {
       addresses: new AddressPolicy(config.allowAddress),
     });
     this.politeness = new PolitenessControl(politenessConfig(config));
-    this.robots = new RobotsCache(store.robots, this.fetcher, config.robots);
     this.scope = new ScopePolicy(config.scope);
     this.sitemapGrants = new SitemapGrants(store.meta);
     this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, this.stats.dedup) : undefined;
@@ -279,7 +242,7 @@ class Agent implements AgentHandle, AgentView {
       // owner: wait for the politeness floor (the handoff gate does the rest).
       initialNextAllowed: () => (this.mesh ? Date.now() + this.config.minDelayMs : 0),
     });
-    this.frontier.onReady = (h) => { this.prefetchDns(h); this.schedulePump(); };
+    this.frontier.onReady = (h) => { this.turns.prefetchDns(h); this.schedulePump(); };
     this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
     this.commits = new GroupCommit(store.db);
     this.barrier = new SyncBarrier(store.meta);
@@ -310,6 +273,23 @@ class Agent implements AgentHandle, AgentView {
         onError: (err) => this.onFatal(new Error(`recrawl scheduling failed: ${err.message}`)),
       });
     }
+    this.turns = new HostTurn({
+      store, frontier: this.frontier, fetcher: this.fetcher, robots: new RobotsCache(store.robots, this.fetcher, config.robots), politeness: this.politeness,
+      sideClocks: new SideClocks(), recrawl: this.recrawl, stats: this.stats, metrics: this.metrics, recentErrors: this.recentErrors, log, token: this.token,
+      inMesh: () => this.mesh !== undefined,
+      owns: (host) => !this.mesh || this.mesh.ownerOf(host) === this.mesh.id,
+      handOn: () => this.ownership?.scheduleRebalance(),
+      notBefore: (host, now) => (this.ownership ? this.ownership.notBefore(host, now) : 0),
+      running: () => this.running,
+      settle: (q, h, record) => this.finish(q, h, [], record),
+      writeWarc: (out) => this.writeWarc(out),
+      process: (q, h, out, failure) => this.process(q, h, out, failure),
+      background: (job, fatal) => {
+        this.processing++;
+        job().catch((err: Error) => { if (fatal) this.onFatal(err); }).finally(() => { this.processing--; this.schedulePump(); });
+      },
+      discoverSitemaps: (origin, entry) => this.discoverSitemaps(origin, entry),
+    });
   }
 
   /** Due URLs back into the frontier: no seen-set check (they are known), one batch with the recrawl index ops. */
@@ -328,7 +308,7 @@ class Agent implements AgentHandle, AgentView {
     }, (err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
     if (this.config.mesh.enabled) {
       const hb = this.config.mesh.heartbeatMs;
-      this.handoff = new HandoffGate('', {
+      const gate = new HandoffGate('', {
         // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
         timeoutMs: this.config.fetch.totalTimeoutMs + 20 * hb,
         floorMs: this.config.minDelayMs,
@@ -337,27 +317,30 @@ class Agent implements AgentHandle, AgentView {
         newcomerCooldownMs: 40 * hb,
         silentAfterMs: this.config.fetch.totalTimeoutMs + 20 * hb,
       });
-      this.refusalLog = new RateLimitedLog(this.log);
-      // Before the first batch can arrive: who owned what under the rings we had before a restart.
-      try {
-        const saved = await this.store.meta.get(RECENT_RINGS_KEY);
-        if (saved) this.recentRings.restore(JSON.parse(saved.toString('utf8')), { maxCapacity: this.config.mesh.admission.maxCapacity });
-      } catch (err) { this.log.warn({ err: (err as Error).message }, 'saved recent rings unreadable: starting afresh'); }
+      const ownership = this.ownership = new Ownership<Candidate, HostData>({
+        config: this.config, store: this.store, frontier: this.frontier, drum: this.drum, barrier: this.barrier, gate, log: this.log, metrics: this.metrics,
+        candidate: (url, depth, kind) => this.candidate(url, undefined, depth, kind),
+        route: (cands, sync) => this.route(cands, sync),
+        attachGrants: (items) => this.attachGrants(items),
+        schedulePump: () => this.schedulePump(),
+        lifecycle: () => this.lifecycle,
+      });
+      await ownership.restoreRings();
       this.mesh = await AgentMesh.start(this.config.mesh, this.config.dataDir, this.store, {
         // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
-        accept: (items, from) => this.acceptFromPeer(items, from).catch((err: unknown) => {
+        accept: (items, from) => ownership.acceptFromPeer(items, from).catch((err: unknown) => {
           if (!this.stopping && isStoreFailure(err)) this.onFatal(new Error(`store write failed: ${errorText(err)}`));
           throw err;
         }),
-        onChange: (c) => this.onMembershipChange(c),
+        onChange: (c) => ownership.onMembershipChange(c),
         counters: () => ({ fetched: this.stats.fetched, queued: this.frontier.queued }),
         localIdle: () => this.localIdle(),
-        created: (m) => { this.meshStarting = m; },
+        created: (m) => ownership.attach(m),
       }, this.log);
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
       this.mesh.on('forget', (peer) => this.metrics.removePeer(peer.slice(-12)));
       this.mesh.exchange.on('rejected', (reason) => this.metrics.meshRefused(reason));
-      await this.startHandoffGate(this.mesh);
+      await ownership.start(this.mesh);
     }
     this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
     if (this.config.warc.enabled) {
@@ -446,8 +429,8 @@ class Agent implements AgentHandle, AgentView {
   inFlightCount(): number { return this.inFlight; }
   crawlId(): string | null { return this.mesh ? this.config.mesh.crawlId : null; }
   ownerOf(host: string): string { return this.mesh ? this.mesh.ownerOf(host).slice(-12) : this.shortId; }
-  urlsSent(): number { return this.forwarded; }
-  urlsReceived(): number { return this.received; }
+  urlsSent(): number { return this.forwarded + (this.ownership?.handedOver ?? 0); }
+  urlsReceived(): number { return this.ownership?.received ?? 0; }
 
   members(): MemberReport[] {
     const mesh = this.mesh;
@@ -489,8 +472,9 @@ class Agent implements AgentHandle, AgentView {
    * second signal are answered meanwhile (docs/mesh.md, "Graceful leave").
    */
   async leave(): Promise<void> {
-    if (!this.mesh || this.lifecycle !== 'active') { void this.stop(); return; }
+    if (!this.mesh || !this.ownership || this.lifecycle !== 'active') { void this.stop(); return; }
     const mesh = this.mesh;
+    const ownership = this.ownership;
     this.lifecycle = 'leaving';
     this.log.info('leaving the mesh: handing hosts over');
     await mesh.leave();
@@ -507,9 +491,9 @@ class Agent implements AgentHandle, AgentView {
     // after a handoff: repeat until nothing is left here.
     for (;;) {
       await this.drum.flush();
-      this.scheduleRebalance();
-      await this.rebalancing;
-      while ((this.inFlight > 0 || this.processing > 0 || this.rebalancePending) && Date.now() < deadline) await this.rebalancing.then(() => sleep(20));
+      ownership.scheduleRebalance();
+      await ownership.rebalancing;
+      while ((this.inFlight > 0 || this.processing > 0 || ownership.rebalancePending) && Date.now() < deadline) await ownership.rebalancing.then(() => sleep(20));
       if ((this.frontier.queued === 0 && !this.drum.busy) || Date.now() >= deadline || nobodyToHandTo()) break;
       // A real timer between rounds: URLs that cannot move yet must not make this a microtask loop.
       await sleep(LEAVE_ROUND_MS);
@@ -550,334 +534,8 @@ class Agent implements AgentHandle, AgentView {
     if (sync && byOwner.size > 0) await this.barrier.sync(); // the outbox writes
   }
 
-  /**
-   * URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or
-   * to pass on), or handoff markers. `local`: items of our own outbox (a
-   * departed peer's queue re-routed to us), not checked for admission.
-   */
-  private async acceptFromPeer(items: UrlItem[], from: string, local = false): Promise<void> {
-    // While the mesh starts, batches come already (a joiner listens a while first): the markers among them vouch.
-    const mesh = this.mesh ?? this.meshStarting;
-    // docs/mesh.md "Admission": only members send us anything (the exchange checks too, when the stream
-    // opens); rejecting makes an honest sender we have not heard of yet retry later.
-    if (!local && mesh && !mesh.membership.member(from)) {
-      this.refuse('not-member', from, items.length);
-      throw new Error('not a member');
-    }
-    const cands: Candidate[] = [];
-    const settled: Buffer[] = [];
-    const settledUrls: string[] = [];
-    let handedOver = 0; // settled entries that are not replicas
-    const passOn = new Map<string, UrlItem[]>();
-    const markers: bigint[] = [];
-    let startupRing: HostRing | null | undefined; // computed at the first seen entry
-    let bad = 0;
-    for (const it of items) {
-      const w = classifyItem(it);
-      if (w.kind === 'bad') { bad++; continue; }
-      if (w.kind === 'marker') {
-        markers.push(w.ringId);
-        continue;
-      }
-      if (w.kind === 'seen' || w.kind === 'replica') {
-        const host = hostOf(it.url);
-        if (!host) { bad++; continue; }
-        // A seen entry hides a page for good: only the host's recent owner may send one, and a
-        // replica only the owner for whom we are next (docs/mesh.md "Admission").
-        if (!local && mesh) {
-          const replica = w.kind === 'replica';
-          // While we start up, also the owner without us, and the ring of all members heard of (docs/mesh.md "Admission").
-          startupRing ??= this.handoff?.startingUp ? this.heardRing(mesh) : null;
-          const heard = startupRing ?? undefined;
-          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host, heard) : !this.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
-            this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
-            bad++;
-            continue;
-          }
-        }
-        // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
-        const owner = mesh ? mesh.ownerOf(host) : undefined;
-        if (mesh && owner !== mesh.id && w.kind === 'seen' && w.hops < this.config.mesh.maxHops) {
-          const l = passOn.get(owner!);
-          const item = encodeItem({ kind: 'seen', url: w.url, hops: w.hops + 1 });
-          if (l) l.push(item); else passOn.set(owner!, [item]);
-          continue;
-        }
-        const hk = hostKey(host);
-        settled.push(seenKey(hk, it.url));
-        settledUrls.push(it.url);
-        if (w.kind === 'seen') handedOver++;
-        const h = this.frontier.host(host);
-        if (h) h.data.checkSeen = true;
-        else if (w.kind === 'seen' && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
-        continue;
-      }
-      const c = this.candidate(w.url, undefined, w.depth, w.sitemap ? 'sitemap' : 'page');
-      if (!c) { bad++; continue; }
-      c.hops = w.hops;
-      // A peer forwards the links its pages have to our hosts: in-links too.
-      if (c.kind === 'page') c.inlink = true;
-      if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
-      cands.push(c);
-    }
-    if (settled.length) {
-      const value = settledValue('settled-elsewhere');
-      const now = Date.now();
-      await this.drum.exclusive(async () => {
-        // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
-        const have = await this.store.fetches.getMany(settled);
-        const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: this.store.seen, key, value }));
-        for (let i = 0; i < settled.length; i++) {
-          if (!have[i]) ops.push({ type: 'put', sublevel: this.store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
-        }
-        // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
-        // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
-        await this.store.db.batch(ops, { sync: handedOver > 0 });
-        this.drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
-      });
-    }
-    // The sender deletes the batch once we acknowledge it: what it stored here is synced first.
-    await Promise.all([this.route(cands, true), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
-    if (passOn.size > 0) await this.barrier.sync();
-    // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
-    for (const rid of markers) {
-      this.handoff?.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
-      // Its first marker shows the sender finished a handoff round towards us: it may own hosts now.
-      mesh?.membership.vouch(from);
-      this.log.info({ from: from.slice(-12), ring: rid.toString(16), waitingFor: this.handoff?.waitingFor().map((p) => p.slice(-12)) }, 'handoff marker received');
-    }
-    if (markers.length) this.schedulePump();
-    this.received += items.length;
-    if (!local) this.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
-  }
-
-  /**
-   * The ring of every active member we have heard of, ourselves included (cached per member set):
-   * who owns what in the mesh while we start up, before the members' markers let them into our ring.
-   */
-  private heardRing(mesh: AgentMesh): HostRing {
-    const ms = mesh.members().filter((m) => m.state === 'active' && m.capacity > 0 && !mesh.membership.isExcluded(m.id));
-    const key = ms.map((m) => `${m.id}:${m.capacity}`).join(',');
-    if (this.heard?.key !== key) {
-      const ring = new HostRing({ maxCapacity: this.config.mesh.admission.maxCapacity });
-      for (const m of ms) ring.add(m.id, m.capacity);
-      this.heard = { key, ring };
-    }
-    return this.heard.ring;
-  }
-
-  private refuse(reason: string, from: string, n: number): void {
-    this.refused[reason] = (this.refused[reason] ?? 0) + n;
-    this.metrics.meshRefused(reason, n);
-    this.refusalLog?.warn(reason, { peer: from.slice(-12), items: n }, 'refused items from a peer');
-  }
-
-  private onMembershipChange(c: MembershipChange): void {
-    const mesh = this.mesh;
-    if (!mesh) return;
-    this.log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
-    this.metrics.setMembers({ active: c.members.length });
-    this.pushRing(mesh);
-    this.metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => m.id.slice(-12)));
-    if (this.handoff) {
-      const now = Date.now();
-      for (const d of c.dead) this.handoff.gone(d, now); // crash: take over at once
-      // Only members in our ring (or leaving it) may hold our hosts' data: one we left out (it acknowledges
-      // nothing) or one that has not sent its first marker yet (it owned nothing) is not waited for.
-      const alive = this.markerPeers(mesh, true);
-      this.handoff.ringChanged(mesh.membership.ring, alive, c.added, now);
-      this.log.info({ ring: this.handoff.ringId.toString(16), waitingFor: this.handoff.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
-    }
-    // Hosts go back to earlier owners, which may have handed on URLs we sent them.
-    if (c.removed.length) mesh.outbox.forgetRecent();
-    for (const id of c.removed) this.rerouteOutbox(id);
-    // Seen entries go out at once, not behind earlier handoffs still waiting for
-    // in-flight fetches: the new owners must know what we fetched before they start.
-    const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
-    for (const h of moving) this.frontier.setPaused(h, true);
-    this.sendSettled(moving).catch((err: Error) => this.log.error({ err: err.message }, 'sending seen entries failed'));
-    this.scheduleRebalance();
-  }
-
-  /** Hands over every host we hold that another agent now owns (after any ring change). */
-  private scheduleRebalance(): void {
-    if (this.rebalancePending) return;
-    this.rebalancePending = true;
-    this.rebalancing = this.rebalancing.then(async () => {
-      this.rebalancePending = false;
-      const mesh = this.mesh;
-      if (!mesh) return;
-      const rid = this.handoff?.ringId;
-      let failed = false;
-      const moving = [...this.frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
-      for (const h of moving) {
-        try { await this.handOff(h); } catch (err) { failed = true; this.log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); this.frontier.setPaused(h, false); }
-      }
-      if (moving.length) this.log.info({ hosts: moving.length }, 'hosts handed over');
-      // Hosts we only hold seen entries for (no frontier state) move too.
-      for (const [host, hk] of this.settledOnly) {
-        const owner = mesh.ownerOf(host);
-        if (owner === mesh.id || this.frontier.host(host)) continue;
-        try {
-          const items = await this.settledItems(hk);
-          if (items.length) await mesh.forward(owner, items, true);
-          this.settledOnly.delete(host);
-        } catch (err) { failed = true; this.log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
-      }
-      if (!failed) await this.sendMarkers(rid);
-    });
-  }
-
-  /**
-   * "Handoff complete" for ring `rid` to every member that has not had ours
-   * yet: queued after everything this pass handed over, on the same ordered
-   * streams. Skipped when the ring moved on during the pass (the next pass marks).
-   */
-  private async sendMarkers(rid: bigint | undefined): Promise<void> {
-    const mesh = this.mesh;
-    const gate = this.handoff;
-    if (!mesh || !gate || rid === undefined || rid !== gate.ringId) return;
-    // Joiners too: our marker is what lets them into our peers' rings, and theirs into ours.
-    const due = gate.markersDue(this.markerPeers(mesh, false));
-    if (due.length) this.log.info({ ring: rid.toString(16), to: due.map((p) => p.slice(-12)) }, 'handoff markers sent');
-    await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
-  }
-
-  /**
-   * Other members that take part in handoffs: active ones (joiners included)
-   * to send our markers to, or — `owners` — those that may hold data of our
-   * hosts: vouched for (in our ring, or leaving it). Members we left out of our
-   * ring for acknowledging nothing take part in neither.
-   */
-  private markerPeers(mesh: AgentMesh, owners: boolean): string[] {
-    const ms = mesh.membership;
-    return mesh.members()
-      .filter((m) => !m.self && !ms.isExcluded(m.id) && (owners ? ms.isVouched(m.id) : m.state === 'active'))
-      .map((m) => m.id);
-  }
-
-  /** A dead or departed peer's queue goes to the hosts' new owners (ourselves included). */
-  private rerouteOutbox(id: string): void {
-    const mesh = this.mesh!;
-    const ring = mesh.membership.ring;
-    if (id !== mesh.id && mesh.replicas.queued(id) > 0 && !mesh.replicas.isPaused(id)) {
-      // Replica seen entries go to the hosts' new next owner, or are dropped when that is us.
-      const nextOwner = (it: UrlItem) => { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; };
-      void mesh.replicas.reassign(id, nextOwner, async () => {})
-        .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing replica entries failed'));
-    }
-    if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
-    void mesh.outbox.reassign(id, (it) => {
-      const kind = classifyItem(it).kind;
-      if (kind === 'marker' || kind === 'bad') return null; // a marker is meant for that peer only: dropped below
-      if (kind === 'replica') { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
-      const o = mesh.ownerOf(hostOf(it.url));
-      return o === mesh.id ? null : o;
-    }, (its) => this.acceptFromPeer(its.filter((it) => { const kind = classifyItem(it).kind; return kind === 'crawl' || kind === 'seen'; }), id, true),
-    // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
-    mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
-      .catch((err: Error) => this.log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
-  }
-
-  private async startHandoffGate(mesh: AgentMesh): Promise<void> {
-    const gate = this.handoff!;
-    gate.setSelf(mesh.id);
-    this.pushRing(mesh);
-    // Every member known at start is new to us: it may hold hosts we own (we were away, or never
-    // here). Until it is in our ring (its marker came), it owns nothing in our view.
-    const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
-    gate.ringChanged(mesh.membership.ring, others, others, Date.now());
-    // A joiner, or an agent back in a mesh it was part of (its outbox or inbox names peers), contacts
-    // no host until a member is in its ring (bounded: peers that never come are given up on).
-    if (this.config.mesh.peers.length > 0 || mesh.outbox.peers().length > 0 || mesh.replicas.peers().length > 0 || await mesh.exchange.inboxPeers().then((p) => p.length > 0, () => false)) {
-      gate.holdUntilJoined(Date.now() + this.config.fetch.totalTimeoutMs + 20 * this.config.mesh.heartbeatMs);
-      this.log.info('joining: no host is contacted until a member is in our ring');
-    }
-    mesh.membership.on('heartbeat', (m) => {
-      // A peer restarted without a ring change waits for our marker again; a member new to us gets
-      // our marker (its way into our peers' rings) without waiting for a ring change.
-      const restarted = gate.heard(m.id, m.incarnation);
-      if (restarted || (m.state === 'active' && this.lifecycle !== 'leaving' && gate.markersDue([m.id]).length > 0 && !mesh.membership.isExcluded(m.id))) this.scheduleRebalance();
-    });
-    const startedAt = Date.now();
-    this.handoffTimer = setInterval(() => {
-      gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
-      // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
-      // once it could have been heard of, it goes to the hosts' owners.
-      if (Date.now() - startedAt > this.config.mesh.deadAfterMs) {
-        for (const p of new Set([...mesh.outbox.peers(), ...mesh.replicas.peers()])) if (!mesh.membership.member(p)) this.rerouteOutbox(p);
-      }
-      // A member we left out of our ring: whatever reached its queue since (or a re-route that was skipped
-      // while another pass held the queue) goes to the hosts' owners too.
-      for (const p of mesh.outbox.peers()) if (mesh.membership.isExcluded(p) && mesh.outbox.queued(p) > 0) this.rerouteOutbox(p);
-    }, this.config.mesh.heartbeatMs);
-    this.handoffTimer.unref();
-    this.scheduleRebalance();
-  }
-
-  /**
-   * Moves one host to its new owner: its queued URLs, then the URLs we already
-   * fetched or settled (as seen entries), all made durable in our outbox before
-   * they leave our frontier. In-flight work on the host finishes first, so the
-   * new owner never fetches what we are fetching.
-   */
-  private async handOff(h: HostState<HostData>): Promise<void> {
-    const mesh = this.mesh!;
-    this.frontier.setPaused(h, true);
-    const deadline = Date.now() + 120_000;
-    while ((h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
-    const owner = mesh.ownerOf(h.name);
-    if (owner === mesh.id) { this.frontier.setPaused(h, false); return; }
-    // Read, send and delete with DRUM rounds held off, so no URL of this host is
-    // committed to our frontier between the read and the delete.
-    const moved = await this.drum.exclusive(async () => {
-      const entries = await this.store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
-      const queued: UrlItem[] = [];
-      for (const [, v] of entries) {
-        const e = decodeEntry(v, h.name);
-        if (e) queued.push(encodeItem({ kind: 'crawl', url: e.url, depth: e.depth, hops: 0, sitemap: e.kind === 'sitemap' }));
-      }
-      await this.attachGrants(queued);
-      // Seen entries again: those of pages that finished while we waited above.
-      const settled = await this.settledItems(h.key);
-      await mesh.forward(owner, [...settled, ...queued], true);
-      // Their seen entries go too: "queued" is no longer true here, and should the host come
-      // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
-      const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: this.store.seen, key: seenKey(h.key, q.url) }));
-      await this.store.db.batch([...entries.map(([key]): BatchOp => ({ type: 'del', sublevel: this.store.frontier, key })), ...unseen]);
-      if (unseen.length) this.drum.forgetCached();
-      this.frontier.dropHost(h, entries.length);
-      return queued.length;
-    });
-    this.forwarded += moved;
-  }
-
-  /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
-  private async settledItems(hk: Buffer): Promise<UrlItem[]> {
-    const out: UrlItem[] = [];
-    for (const [, v] of await this.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
-      const r = decodeFetchRecord(v);
-      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops: 0 }));
-    }
-    return out;
-  }
-
-  private async sendSettled(hosts: HostState<HostData>[]): Promise<void> {
-    const mesh = this.mesh!;
-    const byOwner = new Map<string, UrlItem[]>();
-    for (const h of hosts) {
-      const owner = mesh.ownerOf(h.name);
-      if (owner === mesh.id) continue;
-      const items = await this.settledItems(h.key);
-      if (!items.length) continue;
-      const l = byOwner.get(owner);
-      if (l) l.push(...items); else byOwner.set(owner, items);
-    }
-    await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
-  }
-
   private localIdle(): boolean {
-    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.rebalancePending
+    return this.inFlight === 0 && this.processing === 0 && !this.drum.busy && this.frontier.idle && !this.ownership?.rebalancePending
       && (!this.recrawl || this.recrawl.idle(Date.now()));
   }
 
@@ -919,7 +577,7 @@ class Agent implements AgentHandle, AgentView {
       const h = this.frontier.nextReady(now);
       if (!h) break;
       this.inFlight++;
-      this.turn(h).catch((err: Error) => this.onFatal(err)).finally(() => {
+      this.turns.turn(h).catch((err: Error) => this.onFatal(err)).finally(() => {
         this.inFlight--;
         this.schedulePump();
       });
@@ -933,358 +591,17 @@ class Agent implements AgentHandle, AgentView {
     if (limitReached && this.inFlight === 0 && this.processing === 0) void this.stop();
   }
 
-  /** One turn of a host: at most one request to it (robots.txt or a page). */
-  private async turn(h: HostState<HostData>): Promise<void> {
-    if (this.mesh && this.mesh.ownerOf(h.name) !== this.mesh.id) {
-      // URLs committed after a handoff (or during a view change): hand them on, do not fetch.
-      this.frontier.release(h, Date.now());
-      this.frontier.setPaused(h, true);
-      this.scheduleRebalance();
-      return;
-    }
-    const gated = this.handoff ? this.handoff.notBefore(h.name, Date.now()) : 0;
-    if (gated > 0) { this.frontier.release(h, gated); return; } // the previous owner's handoff is not complete yet
-    for (;;) {
-      const q = this.takeDue(h);
-      if (q === null) return; // only retries waiting: the host was released until the first is due
-      if (!q) { this.frontier.release(h, Date.now()); return; }
-      h.data.pendingAcks++;
-      if (h.data.polite.parked) {
-        // A parked host is not contacted again in this run: its URLs are recorded as failed.
-        this.politeness.failed('parked');
-        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'parked' });
-        continue;
-      }
-      // In a mesh a previous owner's handoff may have settled this URL after we queued it.
-      if (this.mesh || h.data.checkSeen) {
-        const v = await this.store.seen.get(seenKey(h.key, q.url));
-        if (v && seenStateOf(v) === 'settled-elsewhere') {
-          await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'settled-elsewhere' });
-          continue;
-        }
-      }
-      let u: URL;
-      try { u = new URL(q.url); } catch { await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
-      const origin = u.origin;
-      let robots = h.data.robots.get(origin);
-      if (!robots || robots.expires <= Date.now()) {
-        robots = await this.robots.lookup(origin);
-        if (robots) h.data.robots.set(origin, robots);
-      }
-      if (!robots) {
-        // Fetching robots.txt — one request of it: robots.txt itself or one redirect hop (RFC 9309 §2.3.1.2) — is
-        // this turn's request; the page waits for a later turn. Each hop waits for the clock of the host it goes
-        // to, as every request does (docs/politeness.md "Redirects").
-        const pending = h.data.robotsHop?.origin === origin ? h.data.robotsHop : undefined;
-        const target = pending?.target ?? `${origin}/robots.txt`;
-        const hop = pending?.hop ?? 0;
-        const targetHost = hostOf(target);
-        const other = targetHost === h.name ? undefined : this.holdHopHost(targetHost, Date.now());
-        if (typeof other === 'number') {
-          // The target's host is busy or resting: this host tries again when it is free (nothing was sent).
-          this.frontier.unshift(h, q);
-          h.data.pendingAcks--;
-          this.frontier.release(h, Math.max(other, h.data.polite.nextAllowedAt));
-          return;
-        }
-        if (other === 'parked') {
-          // Not contacted again in this run: robots.txt is unreachable (RFC 9309 §2.3.1.4).
-          this.frontier.unshift(h, q);
-          h.data.pendingAcks--;
-          h.data.robotsHop = undefined;
-          await this.robotsDecided(h, origin, await this.robots.giveUp(origin));
-          this.frontier.release(h, Math.max(Date.now(), h.data.polite.nextAllowedAt));
-          return;
-        }
-        const checked = this.beforeRequest(h, q, new URL(target));
-        if (checked === null) { other?.release(Date.now()); return; }
-        if (typeof checked === 'object' && hop === 0) { other?.release(Date.now()); await this.refuseAddress(q, h, checked); continue; }
-        // A redirect hop to a refused address is refused again by the fetcher's connect check: robots.txt is then
-        // unreachable (RFC 9309 §2.3.1.4), never silently allowed.
-        const ip = typeof checked === 'object' ? undefined : checked;
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        const step = await this.robots.step(origin, target, hop);
-        const out = step.out;
-        if (out.ok) await this.writeWarc(out);
-        // The exchange shapes the clock of the host it went to (its backoff, pauses and parking too).
-        const now = Date.now();
-        const clock = other ? other.state : h.data.polite;
-        const v = this.politeness.record(targetHost, clock, out, 0, now, {
-          dnsPermanent: this.dnsPermanent(out, new URL(target).hostname), minDelayMs: other ? other.minDelayMs : h.data.policy.minDelayMs, robots: true,
-        });
-        this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
-        const next = v && !v.park ? v.nextAllowedAt : now;
-        if (other) {
-          if (v && other.frontierHost) this.notePoliteness(other.frontierHost, v, out.url);
-          other.release(next);
-        } else if (v) {
-          this.notePoliteness(h, v, out.url);
-        }
-        if (step.next !== undefined) {
-          h.data.robotsHop = { origin, target: step.next, hop: hop + 1 };
-        } else {
-          h.data.robotsHop = undefined;
-          await this.robotsDecided(h, origin, step.entry);
-        }
-        this.frontier.release(h, other ? Math.max(now, h.data.polite.nextAllowedAt) : next);
-        return;
-      }
-      if (robots.rules.crawlDelay(this.token) !== undefined) h.data.polite.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
-      if (robots.verdict === 'unreachable' && h.data.robotsFailures <= this.politeness.cfg.maxRetries && !h.data.polite.parked) {
-        // RFC 9309 §2.3.1.4: nothing may be fetched while robots.txt is unreachable; the URLs wait for it (a transient
-        // failure, retried like one: src/politeness/host.ts) rather than failing at once.
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        this.frontier.release(h, Math.max(robots.expires, h.data.polite.nextAllowedAt));
-        return;
-      }
-      if (!robots.rules.isAllowed(q.url, this.token)) {
-        this.stats.robotsBlocked++;
-        const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
-        bump(this.stats.rejected, reason);
-        this.metrics.urlRejected(reason);
-        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: reason });
-        continue; // no request was made: the host's turn goes on
-      }
-      const budget = h.data.policy.pageBudget;
-      if (budget !== null && h.data.pages >= budget) {
-        bump(this.stats.rejected, 'host-page-budget');
-        this.metrics.urlRejected('host-page-budget');
-        await this.finish(q, h, [], { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
-        continue;
-      }
-      const ip = this.beforeRequest(h, q, u);
-      if (ip === null) return;
-      if (typeof ip === 'object') { await this.refuseAddress(q, h, ip); continue; }
-      // Revisits are conditional GETs (If-None-Match / If-Modified-Since from the stored state).
-      const conditional = this.recrawl && q.kind === 'page' ? await this.recrawl.prepare(q, seenKey(h.key, q.url)) : undefined;
-      const out = await this.fetcher.fetch(q.url, conditional);
-      if (!this.running && !out.ok) {
-        // Shutdown aborted it: leave it queued for the next run.
-        this.recrawl?.forget(q);
-        h.data.pendingAcks--;
-        this.politeness.releaseIp(ip, Date.now());
-        this.frontier.release(h, Date.now());
-        return;
-      }
-      const now = Date.now();
-      const v = this.politeness.record(h.name, h.data.polite, out, q.attempt ?? 0, now, { dnsPermanent: this.dnsPermanent(out, u.hostname), minDelayMs: h.data.policy.minDelayMs });
-      this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
-      if (v) this.notePoliteness(h, v, q.url);
-      if (v?.retry) {
-        // Transient failure with retries left: the URL stays in the frontier on disk (a crash
-        // re-queues it) and waits in the host's head until retryAt; other URLs of the host go first.
-        this.noteFailedAttempt(h, q, out);
-        this.recrawl?.forget(q); // prepared again (conditional headers) on the next attempt
-        q.attempt = (q.attempt ?? 0) + 1;
-        q.notBefore = v.retryAt;
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        this.frontier.release(h, v.nextAllowedAt);
-        return;
-      }
-      // The host's clock starts now; processing the page need not hold the host (or the fetch slot).
-      // A parked host is released at once: its next turns record its queue as failed.
-      this.frontier.release(h, v && !v.park ? v.nextAllowedAt : now);
-      if (out.ok) this.stats.recordResponse(out.status, out.rawBytes);
-      this.processing++;
-      this.process(q, h, out, v?.failure).catch((err: Error) => this.onFatal(err)).finally(() => {
-        this.processing--;
-        this.schedulePump();
-      });
-      return;
-    }
-  }
-
-  /** robots.txt for `origin` is decided: kept, counted, its sitemaps found. */
-  private async robotsDecided(h: HostState<HostData>, origin: string, entry: RobotsEntry): Promise<void> {
-    this.stats.robotsFetches++;
-    this.metrics.robotsFetched(entry.verdict);
-    // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
-    if (entry.verdict === 'unreachable') {
-      const n = h.data.robotsFailures++;
-      if (n < this.politeness.cfg.maxRetries) entry.expires = Math.min(entry.expires, Date.now() + retryDelayMs(n, this.politeness.cfg));
-    } else {
-      h.data.robotsFailures = 0;
-    }
-    h.data.robots.set(origin, entry);
-    h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
-    if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
-    else await this.discoverSitemaps(origin, entry);
-  }
-
-  /**
-   * The clock of another host a robots.txt redirect leads to, held for one
-   * request: that host's frontier record if we have one (held like a turn of
-   * its own, so none of its pages goes out meanwhile), else a side clock. A
-   * number when the host is busy or resting (try again then); 'parked' for a
-   * host we no longer contact.
-   */
-  private holdHopHost(name: string, now: number): HopHold | number | 'parked' {
-    const fh = this.frontier.host(name);
-    if (fh) {
-      if (fh.data.polite.parked) return 'parked';
-      const at = Math.max(fh.nextAllowed, fh.data.polite.nextAllowedAt);
-      if (at > now) return at;
-      if (!this.frontier.hold(fh)) return now + HOP_BUSY_RETRY_MS;
-      return {
-        state: fh.data.polite, minDelayMs: fh.data.policy.minDelayMs, frontierHost: fh,
-        // Never earlier than it was (a hop that sent nothing, e.g. waiting for DNS, leaves its clock as it was).
-        release: (t) => this.frontier.release(fh, Math.max(t, fh.nextAllowed)),
-      };
-    }
-    const c = this.sideClocks.get(name, now);
-    if (c.state.parked) return 'parked';
-    if (c.state.nextAllowedAt > now) return c.state.nextAllowedAt;
-    if (c.busy) return now + HOP_BUSY_RETRY_MS;
-    c.busy = true;
-    return { state: c.state, minDelayMs: null, frontierHost: undefined, release: () => { c.busy = false; } };
-  }
-
-  /**
-   * The host's next URL, skipping retries that are not yet due. Null when
-   * only such retries are queued in memory: the host is then released until
-   * the earliest of them.
-   */
-  private takeDue(h: HostState<HostData>): QueuedUrl | undefined | null {
-    const q = this.frontier.take(h);
-    if (!q || q.notBefore === undefined || h.data.polite.parked) return q;
-    const now = Date.now();
-    if (q.notBefore <= now) return q;
-    let earliest = q.notBefore;
-    for (const x of this.frontier.inMemory(h)) {
-      if (x.notBefore === undefined || x.notBefore <= now) {
-        this.frontier.remove(h, x);
-        this.frontier.unshift(h, q);
-        return x;
-      }
-      if (x.notBefore < earliest) earliest = x.notBefore;
-    }
-    this.frontier.unshift(h, q);
-    this.frontier.release(h, Math.max(earliest, h.data.polite.nextAllowedAt));
-    return null;
-  }
-
-  /**
-   * DNS and the per-IP clock, right before a request. Returns the IP held on
-   * the per-IP clock (undefined when none is held), or null when the request
-   * cannot go now: the URL is put back and the host either waits for its
-   * DNS answer (the fetch slot is freed meanwhile, so a slow name delays only
-   * its own host) or is released until its IP is free. An internal address
-   * (src/fetch/address.ts) returns why it is refused: no request is made.
-   */
-  private beforeRequest(h: HostState<HostData>, q: QueuedUrl, u: URL): string | undefined | null | BlockedAddress {
-    const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
-    const host = u.hostname.charCodeAt(0) === 91 ? u.hostname.slice(1, -1) : u.hostname;
-    const resolver = this.fetcher.resolver;
-    const known = resolver.cached(host, port);
-    if (known === undefined) {
-      this.frontier.unshift(h, q);
-      h.data.pendingAcks--;
-      // The host stays "in flight" (out of the ready heap) until the answer, or the failure, is in.
-      void resolver.resolve(host, port).catch(() => {}).then(() => this.frontier.release(h, Date.now()));
-      return null;
-    }
-    if (known instanceof DnsError) return undefined; // the fetch fails at once and is classified
-    // Cheap and early; the fetcher checks again on the address it really dials (DNS may change meanwhile).
-    const blocked = resolver.fromRule(known) ? null : this.fetcher.addresses.check(known.address);
-    if (blocked) return blocked;
-    const now = Date.now();
-    const t = this.politeness.reserveIp(known.address, now);
-    if (t > now) {
-      this.frontier.unshift(h, q);
-      h.data.pendingAcks--;
-      this.frontier.release(h, t);
-      return null;
-    }
-    return this.politeness.ipClock ? known.address : undefined;
-  }
-
-  /**
-   * Why a URL's host is refused, when that is known without a query: an IP
-   * literal, localhost, or a cached DNS answer that is internal
-   * (src/fetch/address.ts). A `--resolve` rule's target is never refused.
-   */
-  private blockedTarget(url: string): BlockedAddress | null {
-    const hp = hostPort(url);
-    if (!hp) return null;
-    const resolver = this.fetcher.resolver;
-    const known = resolver.cached(hp.host, hp.port);
-    return known && !(known instanceof DnsError) && !resolver.fromRule(known) ? this.fetcher.addresses.check(known.address) : null;
-  }
-
-  /** A URL whose host is an internal address: recorded as failed with `blocked-address`, no request made. */
-  private async refuseAddress(q: QueuedUrl, h: HostState<HostData>, blocked: BlockedAddress): Promise<void> {
-    const startedAt = new Date();
-    await this.recordFailure(q, h, { ok: false, url: q.url, kind: BLOCKED, message: `${BLOCKED}: ${blocked.reason}`, startedAt, durationMs: 0 });
-  }
-
-  /** Whether a failed fetch failed on a permanent DNS answer (NXDOMAIN, NODATA). */
-  private dnsPermanent(out: FetchOutcome, host: string): boolean {
-    return !out.ok && out.kind === 'dns' && this.fetcher.resolver.failure(host)?.permanent === true;
-  }
-
-  /** Logs and counts what the politeness state decided after an exchange. */
-  private notePoliteness(h: HostState<HostData>, v: Verdict, url: string): void {
-    if (v.park) {
-      this.log.warn({ ...this.politeness.describe(h.name, h.data.polite, Date.now()), url }, 'host parked: not contacted again in this run; its queued URLs are recorded as failed');
-    } else if (v.paused) {
-      this.log.warn({ ...this.politeness.describe(h.name, h.data.polite, Date.now()), url }, 'host paused after a run of failures; the next request is a probe');
-    } else if (v.kind === 'too-many' || v.kind === 'unavailable') {
-      this.log.info({ host: h.name, status: v.kind === 'too-many' ? 429 : 503, backoffLevel: h.data.polite.backoffLevel, retryAfterMs: v.retryAfterMs, nextInMs: v.nextAllowedAt - Date.now(), reason: v.reason }, 'host backed off');
-    }
-    if (v.retry) this.log.debug({ url, kind: v.kind, retryInMs: (v.retryAt ?? 0) - Date.now() }, 'fetch will be retried');
-  }
-
-  /** A failed attempt that will be retried: counted and visible, its response (if any) kept in the WARC. */
-  private noteFailedAttempt(h: HostState<HostData>, q: QueuedUrl, out: FetchOutcome): void {
-    const at = out.startedAt.getTime();
-    const kind = out.ok ? `http-${out.status}` : out.kind;
-    bump(h.data.errors, kind);
-    this.noteRecent(h, { url: q.url, status: out.ok ? out.status : null, at, durationMs: out.durationMs, error: kind });
-    if (!out.ok) { this.metrics.fetchFailed(out.kind, out.durationMs); return; }
-    this.processing++;
-    // A failure is fatal and reported by warcWrite; the URL is queued for its retry either way.
-    this.writeWarc(out).catch(() => {}).finally(() => { this.processing--; this.schedulePump(); });
-  }
-
-  /** Warms the DNS cache for a host that just entered the ready heap (at most every few seconds per host). */
-  private prefetchDns(h: HostState<HostData>): void {
-    const q = this.frontier.inMemory(h).next().value as QueuedUrl | undefined;
-    if (!q) return;
-    const now = Date.now();
-    if (h.data.dnsCheckAt > now) return;
-    h.data.dnsCheckAt = now + 5000;
-    const hp = hostPort(q.url);
-    if (hp) this.fetcher.resolver.prefetch(hp.host, hp.port);
-  }
-
   // ---- one fetched page -------------------------------------------------
-
-  /** A URL that failed for good: counted (stats, host, metrics, recent errors) and recorded with its reason. */
-  private async recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void> {
-    const at = out.startedAt.getTime();
-    bump(this.stats.errors, out.kind);
-    bump(h.data.errors, out.kind);
-    // Politeness never sees a refused address (nothing reached the host), so it is counted here.
-    if (out.kind === BLOCKED) this.politeness.failed(BLOCKED);
-    this.noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
-    this.metrics.fetchFailed(out.kind, out.durationMs);
-    this.recentErrors.record(out.kind, out.message, q.url, h.name);
-    this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
-    await this.finish(q, h, [], { url: q.url, at, status: 0, failure: failure ?? out.kind });
-  }
 
   /** `failure`: set when politeness gave up on the URL (retries used up, permanent failure): it is recorded as failed. */
   private async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome, failure?: string): Promise<void> {
     const at = out.startedAt.getTime();
     if (!out.ok) {
-      await this.recordFailure(q, h, out, failure);
+      await this.turns.recordFailure(q, h, out, failure);
       return;
     }
     h.data.pages++;
-    this.noteRecent(h, { url: q.url, status: out.status, at, durationMs: out.durationMs, error: null });
+    noteRecent(h, { url: q.url, status: out.status, at, durationMs: out.durationMs, error: null });
     this.metrics.pageFetched(out.status, out.rawBytes, out.durationMs);
     if (out.truncated) { this.stats.truncated++; bump(this.stats.errors, `truncated-${out.truncated}`); }
     if (out.contentEncodingError) bump(this.stats.errors, 'content-encoding');
@@ -1438,10 +755,8 @@ class Agent implements AgentHandle, AgentView {
     for (const c of local) if (c.grant !== undefined) await this.sitemapGrants.add(c.url, c.grant);
   }
 
-  private noteRecent(h: HostState<HostData>, f: RecentFetch): void {
-    h.data.recent.push(f);
-    if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
-  }
+  /** Why a URL's host is refused, when that is known without a query (src/crawl/host-turn.ts). */
+  private blockedTarget(url: string): BlockedAddress | null { return this.turns.blockedTarget(url); }
 
   /** Links, directives and (dedup on) the SimHash of the visible text, or the job that computes it elsewhere. */
   private parsePage(q: QueuedUrl, out: FetchResponse, fingerprintLater: boolean) {
@@ -1722,7 +1037,7 @@ class Agent implements AgentHandle, AgentView {
     this.running = false;
     this.lifecycle = 'leaving';
     if (this.sampler) clearInterval(this.sampler);
-    if (this.handoffTimer) clearInterval(this.handoffTimer);
+    this.ownership?.stop();
     if (this.wakeTimer) clearTimeout(this.wakeTimer);
     if (this.durationTimer) clearTimeout(this.durationTimer);
     await this.recrawl?.stop().catch((err: Error) => this.log.error({ err: err.message }, 'recrawl stop failed'));
@@ -1745,14 +1060,14 @@ class Agent implements AgentHandle, AgentView {
       dataDir: this.config.dataDir,
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,
-      ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.forwarded, received: this.received, mesh: this.meshSummary() } : {}),
+      ...(this.mesh ? { peerId: this.mesh.id, forwarded: this.urlsSent(), received: this.urlsReceived(), mesh: this.ownership!.meshSummary() } : {}),
       ...(this.recrawl ? { recrawl: this.recrawl.summary() } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
     await this.api?.close().catch(() => {});
     await this.mesh?.stop();
     this.lifecycle = 'stopped';
-    await this.ringsSaved;
+    await this.ownership?.saved();
     await this.store.close().catch(() => {});
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
@@ -1763,7 +1078,7 @@ class Agent implements AgentHandle, AgentView {
   /** Undoes a start() that threw: nothing was crawled, so nothing is flushed, only closed. */
   async abandonStart(): Promise<void> {
     this.running = false;
-    if (this.handoffTimer) clearInterval(this.handoffTimer);
+    this.ownership?.stop();
     if (this.sampler) clearInterval(this.sampler);
     await this.api?.close().catch(() => {});
     await this.mesh?.stop().catch(() => {});
@@ -1771,28 +1086,6 @@ class Agent implements AgentHandle, AgentView {
     await this.fingerprinter?.close().catch(() => {});
     await this.fetcher.close().catch(() => {});
     await this.store.close().catch(() => {});
-  }
-
-  /** Admission figures (docs/mesh.md "Admission"): every refusal by reason, rate limiting, members left out. */
-  private meshSummary(): Record<string, unknown> {
-    const mesh = this.mesh!;
-    const ex = mesh.exchange.stats();
-    return {
-      refused: { ...ex.rejected, ...this.refused },
-      throttled: ex.throttled,
-      excluded: { ...mesh.stats.excluded },
-      forgottenPeers: mesh.stats.forgotten,
-      heartbeatsRejected: { ...mesh.membership.stats.rejected },
-      handoff: { ...this.handoff!.stats },
-    };
-  }
-
-  /** Records our ring in the recent rings and keeps them in the store (they survive a crash). */
-  private pushRing(mesh: AgentMesh): void {
-    this.recentRings.push(mesh.membership.ring);
-    const value = Buffer.from(JSON.stringify(this.recentRings.toJSON()));
-    this.ringsSaved = this.ringsSaved.then(() => this.store.meta.put(RECENT_RINGS_KEY, value))
-      .catch((err: Error) => this.log.warn({ err: err.message }, 'recent rings not saved: a restart may refuse seen entries sent under them'));
   }
 
   private async agentShortId(): Promise<string> {
@@ -1806,9 +1099,6 @@ class Agent implements AgentHandle, AgentView {
     return id.toString('utf8');
   }
 }
-
-/** store.meta key of the recent rings (src/crawl/handoff.ts RecentRings). */
-const RECENT_RINGS_KEY = Buffer.from('recent-rings');
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
 
@@ -1824,24 +1114,4 @@ function errorText(err: unknown): string {
   const msg = e?.message ?? String(err);
   const cause = e?.cause?.message;
   return cause && !msg.includes(cause) ? `${msg}: ${cause}` : msg;
-}
-
-/** Host name and port of an absolute http(s) URL string, without a URL object (hot path). */
-function hostPort(url: string): { host: string; port: number } | undefined {
-  const https = url.startsWith('https://');
-  if (!https && !url.startsWith('http://')) return undefined;
-  const from = https ? 8 : 7;
-  let end = url.length;
-  for (let i = from; i < url.length; i++) {
-    const c = url.charCodeAt(i);
-    if (c === 47 || c === 63 || c === 35) { end = i; break; } // / ? #
-  }
-  const auth = url.slice(from, end);
-  const at = auth.lastIndexOf('@');
-  const hp = at >= 0 ? auth.slice(at + 1) : auth;
-  const colon = hp.lastIndexOf(':');
-  if (colon > 0 && hp.indexOf(']') < colon) {
-    return { host: hp.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(hp.slice(colon + 1)) || (https ? 443 : 80) };
-  }
-  return { host: hp.replace(/^\[|\]$/g, ''), port: https ? 443 : 80 };
 }

@@ -3,8 +3,8 @@
 // may have held them (their previous owner, or a member we just learned of)
 // has not said "handoff complete" for our current ring.
 //
-// Pure and synchronous (the clock is passed in); src/crawl/agent.ts feeds it
-// ring changes, markers and deaths, and asks `notBefore(host)` before a turn.
+// Pure and synchronous (the clock is passed in); src/crawl/ownership.ts feeds it
+// ring changes, markers and deaths, and the agent asks `notBefore(host)` before a turn.
 import { HostRing, hostPoint } from '../assign/ring.js';
 import { xxh64 } from '../hash/xxhash.js';
 

@@ -211,7 +211,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   /** URLs queued in our outbox for members that count for idle detection (and for departed peers: re-routed soon). */
   pendingOutbox(): number {
     let n = 0;
-    // A queue for a member we left out counts: it is being re-routed (src/crawl/agent.ts), not given up.
+    // A queue for a member we left out counts: it is being re-routed (src/crawl/ownership.ts), not given up.
     for (const p of this.outbox.peers()) if (this.membership.isExcluded(p) || !this.ignoredForIdle(p)) n += this.outbox.queued(p);
     return n;
   }

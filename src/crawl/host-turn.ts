@@ -1,0 +1,463 @@
+// One turn of a host (docs/politeness.md): at most one request to it —
+// robots.txt (or one redirect hop of it, RFC 9309 §2.3.1.2) or a page — after
+// the checks that may settle a URL without one (handoff gate, parking, seen
+// elsewhere, robots rules, budgets, refused addresses), and the politeness
+// verdict after it. What comes back from a page is processed by the agent
+// (`process`); a URL settled here goes back through `settle`.
+//
+// Its collaborators come in one `components` object (src/crawl/ownership.ts
+// does the same): the frontier, the fetcher, robots, politeness, and narrow
+// callbacks for what it needs back from the agent.
+import type { Store } from '../store/db.js';
+import { seenKey } from '../store/keys.js';
+import { seenStateOf } from '../seen/state.js';
+import type { Frontier, HostState, QueuedUrl } from '../frontier/frontier.js';
+import { DnsError } from '../fetch/dns.js';
+import type { Fetcher, FetchFailure, FetchOutcome, FetchResponse } from '../fetch/fetcher.js';
+import type { BlockedAddress } from '../fetch/address.js';
+import type { RobotsCache, RobotsEntry } from '../robots/cache.js';
+import { hostOf } from '../url/normalize.js';
+import { retryDelayMs, type HostPoliteness } from '../politeness/host.js';
+import type { PolitenessControl, Verdict } from '../politeness/control.js';
+import type { SideClocks } from '../politeness/side-clocks.js';
+import type { Recrawler } from '../recrawl/recrawler.js';
+import type { AgentMetrics } from '../api/metrics.js';
+import type { RecentErrors } from '../api/history.js';
+import { bump, type CrawlStats } from './stats.js';
+import type { FetchRecord } from './records.js';
+import type { HostData, RecentFetch } from './agent.js';
+import type { Logger } from '../util/log.js';
+
+/** Failure kind and record reason of a URL whose address is internal (src/fetch/address.ts). */
+export const BLOCKED = 'blocked-address';
+
+/** A host held for one robots.txt redirect hop made on another host's turn (HostTurn.holdHopHost). */
+interface HopHold {
+  state: HostPoliteness;
+  minDelayMs: number | null;
+  frontierHost: HostState<HostData> | undefined;
+  release(nextAllowedAt: number): void;
+}
+
+/** How soon a robots.txt hop to a host with a request in flight is tried again. */
+const HOP_BUSY_RETRY_MS = 100;
+
+const RECENT_PER_HOST = 10;
+
+export interface HostTurnComponents {
+  store: Pick<Store, 'seen'>;
+  frontier: Frontier<HostData>;
+  fetcher: Fetcher;
+  robots: RobotsCache;
+  politeness: PolitenessControl;
+  /** Clocks of hosts outside the frontier that robots.txt redirects lead to. */
+  sideClocks: SideClocks;
+  /** `--recrawl`: conditional requests for revisits; undefined for a one-pass crawl. */
+  recrawl: Recrawler | undefined;
+  stats: CrawlStats;
+  metrics: AgentMetrics;
+  recentErrors: RecentErrors;
+  log: Logger;
+  /** Our robots.txt product token (RFC 9309 §2.2.1). */
+  token: string;
+  /** In a mesh: URLs may have been settled by another agent (the seen-set is checked before each fetch). */
+  inMesh(): boolean;
+  /** Whether we own the host (always, without a mesh). */
+  owns(host: string): boolean;
+  /** A host we hold but no longer own: hand it on (src/crawl/ownership.ts). */
+  handOn(): void;
+  /** The handoff gate: 0, or when the host may be contacted (src/crawl/handoff.ts). */
+  notBefore(host: string, now: number): number;
+  /** False once the agent stops (a fetch it aborted is left queued). */
+  running(): boolean;
+  /** Completes a URL that made no page (no links): recorded with its outcome. */
+  settle(q: QueuedUrl, h: HostState<HostData>, record: FetchRecord): Promise<void>;
+  writeWarc(out: FetchResponse): Promise<unknown>;
+  /** A fetched page (or a failure politeness gave up on), processed after the host is released. */
+  process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome, failure?: string): Promise<void>;
+  /** Work that goes on after the turn, counted as processing; `fatal`: its failure stops the agent. */
+  background(job: () => Promise<unknown>, fatal: boolean): void;
+  /** robots.txt was decided: its sitemaps (Sitemaps 0.90). */
+  discoverSitemaps(origin: string, entry: RobotsEntry): Promise<void>;
+}
+
+export class HostTurn {
+  private readonly frontier: Frontier<HostData>;
+  private readonly fetcher: Fetcher;
+  private readonly robots: RobotsCache;
+  private readonly politeness: PolitenessControl;
+  private readonly sideClocks: SideClocks;
+  private readonly recrawl: Recrawler | undefined;
+  private readonly stats: CrawlStats;
+  private readonly metrics: AgentMetrics;
+  private readonly recentErrors: RecentErrors;
+  private readonly log: Logger;
+  private readonly token: string;
+
+  constructor(private readonly c: HostTurnComponents) {
+    ({ frontier: this.frontier, fetcher: this.fetcher, robots: this.robots, politeness: this.politeness, sideClocks: this.sideClocks, recrawl: this.recrawl,
+      stats: this.stats, metrics: this.metrics, recentErrors: this.recentErrors, log: this.log, token: this.token } = c);
+  }
+
+  /** One turn of a host: at most one request to it (robots.txt or a page). */
+  async turn(h: HostState<HostData>): Promise<void> {
+    if (!this.c.owns(h.name)) {
+      // URLs committed after a handoff (or during a view change): hand them on, do not fetch.
+      this.frontier.release(h, Date.now());
+      this.frontier.setPaused(h, true);
+      this.c.handOn();
+      return;
+    }
+    const gated = this.c.notBefore(h.name, Date.now());
+    if (gated > 0) { this.frontier.release(h, gated); return; } // the previous owner's handoff is not complete yet
+    for (;;) {
+      const q = this.takeDue(h);
+      if (q === null) return; // only retries waiting: the host was released until the first is due
+      if (!q) { this.frontier.release(h, Date.now()); return; }
+      h.data.pendingAcks++;
+      if (h.data.polite.parked) {
+        // A parked host is not contacted again in this run: its URLs are recorded as failed.
+        this.politeness.failed('parked');
+        await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'parked' });
+        continue;
+      }
+      // In a mesh a previous owner's handoff may have settled this URL after we queued it.
+      if (this.c.inMesh() || h.data.checkSeen) {
+        const v = await this.c.store.seen.get(seenKey(h.key, q.url));
+        if (v && seenStateOf(v) === 'settled-elsewhere') {
+          await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'settled-elsewhere' });
+          continue;
+        }
+      }
+      let u: URL;
+      try { u = new URL(q.url); } catch { await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
+      const origin = u.origin;
+      let robots = h.data.robots.get(origin);
+      if (!robots || robots.expires <= Date.now()) {
+        robots = await this.robots.lookup(origin);
+        if (robots) h.data.robots.set(origin, robots);
+      }
+      if (!robots) {
+        // Fetching robots.txt — one request of it: robots.txt itself or one redirect hop (RFC 9309 §2.3.1.2) — is
+        // this turn's request; the page waits for a later turn. Each hop waits for the clock of the host it goes
+        // to, as every request does (docs/politeness.md "Redirects").
+        const pending = h.data.robotsHop?.origin === origin ? h.data.robotsHop : undefined;
+        const target = pending?.target ?? `${origin}/robots.txt`;
+        const hop = pending?.hop ?? 0;
+        const targetHost = hostOf(target);
+        const other = targetHost === h.name ? undefined : this.holdHopHost(targetHost, Date.now());
+        if (typeof other === 'number') {
+          // The target's host is busy or resting: this host tries again when it is free (nothing was sent).
+          this.frontier.unshift(h, q);
+          h.data.pendingAcks--;
+          this.frontier.release(h, Math.max(other, h.data.polite.nextAllowedAt));
+          return;
+        }
+        if (other === 'parked') {
+          // Not contacted again in this run: robots.txt is unreachable (RFC 9309 §2.3.1.4).
+          this.frontier.unshift(h, q);
+          h.data.pendingAcks--;
+          h.data.robotsHop = undefined;
+          await this.robotsDecided(h, origin, await this.robots.giveUp(origin));
+          this.frontier.release(h, Math.max(Date.now(), h.data.polite.nextAllowedAt));
+          return;
+        }
+        const checked = this.beforeRequest(h, q, new URL(target));
+        if (checked === null) { other?.release(Date.now()); return; }
+        if (typeof checked === 'object' && hop === 0) { other?.release(Date.now()); await this.refuseAddress(q, h, checked); continue; }
+        // A redirect hop to a refused address is refused again by the fetcher's connect check: robots.txt is then
+        // unreachable (RFC 9309 §2.3.1.4), never silently allowed.
+        const ip = typeof checked === 'object' ? undefined : checked;
+        this.frontier.unshift(h, q);
+        h.data.pendingAcks--;
+        const step = await this.robots.step(origin, target, hop);
+        const out = step.out;
+        if (out.ok) await this.c.writeWarc(out);
+        // The exchange shapes the clock of the host it went to (its backoff, pauses and parking too).
+        const now = Date.now();
+        const clock = other ? other.state : h.data.polite;
+        const v = this.politeness.record(targetHost, clock, out, 0, now, {
+          dnsPermanent: this.dnsPermanent(out, new URL(target).hostname), minDelayMs: other ? other.minDelayMs : h.data.policy.minDelayMs, robots: true,
+        });
+        this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
+        const next = v && !v.park ? v.nextAllowedAt : now;
+        if (other) {
+          if (v && other.frontierHost) this.notePoliteness(other.frontierHost, v, out.url);
+          other.release(next);
+        } else if (v) {
+          this.notePoliteness(h, v, out.url);
+        }
+        if (step.next !== undefined) {
+          h.data.robotsHop = { origin, target: step.next, hop: hop + 1 };
+        } else {
+          h.data.robotsHop = undefined;
+          await this.robotsDecided(h, origin, step.entry);
+        }
+        this.frontier.release(h, other ? Math.max(now, h.data.polite.nextAllowedAt) : next);
+        return;
+      }
+      if (robots.rules.crawlDelay(this.token) !== undefined) h.data.polite.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
+      if (robots.verdict === 'unreachable' && h.data.robotsFailures <= this.politeness.cfg.maxRetries && !h.data.polite.parked) {
+        // RFC 9309 §2.3.1.4: nothing may be fetched while robots.txt is unreachable; the URLs wait for it (a transient
+        // failure, retried like one: src/politeness/host.ts) rather than failing at once.
+        this.frontier.unshift(h, q);
+        h.data.pendingAcks--;
+        this.frontier.release(h, Math.max(robots.expires, h.data.polite.nextAllowedAt));
+        return;
+      }
+      if (!robots.rules.isAllowed(q.url, this.token)) {
+        this.stats.robotsBlocked++;
+        const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
+        bump(this.stats.rejected, reason);
+        this.metrics.urlRejected(reason);
+        await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: reason });
+        continue; // no request was made: the host's turn goes on
+      }
+      const budget = h.data.policy.pageBudget;
+      if (budget !== null && h.data.pages >= budget) {
+        bump(this.stats.rejected, 'host-page-budget');
+        this.metrics.urlRejected('host-page-budget');
+        await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
+        continue;
+      }
+      const ip = this.beforeRequest(h, q, u);
+      if (ip === null) return;
+      if (typeof ip === 'object') { await this.refuseAddress(q, h, ip); continue; }
+      // Revisits are conditional GETs (If-None-Match / If-Modified-Since from the stored state).
+      const conditional = this.recrawl && q.kind === 'page' ? await this.recrawl.prepare(q, seenKey(h.key, q.url)) : undefined;
+      const out = await this.fetcher.fetch(q.url, conditional);
+      if (!this.c.running() && !out.ok) {
+        // Shutdown aborted it: leave it queued for the next run.
+        this.recrawl?.forget(q);
+        h.data.pendingAcks--;
+        this.politeness.releaseIp(ip, Date.now());
+        this.frontier.release(h, Date.now());
+        return;
+      }
+      const now = Date.now();
+      const v = this.politeness.record(h.name, h.data.polite, out, q.attempt ?? 0, now, { dnsPermanent: this.dnsPermanent(out, u.hostname), minDelayMs: h.data.policy.minDelayMs });
+      this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
+      if (v) this.notePoliteness(h, v, q.url);
+      if (v?.retry) {
+        // Transient failure with retries left: the URL stays in the frontier on disk (a crash
+        // re-queues it) and waits in the host's head until retryAt; other URLs of the host go first.
+        this.noteFailedAttempt(h, q, out);
+        this.recrawl?.forget(q); // prepared again (conditional headers) on the next attempt
+        q.attempt = (q.attempt ?? 0) + 1;
+        q.notBefore = v.retryAt;
+        this.frontier.unshift(h, q);
+        h.data.pendingAcks--;
+        this.frontier.release(h, v.nextAllowedAt);
+        return;
+      }
+      // The host's clock starts now; processing the page need not hold the host (or the fetch slot).
+      // A parked host is released at once: its next turns record its queue as failed.
+      this.frontier.release(h, v && !v.park ? v.nextAllowedAt : now);
+      if (out.ok) this.stats.recordResponse(out.status, out.rawBytes);
+      this.c.background(() => this.c.process(q, h, out, v?.failure), true);
+      return;
+    }
+  }
+
+  /** robots.txt for `origin` is decided: kept, counted, its sitemaps found. */
+  private async robotsDecided(h: HostState<HostData>, origin: string, entry: RobotsEntry): Promise<void> {
+    this.stats.robotsFetches++;
+    this.metrics.robotsFetched(entry.verdict);
+    // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
+    if (entry.verdict === 'unreachable') {
+      const n = h.data.robotsFailures++;
+      if (n < this.politeness.cfg.maxRetries) entry.expires = Math.min(entry.expires, Date.now() + retryDelayMs(n, this.politeness.cfg));
+    } else {
+      h.data.robotsFailures = 0;
+    }
+    h.data.robots.set(origin, entry);
+    h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
+    if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
+    else await this.c.discoverSitemaps(origin, entry);
+  }
+
+  /**
+   * The clock of another host a robots.txt redirect leads to, held for one
+   * request: that host's frontier record if we have one (held like a turn of
+   * its own, so none of its pages goes out meanwhile), else a side clock. A
+   * number when the host is busy or resting (try again then); 'parked' for a
+   * host we no longer contact.
+   */
+  private holdHopHost(name: string, now: number): HopHold | number | 'parked' {
+    const fh = this.frontier.host(name);
+    if (fh) {
+      if (fh.data.polite.parked) return 'parked';
+      const at = Math.max(fh.nextAllowed, fh.data.polite.nextAllowedAt);
+      if (at > now) return at;
+      if (!this.frontier.hold(fh)) return now + HOP_BUSY_RETRY_MS;
+      return {
+        state: fh.data.polite, minDelayMs: fh.data.policy.minDelayMs, frontierHost: fh,
+        // Never earlier than it was (a hop that sent nothing, e.g. waiting for DNS, leaves its clock as it was).
+        release: (t) => this.frontier.release(fh, Math.max(t, fh.nextAllowed)),
+      };
+    }
+    const c = this.sideClocks.get(name, now);
+    if (c.state.parked) return 'parked';
+    if (c.state.nextAllowedAt > now) return c.state.nextAllowedAt;
+    if (c.busy) return now + HOP_BUSY_RETRY_MS;
+    c.busy = true;
+    return { state: c.state, minDelayMs: null, frontierHost: undefined, release: () => { c.busy = false; } };
+  }
+
+  /**
+   * The host's next URL, skipping retries that are not yet due. Null when
+   * only such retries are queued in memory: the host is then released until
+   * the earliest of them.
+   */
+  private takeDue(h: HostState<HostData>): QueuedUrl | undefined | null {
+    const q = this.frontier.take(h);
+    if (!q || q.notBefore === undefined || h.data.polite.parked) return q;
+    const now = Date.now();
+    if (q.notBefore <= now) return q;
+    let earliest = q.notBefore;
+    for (const x of this.frontier.inMemory(h)) {
+      if (x.notBefore === undefined || x.notBefore <= now) {
+        this.frontier.remove(h, x);
+        this.frontier.unshift(h, q);
+        return x;
+      }
+      if (x.notBefore < earliest) earliest = x.notBefore;
+    }
+    this.frontier.unshift(h, q);
+    this.frontier.release(h, Math.max(earliest, h.data.polite.nextAllowedAt));
+    return null;
+  }
+
+  /**
+   * DNS and the per-IP clock, right before a request. Returns the IP held on
+   * the per-IP clock (undefined when none is held), or null when the request
+   * cannot go now: the URL is put back and the host either waits for its
+   * DNS answer (the fetch slot is freed meanwhile, so a slow name delays only
+   * its own host) or is released until its IP is free. An internal address
+   * (src/fetch/address.ts) returns why it is refused: no request is made.
+   */
+  private beforeRequest(h: HostState<HostData>, q: QueuedUrl, u: URL): string | undefined | null | BlockedAddress {
+    const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
+    const host = u.hostname.charCodeAt(0) === 91 ? u.hostname.slice(1, -1) : u.hostname;
+    const resolver = this.fetcher.resolver;
+    const known = resolver.cached(host, port);
+    if (known === undefined) {
+      this.frontier.unshift(h, q);
+      h.data.pendingAcks--;
+      // The host stays "in flight" (out of the ready heap) until the answer, or the failure, is in.
+      void resolver.resolve(host, port).catch(() => {}).then(() => this.frontier.release(h, Date.now()));
+      return null;
+    }
+    if (known instanceof DnsError) return undefined; // the fetch fails at once and is classified
+    // Cheap and early; the fetcher checks again on the address it really dials (DNS may change meanwhile).
+    const blocked = resolver.fromRule(known) ? null : this.fetcher.addresses.check(known.address);
+    if (blocked) return blocked;
+    const now = Date.now();
+    const t = this.politeness.reserveIp(known.address, now);
+    if (t > now) {
+      this.frontier.unshift(h, q);
+      h.data.pendingAcks--;
+      this.frontier.release(h, t);
+      return null;
+    }
+    return this.politeness.ipClock ? known.address : undefined;
+  }
+
+  /**
+   * Why a URL's host is refused, when that is known without a query: an IP
+   * literal, localhost, or a cached DNS answer that is internal
+   * (src/fetch/address.ts). A `--resolve` rule's target is never refused.
+   */
+  blockedTarget(url: string): BlockedAddress | null {
+    const hp = hostPort(url);
+    if (!hp) return null;
+    const resolver = this.fetcher.resolver;
+    const known = resolver.cached(hp.host, hp.port);
+    return known && !(known instanceof DnsError) && !resolver.fromRule(known) ? this.fetcher.addresses.check(known.address) : null;
+  }
+
+  /** A URL whose host is an internal address: recorded as failed with `blocked-address`, no request made. */
+  private async refuseAddress(q: QueuedUrl, h: HostState<HostData>, blocked: BlockedAddress): Promise<void> {
+    const startedAt = new Date();
+    await this.recordFailure(q, h, { ok: false, url: q.url, kind: BLOCKED, message: `${BLOCKED}: ${blocked.reason}`, startedAt, durationMs: 0 });
+  }
+
+  /** Whether a failed fetch failed on a permanent DNS answer (NXDOMAIN, NODATA). */
+  private dnsPermanent(out: FetchOutcome, host: string): boolean {
+    return !out.ok && out.kind === 'dns' && this.fetcher.resolver.failure(host)?.permanent === true;
+  }
+
+  /** Logs and counts what the politeness state decided after an exchange. */
+  private notePoliteness(h: HostState<HostData>, v: Verdict, url: string): void {
+    if (v.park) {
+      this.log.warn({ ...this.politeness.describe(h.name, h.data.polite, Date.now()), url }, 'host parked: not contacted again in this run; its queued URLs are recorded as failed');
+    } else if (v.paused) {
+      this.log.warn({ ...this.politeness.describe(h.name, h.data.polite, Date.now()), url }, 'host paused after a run of failures; the next request is a probe');
+    } else if (v.kind === 'too-many' || v.kind === 'unavailable') {
+      this.log.info({ host: h.name, status: v.kind === 'too-many' ? 429 : 503, backoffLevel: h.data.polite.backoffLevel, retryAfterMs: v.retryAfterMs, nextInMs: v.nextAllowedAt - Date.now(), reason: v.reason }, 'host backed off');
+    }
+    if (v.retry) this.log.debug({ url, kind: v.kind, retryInMs: (v.retryAt ?? 0) - Date.now() }, 'fetch will be retried');
+  }
+
+  /** A failed attempt that will be retried: counted and visible, its response (if any) kept in the WARC. */
+  private noteFailedAttempt(h: HostState<HostData>, q: QueuedUrl, out: FetchOutcome): void {
+    const at = out.startedAt.getTime();
+    const kind = out.ok ? `http-${out.status}` : out.kind;
+    bump(h.data.errors, kind);
+    noteRecent(h, { url: q.url, status: out.ok ? out.status : null, at, durationMs: out.durationMs, error: kind });
+    if (!out.ok) { this.metrics.fetchFailed(out.kind, out.durationMs); return; }
+    // A failure is fatal and reported by warcWrite; the URL is queued for its retry either way.
+    this.c.background(() => this.c.writeWarc(out), false);
+  }
+
+  /** Warms the DNS cache for a host that just entered the ready heap (at most every few seconds per host). */
+  prefetchDns(h: HostState<HostData>): void {
+    const q = this.frontier.inMemory(h).next().value as QueuedUrl | undefined;
+    if (!q) return;
+    const now = Date.now();
+    if (h.data.dnsCheckAt > now) return;
+    h.data.dnsCheckAt = now + 5000;
+    const hp = hostPort(q.url);
+    if (hp) this.fetcher.resolver.prefetch(hp.host, hp.port);
+  }
+
+  /** A URL that failed for good: counted (stats, host, metrics, recent errors) and recorded with its reason. */
+  async recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void> {
+    const at = out.startedAt.getTime();
+    bump(this.stats.errors, out.kind);
+    bump(h.data.errors, out.kind);
+    // Politeness never sees a refused address (nothing reached the host), so it is counted here.
+    if (out.kind === BLOCKED) this.politeness.failed(BLOCKED);
+    noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
+    this.metrics.fetchFailed(out.kind, out.durationMs);
+    this.recentErrors.record(out.kind, out.message, q.url, h.name);
+    this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
+    await this.c.settle(q, h, { url: q.url, at, status: 0, failure: failure ?? out.kind });
+  }
+}
+
+/** Keeps the host's last few fetches for the API's host view. */
+export function noteRecent(h: HostState<HostData>, f: RecentFetch): void {
+  h.data.recent.push(f);
+  if (h.data.recent.length > RECENT_PER_HOST) h.data.recent.shift();
+}
+
+/** Host name and port of an absolute http(s) URL string, without a URL object (hot path). */
+function hostPort(url: string): { host: string; port: number } | undefined {
+  const https = url.startsWith('https://');
+  if (!https && !url.startsWith('http://')) return undefined;
+  const from = https ? 8 : 7;
+  let end = url.length;
+  for (let i = from; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 47 || c === 63 || c === 35) { end = i; break; } // / ? #
+  }
+  const auth = url.slice(from, end);
+  const at = auth.lastIndexOf('@');
+  const hp = at >= 0 ? auth.slice(at + 1) : auth;
+  const colon = hp.lastIndexOf(':');
+  if (colon > 0 && hp.indexOf(']') < colon) {
+    return { host: hp.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(hp.slice(colon + 1)) || (https ? 443 : 80) };
+  }
+  return { host: hp.replace(/^\[|\]$/g, ''), port: https ? 443 : 80 };
+}

@@ -1,0 +1,516 @@
+// Which hosts this agent owns, and what moves when that changes: ring changes,
+// handoffs (docs/mesh.md "Handoff protocol"), peer intake with its admission of
+// seen entries (docs/mesh.md "Admission: URL batches, seen entries, handoffs")
+// and handoff markers (docs/mesh.md "Joining: a member owns hosts once its
+// marker came").
+//
+// Its collaborators come in one `components` object: the store, the frontier,
+// the seen-set (DRUM), the handoff gate, and narrow callbacks for what it needs
+// back from the agent (routing a URL, admitting one, waking the scheduler). The
+// mesh is attached by `start()`: the node calls back into this component while
+// it starts, before it exists (markers that arrive meanwhile are kept: the gate
+// exists before the node).
+import type { BatchOp, Store } from '../store/db.js';
+import type { SyncBarrier } from '../store/sync-barrier.js';
+import { hostKey, seenKey, prefixEnd } from '../store/keys.js';
+import type { AgentConfig } from '../config.js';
+import type { Drum } from '../seen/drum.js';
+import { settledValue } from '../seen/state.js';
+import { decodeEntry, type Frontier, type HostState, type UrlKind } from '../frontier/frontier.js';
+import { hostOf } from '../url/normalize.js';
+import { encodeFetchRecord, decodeFetchRecord } from './records.js';
+import type { AgentMetrics } from '../api/metrics.js';
+import type { AgentState } from '../api/backend.js';
+import type { AgentMesh } from './mesh.js';
+import { RecentRings, type HandoffGate } from './handoff.js';
+import { HostRing } from '../assign/ring.js';
+import { RateLimitedLog } from '../mesh/admission.js';
+import {
+  classifyItem, encodeItem, encodeHandoffMarker,
+  type UrlItem, type MembershipChange, type MemberInfo, type Outbox, type UrlExchange,
+} from '../mesh/index.js';
+import type { Logger } from '../util/log.js';
+
+/** What ownership reads and sets on a candidate the agent built from a peer's URL. */
+export interface PeerCandidate {
+  kind?: UrlKind;
+  hops: number;
+  /** Found as a link on a page: counts as an in-link (src/frontier/inlinks.ts). */
+  inlink?: boolean;
+  /** A sitemap's cross-submit grant (src/sitemap/grants.ts). */
+  grant?: string;
+}
+
+/** The per-host data ownership reads (the agent's HostData has more). */
+export interface OwnedHostData {
+  /** URLs taken from the frontier and not yet acknowledged (a handoff waits for them). */
+  pendingAcks: number;
+  /** Another agent told us it settled some of this host's URLs: check the seen-set before fetching. */
+  checkSeen: boolean;
+}
+
+/** The parts of the agent's mesh (src/crawl/mesh.ts) ownership uses. */
+export interface OwnershipMesh {
+  readonly id: string;
+  ownerOf(host: string): string;
+  members(): MemberInfo[];
+  forward(owner: string, items: UrlItem[], handoff?: boolean): Promise<number>;
+  readonly stats: AgentMesh['stats'];
+  readonly membership: {
+    readonly ring: HostRing;
+    readonly stats: { rejected: Record<string, number> };
+    member(id: string): MemberInfo | undefined;
+    isVouched(id: string): boolean;
+    isExcluded(id: string): boolean;
+    vouch(id: string): void;
+    on(event: 'heartbeat', listener: (m: MemberInfo) => void): unknown;
+  };
+  readonly outbox: Pick<Outbox, 'forgetRecent' | 'queued' | 'isPaused' | 'reassign' | 'peers'>;
+  readonly replicas: Pick<Outbox, 'queued' | 'isPaused' | 'reassign' | 'peers'>;
+  readonly exchange: Pick<UrlExchange, 'inboxPeers' | 'stats'>;
+}
+
+export interface OwnershipComponents<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> {
+  config: AgentConfig;
+  store: Store;
+  frontier: Frontier<D>;
+  drum: Pick<Drum<C>, 'exclusive' | 'noteStored' | 'forgetCached'>;
+  /** A synced write: what a peer's batch stored is durable before the batch is acknowledged (docs/storage.md "Durability window"). */
+  barrier: Pick<SyncBarrier, 'sync'>;
+  /** Hosts we own but may not contact until their previous owners said "handoff complete" (src/crawl/handoff.ts). */
+  gate: HandoffGate;
+  log: Logger;
+  metrics: Pick<AgentMetrics, 'meshRefused' | 'urlsReceived' | 'setMembers' | 'retainPeers'>;
+  /** A peer's URL admitted as a crawl candidate (normalised, scope-checked), or null. */
+  candidate(url: string, depth: number, kind: UrlKind): C | null;
+  /** Sends candidates to their owners (ourselves included); with `sync`, durable against a power loss. */
+  route(cands: C[], sync: boolean): Promise<void>;
+  /** Queued sitemaps leaving with their host take their grants along. */
+  attachGrants(items: UrlItem[]): Promise<void>;
+  /** Wakes the scheduling loop (a marker may have opened a gate). */
+  schedulePump(): void;
+  lifecycle(): AgentState;
+}
+
+/** store.meta key of the recent rings (src/crawl/handoff.ts RecentRings). */
+export const RECENT_RINGS_KEY = Buffer.from('recent-rings');
+
+export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> {
+  private mesh: OwnershipMesh | undefined;
+  /** The mesh from its creation on, before start(): peer intake only (a joiner listens a while before it starts). */
+  private intakeMesh: OwnershipMesh | undefined;
+  /** Ownership changes are applied one at a time, in order. */
+  private rebalancingP: Promise<void> = Promise.resolve();
+  private pending = false;
+  private handoffTimer: NodeJS.Timeout | undefined;
+  /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
+  private readonly settledOnly = new Map<string, Buffer>();
+  /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
+  private readonly recentRings = new RecentRings();
+  /** heardRing()'s cache. */
+  private heard: { key: string; ring: HostRing } | undefined;
+  /** The last write of recentRings to the store (writes are chained, newest last). */
+  private ringsSaved: Promise<void> = Promise.resolve();
+  /** Items and batches from peers we refused, by reason (docs/mesh.md "Admission"). */
+  private readonly refused: Record<string, number> = {};
+  private readonly refusalLog: RateLimitedLog;
+  /** Items taken from peers (all kinds). */
+  received = 0;
+  /** Queued URLs handed over to their new owners. */
+  handedOver = 0;
+
+  constructor(private readonly c: OwnershipComponents<C, D>) {
+    this.refusalLog = new RateLimitedLog(c.log);
+  }
+
+  get gate(): HandoffGate { return this.c.gate; }
+  /** A handoff pass is queued and has not begun. */
+  get rebalancePending(): boolean { return this.pending; }
+  /** The handoff passes queued so far, done. */
+  get rebalancing(): Promise<void> { return this.rebalancingP; }
+  /** The recent rings' last write (awaited before the store closes). */
+  saved(): Promise<void> { return this.ringsSaved; }
+  /** Refusals by reason, of this component's own checks. */
+  refusals(): Record<string, number> { return { ...this.refused }; }
+
+  /** Before the first batch can arrive: who owned what under the rings we had before a restart. */
+  async restoreRings(): Promise<void> {
+    try {
+      const saved = await this.c.store.meta.get(RECENT_RINGS_KEY);
+      if (saved) this.recentRings.restore(JSON.parse(saved.toString('utf8')), { maxCapacity: this.c.config.mesh.admission.maxCapacity });
+    } catch (err) { this.c.log.warn({ err: (err as Error).message }, 'saved recent rings unreadable: starting afresh'); }
+  }
+
+  /** The mesh exists and batches may arrive (before start): their markers vouch, their seen entries are checked. */
+  attach(mesh: OwnershipMesh): void {
+    this.intakeMesh = mesh;
+  }
+
+  /** The node runs: ownership follows its ring from now on (startHandoffGate). */
+  async start(mesh: OwnershipMesh): Promise<void> {
+    this.mesh = mesh;
+    await this.startHandoffGate(mesh);
+  }
+
+  stop(): void {
+    if (this.handoffTimer) clearInterval(this.handoffTimer);
+  }
+
+  /** 0, or when the host may be contacted (the previous owner's handoff is not complete yet). */
+  notBefore(host: string, now: number): number {
+    return this.c.gate.notBefore(host, now);
+  }
+
+  /**
+   * URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or
+   * to pass on), or handoff markers. `local`: items of our own outbox (a
+   * departed peer's queue re-routed to us), not checked for admission.
+   */
+  async acceptFromPeer(items: UrlItem[], from: string, local = false): Promise<void> {
+    // While the mesh starts, batches come already (a joiner listens a while first): the markers among them vouch.
+    const mesh = this.mesh ?? this.intakeMesh;
+    const { config, store, frontier, drum } = this.c;
+    // docs/mesh.md "Admission": only members send us anything (the exchange checks too, when the stream
+    // opens); rejecting makes an honest sender we have not heard of yet retry later.
+    if (!local && mesh && !mesh.membership.member(from)) {
+      this.refuse('not-member', from, items.length);
+      throw new Error('not a member');
+    }
+    const cands: C[] = [];
+    const settled: Buffer[] = [];
+    const settledUrls: string[] = [];
+    let handedOver = 0; // settled entries that are not replicas
+    const passOn = new Map<string, UrlItem[]>();
+    const markers: bigint[] = [];
+    let startupRing: HostRing | null | undefined; // computed at the first seen entry
+    let bad = 0;
+    for (const it of items) {
+      const w = classifyItem(it);
+      if (w.kind === 'bad') { bad++; continue; }
+      if (w.kind === 'marker') {
+        markers.push(w.ringId);
+        continue;
+      }
+      if (w.kind === 'seen' || w.kind === 'replica') {
+        const host = hostOf(it.url);
+        if (!host) { bad++; continue; }
+        // A seen entry hides a page for good: only the host's recent owner may send one, and a
+        // replica only the owner for whom we are next (docs/mesh.md "Admission").
+        if (!local && mesh) {
+          const replica = w.kind === 'replica';
+          // While we start up, also the owner without us, and the ring of all members heard of (docs/mesh.md "Admission").
+          startupRing ??= this.c.gate.startingUp ? this.heardRing(mesh) : null;
+          const heard = startupRing ?? undefined;
+          if (replica ? !this.recentRings.replicaFor(from, mesh.id, host, heard) : !this.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
+            this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
+            bad++;
+            continue;
+          }
+        }
+        // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
+        const owner = mesh ? mesh.ownerOf(host) : undefined;
+        if (mesh && owner !== mesh.id && w.kind === 'seen' && w.hops < config.mesh.maxHops) {
+          const l = passOn.get(owner!);
+          const item = encodeItem({ kind: 'seen', url: w.url, hops: w.hops + 1 });
+          if (l) l.push(item); else passOn.set(owner!, [item]);
+          continue;
+        }
+        const hk = hostKey(host);
+        settled.push(seenKey(hk, it.url));
+        settledUrls.push(it.url);
+        if (w.kind === 'seen') handedOver++;
+        const h = frontier.host(host);
+        if (h) h.data.checkSeen = true;
+        else if (w.kind === 'seen' && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
+        continue;
+      }
+      const c = this.c.candidate(w.url, w.depth, w.sitemap ? 'sitemap' : 'page');
+      if (!c) { bad++; continue; }
+      c.hops = w.hops;
+      // A peer forwards the links its pages have to our hosts: in-links too.
+      if (c.kind === 'page') c.inlink = true;
+      if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
+      cands.push(c);
+    }
+    if (settled.length) {
+      const value = settledValue('settled-elsewhere');
+      const now = Date.now();
+      await drum.exclusive(async () => {
+        // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
+        const have = await store.fetches.getMany(settled);
+        const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: store.seen, key, value }));
+        for (let i = 0; i < settled.length; i++) {
+          if (!have[i]) ops.push({ type: 'put', sublevel: store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
+        }
+        // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
+        // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
+        await store.db.batch(ops, { sync: handedOver > 0 });
+        drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
+      });
+    }
+    // The sender deletes the batch once we acknowledge it: what it stored here is synced first.
+    await Promise.all([this.c.route(cands, true), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
+    if (passOn.size > 0) await this.c.barrier.sync();
+    // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
+    for (const rid of markers) {
+      this.c.gate.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
+      // Its first marker shows the sender finished a handoff round towards us: it may own hosts now.
+      mesh?.membership.vouch(from);
+      this.c.log.info({ from: from.slice(-12), ring: rid.toString(16), waitingFor: this.c.gate.waitingFor().map((p) => p.slice(-12)) }, 'handoff marker received');
+    }
+    if (markers.length) this.c.schedulePump();
+    this.received += items.length;
+    if (!local) this.c.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
+  }
+
+  /**
+   * The ring of every active member we have heard of, ourselves included (cached per member set):
+   * who owns what in the mesh while we start up, before the members' markers let them into our ring.
+   */
+  private heardRing(mesh: OwnershipMesh): HostRing {
+    const ms = mesh.members().filter((m) => m.state === 'active' && m.capacity > 0 && !mesh.membership.isExcluded(m.id));
+    const key = ms.map((m) => `${m.id}:${m.capacity}`).join(',');
+    if (this.heard?.key !== key) {
+      const ring = new HostRing({ maxCapacity: this.c.config.mesh.admission.maxCapacity });
+      for (const m of ms) ring.add(m.id, m.capacity);
+      this.heard = { key, ring };
+    }
+    return this.heard.ring;
+  }
+
+  private refuse(reason: string, from: string, n: number): void {
+    this.refused[reason] = (this.refused[reason] ?? 0) + n;
+    this.c.metrics.meshRefused(reason, n);
+    this.refusalLog.warn(reason, { peer: from.slice(-12), items: n }, 'refused items from a peer');
+  }
+
+  onMembershipChange(c: MembershipChange): void {
+    const mesh = this.mesh;
+    if (!mesh) return;
+    const { log, metrics, frontier, gate } = this.c;
+    log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
+    metrics.setMembers({ active: c.members.length });
+    this.pushRing(mesh);
+    metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => m.id.slice(-12)));
+    const now = Date.now();
+    for (const d of c.dead) gate.gone(d, now); // crash: take over at once
+    // Only members in our ring (or leaving it) may hold our hosts' data: one we left out (it acknowledges
+    // nothing) or one that has not sent its first marker yet (it owned nothing) is not waited for.
+    const alive = this.markerPeers(mesh, true);
+    gate.ringChanged(mesh.membership.ring, alive, c.added, now);
+    log.info({ ring: gate.ringId.toString(16), waitingFor: gate.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
+    // Hosts go back to earlier owners, which may have handed on URLs we sent them.
+    if (c.removed.length) mesh.outbox.forgetRecent();
+    for (const id of c.removed) this.rerouteOutbox(id);
+    // Seen entries go out at once, not behind earlier handoffs still waiting for
+    // in-flight fetches: the new owners must know what we fetched before they start.
+    const moving = [...frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
+    for (const h of moving) frontier.setPaused(h, true);
+    this.sendSettled(moving).catch((err: Error) => log.error({ err: err.message }, 'sending seen entries failed'));
+    this.scheduleRebalance();
+  }
+
+  /** Hands over every host we hold that another agent now owns (after any ring change). */
+  scheduleRebalance(): void {
+    if (this.pending) return;
+    this.pending = true;
+    this.rebalancingP = this.rebalancingP.then(async () => {
+      this.pending = false;
+      const mesh = this.mesh;
+      if (!mesh) return;
+      const { log, frontier } = this.c;
+      const rid = this.c.gate.ringId;
+      let failed = false;
+      const moving = [...frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
+      for (const h of moving) {
+        try { await this.handOff(h); } catch (err) { failed = true; log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); frontier.setPaused(h, false); }
+      }
+      if (moving.length) log.info({ hosts: moving.length }, 'hosts handed over');
+      // Hosts we only hold seen entries for (no frontier state) move too.
+      for (const [host, hk] of this.settledOnly) {
+        const owner = mesh.ownerOf(host);
+        if (owner === mesh.id || frontier.host(host)) continue;
+        try {
+          const items = await this.settledItems(hk);
+          if (items.length) await mesh.forward(owner, items, true);
+          this.settledOnly.delete(host);
+        } catch (err) { failed = true; log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
+      }
+      if (!failed) await this.sendMarkers(rid);
+    });
+  }
+
+  /**
+   * "Handoff complete" for ring `rid` to every member that has not had ours
+   * yet: queued after everything this pass handed over, on the same ordered
+   * streams. Skipped when the ring moved on during the pass (the next pass marks).
+   */
+  private async sendMarkers(rid: bigint | undefined): Promise<void> {
+    const mesh = this.mesh;
+    const gate = this.c.gate;
+    if (!mesh || rid === undefined || rid !== gate.ringId) return;
+    // Joiners too: our marker is what lets them into our peers' rings, and theirs into ours.
+    const due = gate.markersDue(this.markerPeers(mesh, false));
+    if (due.length) this.c.log.info({ ring: rid.toString(16), to: due.map((p) => p.slice(-12)) }, 'handoff markers sent');
+    await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
+  }
+
+  /**
+   * Other members that take part in handoffs: active ones (joiners included)
+   * to send our markers to, or — `owners` — those that may hold data of our
+   * hosts: vouched for (in our ring, or leaving it). Members we left out of our
+   * ring for acknowledging nothing take part in neither.
+   */
+  private markerPeers(mesh: OwnershipMesh, owners: boolean): string[] {
+    const ms = mesh.membership;
+    return mesh.members()
+      .filter((m) => !m.self && !ms.isExcluded(m.id) && (owners ? ms.isVouched(m.id) : m.state === 'active'))
+      .map((m) => m.id);
+  }
+
+  /** A dead or departed peer's queue goes to the hosts' new owners (ourselves included). */
+  private rerouteOutbox(id: string): void {
+    const mesh = this.mesh!;
+    const log = this.c.log;
+    const ring = mesh.membership.ring;
+    if (id !== mesh.id && mesh.replicas.queued(id) > 0 && !mesh.replicas.isPaused(id)) {
+      // Replica seen entries go to the hosts' new next owner, or are dropped when that is us.
+      const nextOwner = (it: UrlItem) => { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; };
+      void mesh.replicas.reassign(id, nextOwner, async () => {})
+        .catch((err: Error) => log.error({ peer: id, err: err.message }, 're-routing replica entries failed'));
+    }
+    if (id === mesh.id || mesh.outbox.queued(id) === 0 || mesh.outbox.isPaused(id)) return;
+    void mesh.outbox.reassign(id, (it) => {
+      const kind = classifyItem(it).kind;
+      if (kind === 'marker' || kind === 'bad') return null; // a marker is meant for that peer only: dropped below
+      if (kind === 'replica') { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
+      const o = mesh.ownerOf(hostOf(it.url));
+      return o === mesh.id ? null : o;
+    }, (its) => this.acceptFromPeer(its.filter((it) => { const kind = classifyItem(it).kind; return kind === 'crawl' || kind === 'seen'; }), id, true),
+    // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
+    mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
+      .catch((err: Error) => log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+  }
+
+  private async startHandoffGate(mesh: OwnershipMesh): Promise<void> {
+    const { gate, config, log } = this.c;
+    gate.setSelf(mesh.id);
+    this.pushRing(mesh);
+    // Every member known at start is new to us: it may hold hosts we own (we were away, or never
+    // here). Until it is in our ring (its marker came), it owns nothing in our view.
+    const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
+    gate.ringChanged(mesh.membership.ring, others, others, Date.now());
+    // A joiner, or an agent back in a mesh it was part of (its outbox or inbox names peers), contacts
+    // no host until a member is in its ring (bounded: peers that never come are given up on).
+    if (config.mesh.peers.length > 0 || mesh.outbox.peers().length > 0 || mesh.replicas.peers().length > 0 || await mesh.exchange.inboxPeers().then((p) => p.length > 0, () => false)) {
+      gate.holdUntilJoined(Date.now() + config.fetch.totalTimeoutMs + 20 * config.mesh.heartbeatMs);
+      log.info('joining: no host is contacted until a member is in our ring');
+    }
+    mesh.membership.on('heartbeat', (m) => {
+      // A peer restarted without a ring change waits for our marker again; a member new to us gets
+      // our marker (its way into our peers' rings) without waiting for a ring change.
+      const restarted = gate.heard(m.id, m.incarnation);
+      if (restarted || (m.state === 'active' && this.c.lifecycle() !== 'leaving' && gate.markersDue([m.id]).length > 0 && !mesh.membership.isExcluded(m.id))) this.scheduleRebalance();
+    });
+    const startedAt = Date.now();
+    this.handoffTimer = setInterval(() => {
+      gate.prune((id) => mesh.membership.member(id) !== undefined, Date.now());
+      // A queue kept from an earlier run for a peer that is not (or no longer) in the mesh:
+      // once it could have been heard of, it goes to the hosts' owners.
+      if (Date.now() - startedAt > config.mesh.deadAfterMs) {
+        for (const p of new Set([...mesh.outbox.peers(), ...mesh.replicas.peers()])) if (!mesh.membership.member(p)) this.rerouteOutbox(p);
+      }
+      // A member we left out of our ring: whatever reached its queue since (or a re-route that was skipped
+      // while another pass held the queue) goes to the hosts' owners too.
+      for (const p of mesh.outbox.peers()) if (mesh.membership.isExcluded(p) && mesh.outbox.queued(p) > 0) this.rerouteOutbox(p);
+    }, config.mesh.heartbeatMs);
+    this.handoffTimer.unref();
+    this.scheduleRebalance();
+  }
+
+  /**
+   * Moves one host to its new owner: its queued URLs, then the URLs we already
+   * fetched or settled (as seen entries), all made durable in our outbox before
+   * they leave our frontier. In-flight work on the host finishes first, so the
+   * new owner never fetches what we are fetching.
+   */
+  private async handOff(h: HostState<D>): Promise<void> {
+    const mesh = this.mesh!;
+    const { store, frontier, drum } = this.c;
+    frontier.setPaused(h, true);
+    const deadline = Date.now() + 120_000;
+    while ((h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
+    const owner = mesh.ownerOf(h.name);
+    if (owner === mesh.id) { frontier.setPaused(h, false); return; }
+    // Read, send and delete with DRUM rounds held off, so no URL of this host is
+    // committed to our frontier between the read and the delete.
+    const moved = await drum.exclusive(async () => {
+      const entries = await store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
+      const queued: UrlItem[] = [];
+      for (const [, v] of entries) {
+        const e = decodeEntry(v, h.name);
+        if (e) queued.push(encodeItem({ kind: 'crawl', url: e.url, depth: e.depth, hops: 0, sitemap: e.kind === 'sitemap' }));
+      }
+      await this.c.attachGrants(queued);
+      // Seen entries again: those of pages that finished while we waited above.
+      const settled = await this.settledItems(h.key);
+      await mesh.forward(owner, [...settled, ...queued], true);
+      // Their seen entries go too: "queued" is no longer true here, and should the host come
+      // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
+      const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: store.seen, key: seenKey(h.key, q.url) }));
+      await store.db.batch([...entries.map(([key]): BatchOp => ({ type: 'del', sublevel: store.frontier, key })), ...unseen]);
+      if (unseen.length) drum.forgetCached();
+      frontier.dropHost(h, entries.length);
+      return queued.length;
+    });
+    this.handedOver += moved;
+  }
+
+  /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
+  private async settledItems(hk: Buffer): Promise<UrlItem[]> {
+    const out: UrlItem[] = [];
+    for (const [, v] of await this.c.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
+      const r = decodeFetchRecord(v);
+      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops: 0 }));
+    }
+    return out;
+  }
+
+  private async sendSettled(hosts: HostState<D>[]): Promise<void> {
+    const mesh = this.mesh!;
+    const byOwner = new Map<string, UrlItem[]>();
+    for (const h of hosts) {
+      const owner = mesh.ownerOf(h.name);
+      if (owner === mesh.id) continue;
+      const items = await this.settledItems(h.key);
+      if (!items.length) continue;
+      const l = byOwner.get(owner);
+      if (l) l.push(...items); else byOwner.set(owner, items);
+    }
+    await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
+  }
+
+  /** Admission figures (docs/mesh.md "Admission"): every refusal by reason, rate limiting, members left out. */
+  meshSummary(): Record<string, unknown> {
+    const mesh = this.mesh!;
+    const ex = mesh.exchange.stats();
+    return {
+      refused: { ...ex.rejected, ...this.refused },
+      throttled: ex.throttled,
+      excluded: { ...mesh.stats.excluded },
+      forgottenPeers: mesh.stats.forgotten,
+      heartbeatsRejected: { ...mesh.membership.stats.rejected },
+      handoff: { ...this.c.gate.stats },
+    };
+  }
+
+  /** Records our ring in the recent rings and keeps them in the store (they survive a crash). */
+  private pushRing(mesh: OwnershipMesh): void {
+    this.recentRings.push(mesh.membership.ring);
+    const value = Buffer.from(JSON.stringify(this.recentRings.toJSON()));
+    this.ringsSaved = this.ringsSaved.then(() => this.c.store.meta.put(RECENT_RINGS_KEY, value))
+      .catch((err: Error) => this.c.log.warn({ err: err.message }, 'recent rings not saved: a restart may refuse seen entries sent under them'));
+  }
+}
+
+function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }

@@ -1,0 +1,160 @@
+// A host's turn (src/crawl/host-turn.ts) built alone: a real store on a temp
+// dir, a real frontier, fetcher, robots cache and politeness, a loopback web
+// server; the agent's side (settle, process, ownership) recorded by the test.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { openStore, type Store } from '../src/store/db.js';
+import { hostKey, seenKey } from '../src/store/keys.js';
+import { defaultConfig, parseResolveRule } from '../src/config.js';
+import { settledValue } from '../src/seen/state.js';
+import { Frontier, type HostState, type QueuedUrl } from '../src/frontier/frontier.js';
+import { Fetcher, type FetchOutcome } from '../src/fetch/fetcher.js';
+import { HostResolver } from '../src/fetch/dns.js';
+import { AddressPolicy } from '../src/fetch/address.js';
+import { RobotsCache } from '../src/robots/cache.js';
+import { newHostPoliteness, politenessConfig } from '../src/politeness/host.js';
+import { PolitenessControl } from '../src/politeness/control.js';
+import { SideClocks } from '../src/politeness/side-clocks.js';
+import { createMetrics } from '../src/api/metrics.js';
+import { RecentErrors } from '../src/api/history.js';
+import { CrawlStats } from '../src/crawl/stats.js';
+import { HostTurn } from '../src/crawl/host-turn.js';
+import type { HostData } from '../src/crawl/agent.js';
+import type { FetchRecord } from '../src/crawl/records.js';
+import { silentLogger } from '../src/util/log.js';
+import { tempDir } from './helpers.js';
+
+const HOST = 'turn.web.test';
+
+interface Rig {
+  store: Store;
+  frontier: Frontier<HostData>;
+  turns: HostTurn;
+  settled: { url: string; failure?: string }[];
+  processed: { url: string; status: number | null }[];
+  handedOn: number;
+  requests: string[];
+  port: number;
+  gateUntil: number;
+  owned: boolean;
+  inMesh: boolean;
+  close(): Promise<void>;
+}
+
+function hostData(): HostData {
+  return {
+    robots: new Map(), polite: newHostPoliteness(), dnsCheckAt: 0, pages: 0, errors: {}, recent: [],
+    policy: { minDelayMs: null, pageBudget: null }, pendingAcks: 0, checkSeen: false, robotsFailures: 0,
+  };
+}
+
+async function rig(): Promise<Rig> {
+  const requests: string[] = [];
+  const server: Server = createServer((req, res) => {
+    requests.push(req.url ?? '');
+    if (req.url === '/robots.txt') { res.writeHead(200, { 'content-type': 'text/plain' }); res.end('User-agent: *\nDisallow: /private\n'); return; }
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<html><body>page</body></html>');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const config = defaultConfig();
+  config.minDelayMs = 0;
+  config.resolve = [parseResolveRule(`${HOST}:${port}:127.0.0.1`)];
+  const store = await openStore(tempDir('ubicrawl-turn-'));
+  const frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, { maxActiveHosts: 4, headSize: 8, createData: hostData });
+  await frontier.recover();
+  const fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns), { addresses: new AddressPolicy(config.allowAddress) });
+  const r = { store, frontier, settled: [], processed: [], handedOn: 0, requests, port, gateUntil: 0, owned: true, inMesh: false } as unknown as Rig;
+  /** What the agent's `finish` does with the frontier: the URL is acknowledged. */
+  const done = async (q: QueuedUrl, h: HostState<HostData>) => {
+    await store.db.batch([frontier.doneOp(q)]);
+    frontier.acknowledged(1, h, q);
+    h.data.pendingAcks--;
+  };
+  r.turns = new HostTurn({
+    store, frontier, fetcher, robots: new RobotsCache(store.robots, fetcher, config.robots),
+    politeness: new PolitenessControl(politenessConfig({ minDelayMs: 0 })), sideClocks: new SideClocks(), recrawl: undefined,
+    stats: new CrawlStats(), metrics: createMetrics(), recentErrors: new RecentErrors(), log: silentLogger, token: 'ubicrawl',
+    inMesh: () => r.inMesh,
+    owns: () => r.owned,
+    handOn: () => { r.handedOn++; },
+    notBefore: () => r.gateUntil,
+    running: () => true,
+    settle: async (q, h, record: FetchRecord) => { r.settled.push({ url: record.url, failure: record.failure }); await done(q, h); },
+    writeWarc: async () => undefined,
+    process: async (q, h, out: FetchOutcome) => { r.processed.push({ url: q.url, status: out.ok ? out.status : null }); await done(q, h); },
+    background: (job) => { void job(); },
+    discoverSitemaps: async () => {},
+  });
+  r.close = async () => { await fetcher.close(); await store.close(); await new Promise((res) => server.close(res)); };
+  return r;
+}
+
+async function queue(r: Rig, paths: string[]): Promise<string[]> {
+  const urls = paths.map((p) => `http://${HOST}:${r.port}${p}`);
+  const items = urls.map((url) => ({ host: HOST, hostKey: hostKey(HOST), url, depth: 0, hops: 0 }));
+  await r.store.db.batch(r.frontier.enqueueOps(items));
+  r.frontier.committed(items);
+  return urls;
+}
+
+/** The agent's scheduling loop in small: ready hosts get their turn, bounded in turns and time. */
+async function pump(r: Rig, until: () => boolean, maxTurns = 50, ms = 5000): Promise<number> {
+  const end = Date.now() + ms;
+  let turns = 0;
+  while (!until() && turns < maxTurns && Date.now() < end) {
+    const h = r.frontier.nextReady(Date.now());
+    if (!h) { await new Promise((res) => setTimeout(res, 5)); continue; }
+    turns++;
+    await r.turns.turn(h);
+  }
+  return turns;
+}
+
+test('host turn: robots.txt is the first request; a disallowed page is settled without a request, an allowed one fetched and handed to processing', async () => {
+  const r = await rig();
+  try {
+    const [open, closed] = await queue(r, ['/open', '/private']);
+    await pump(r, () => r.processed.length + r.settled.length >= 2);
+    assert.equal(r.requests[0], '/robots.txt', 'robots.txt before any page (RFC 9309 §2.3.1)');
+    assert.deepEqual(r.requests, ['/robots.txt', '/open'], 'one request per turn; the disallowed page is never requested');
+    assert.deepEqual(r.processed, [{ url: open, status: 200 }]);
+    assert.deepEqual(r.settled, [{ url: closed, failure: 'robots' }]);
+    assert.equal(r.frontier.queued, 0);
+  } finally { await r.close(); }
+});
+
+test('host turn: a host we no longer own is paused and handed on; a gated host waits for the gate; no request either way', async () => {
+  const r = await rig();
+  try {
+    await queue(r, ['/a']);
+    r.owned = false;
+    await pump(r, () => r.handedOn > 0);
+    assert.equal(r.handedOn, 1);
+    assert.equal(r.frontier.host(HOST)?.paused, true, 'paused until the handoff moves it');
+    r.frontier.setPaused(r.frontier.host(HOST)!, false);
+    r.owned = true;
+    r.gateUntil = Date.now() + 60_000;
+    const turns = await pump(r, () => false, 1, 1000);
+    assert.equal(turns, 1);
+    assert.ok((r.frontier.nextWake() ?? 0) >= r.gateUntil - 1000, 'released until the gate opens');
+    assert.equal(r.frontier.nextReady(Date.now()), undefined);
+    assert.deepEqual(r.requests, [], 'nothing was requested');
+    assert.equal(r.frontier.queued, 1, 'the URL stays queued');
+  } finally { await r.close(); }
+});
+
+test('host turn: in a mesh, a URL another agent settled meanwhile is settled here without a request', async () => {
+  const r = await rig();
+  try {
+    r.inMesh = true;
+    const [url] = await queue(r, ['/elsewhere']);
+    await r.store.seen.put(seenKey(hostKey(HOST), url!), settledValue('settled-elsewhere'));
+    await pump(r, () => r.settled.length > 0);
+    assert.deepEqual(r.settled, [{ url, failure: 'settled-elsewhere' }]);
+    assert.deepEqual(r.requests, []);
+  } finally { await r.close(); }
+});

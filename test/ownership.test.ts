@@ -1,0 +1,229 @@
+// The ownership component (src/crawl/ownership.ts) built alone: a real store on a
+// temp dir, a real frontier, DRUM seen-set and handoff gate, a fake mesh node
+// that records what would be forwarded. docs/mesh.md "Admission: URL batches,
+// seen entries, handoffs" and "Handoff protocol".
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { openStore, type Store } from '../src/store/db.js';
+import { SyncBarrier } from '../src/store/sync-barrier.js';
+import { hostKey, prefixEnd, seenKey } from '../src/store/keys.js';
+import { defaultConfig } from '../src/config.js';
+import { Drum } from '../src/seen/drum.js';
+import { queuedValue, seenStateOf } from '../src/seen/state.js';
+import { Frontier, type NewUrl, type UrlKind } from '../src/frontier/frontier.js';
+import { HostRing } from '../src/assign/ring.js';
+import { HandoffGate } from '../src/crawl/handoff.js';
+import { Ownership, type OwnershipMesh, type OwnedHostData } from '../src/crawl/ownership.js';
+import { encodeFetchRecord, decodeFetchRecord } from '../src/crawl/records.js';
+import { createMetrics } from '../src/api/metrics.js';
+import { classifyItem, encodeHandoffMarker, encodeItem, type MemberInfo, type UrlItem } from '../src/mesh/index.js';
+import { normalizeUrl, hostOf } from '../src/url/normalize.js';
+import { silentLogger } from '../src/util/log.js';
+import { tempDir, waitUntil } from './helpers.js';
+
+const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'; // self
+const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+const C = '12D3KooWCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC';
+const D = '12D3KooWDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD'; // never a member
+
+interface Cand extends NewUrl { key: Buffer; inlink?: boolean; grant?: string }
+
+function member(id: string, state: MemberInfo['state'] = 'active'): MemberInfo {
+  return {
+    id, incarnation: 1, state, capacity: 1, addrs: [], seq: 1,
+    counters: { fetched: 0, queued: 0, sent: 0, received: 0 }, lastHeard: Date.now(), self: id === A,
+  };
+}
+
+/** A mesh node as ownership sees it: a ring, a member table, and an outbox that records what is forwarded. */
+class FakeMesh implements OwnershipMesh {
+  readonly id = A;
+  readonly stats = { excluded: { stall: 0, quota: 0 }, forgotten: 0 };
+  readonly forwarded: { owner: string; items: UrlItem[]; handoff: boolean }[] = [];
+  readonly table = new Map<string, MemberInfo>([[A, member(A)]]);
+  readonly vouched = new Set<string>();
+  readonly ring = new HostRing({ replicas: 64 });
+  readonly membership = {
+    ring: this.ring,
+    stats: { rejected: {} as Record<string, number> },
+    member: (id: string) => this.table.get(id),
+    isVouched: (id: string) => this.vouched.has(id),
+    isExcluded: () => false,
+    vouch: (id: string) => { this.vouched.add(id); },
+    on: () => this.membership,
+  };
+  readonly outbox = {
+    forgetRecent: () => {}, queued: () => 0, isPaused: () => false, peers: () => [],
+    reassign: async () => ({ moved: 0, local: 0, kept: 0 }),
+  };
+  readonly replicas = { queued: () => 0, isPaused: () => false, peers: () => [], reassign: async () => ({ moved: 0, local: 0, kept: 0 }) };
+  readonly exchange = {
+    inboxPeers: async () => [],
+    stats: () => ({ sent: 0, acked: 0, received: 0, duplicates: 0, rejected: {}, acceptErrors: 0, failures: 0, throttled: 0, peers: new Map() }),
+  };
+  constructor() { this.ring.add(A); }
+  ownerOf(host: string): string { return this.ring.ownerOf(host) ?? A; }
+  members(): MemberInfo[] { return [...this.table.values()]; }
+  async forward(owner: string, items: UrlItem[], handoff = false): Promise<number> {
+    this.forwarded.push({ owner, items, handoff });
+    return items.length;
+  }
+  sentTo(owner: string): UrlItem[] { return this.forwarded.filter((f) => f.owner === owner).flatMap((f) => f.items); }
+}
+
+interface Rig {
+  store: Store;
+  frontier: Frontier<OwnedHostData>;
+  drum: Drum<Cand>;
+  gate: HandoffGate;
+  mesh: FakeMesh;
+  ownership: Ownership<Cand, OwnedHostData>;
+  pumps: number;
+  close(): Promise<void>;
+}
+
+function candidate(raw: string, depth: number, kind: UrlKind): Cand | null {
+  const url = normalizeUrl(raw);
+  if (!url) return null;
+  const host = hostOf(url);
+  const hk = hostKey(host);
+  return { host, hostKey: hk, url, depth, hops: 0, kind, key: seenKey(hk, url) };
+}
+
+async function rig(): Promise<Rig> {
+  const store = await openStore(tempDir('ubicrawl-ownership-'));
+  const frontier = new Frontier<OwnedHostData>(store.frontier, store.hosts, store.meta, {
+    maxActiveHosts: 4, headSize: 8, createData: () => ({ pendingAcks: 0, checkSeen: false }),
+  });
+  await frontier.recover();
+  const drum = new Drum<Cand>(store.db, store.seen, {
+    batchSize: 1000, maxWaitMs: 5,
+    valueOf: (it) => queuedValue(it.frontierKey),
+    onNew: (items) => frontier.enqueueOps(items),
+    afterCommit: (items) => frontier.committed(items),
+  });
+  const gate = new HandoffGate('', { timeoutMs: 60_000, floorMs: 0 });
+  const config = defaultConfig();
+  config.mesh.enabled = true;
+  const r = { store, frontier, drum, gate, mesh: new FakeMesh(), pumps: 0 } as Rig;
+  r.ownership = new Ownership<Cand, OwnedHostData>({
+    config, store, frontier, drum, barrier: new SyncBarrier(store.meta), gate, log: silentLogger, metrics: createMetrics(),
+    candidate,
+    // Standalone routing: every URL is ours.
+    route: (cands, sync) => drum.submit(cands, sync),
+    attachGrants: async () => {},
+    schedulePump: () => { r.pumps++; },
+    lifecycle: () => 'active',
+  });
+  r.close = async () => { r.ownership.stop(); await r.ownership.rebalancing; await r.ownership.saved(); await store.close(); };
+  return r;
+}
+
+/** Hosts by owner under a ring of A and B. */
+function hostsByOwner(n: number): { a: string[]; b: string[] } {
+  const ring = new HostRing({ replicas: 64 });
+  ring.add(A); ring.add(B);
+  const a: string[] = [];
+  const b: string[] = [];
+  for (let i = 0; a.length < n || b.length < n; i++) {
+    const h = `h${i}.example`;
+    (ring.ownerOf(h) === A ? a : b).push(h);
+  }
+  return { a: a.slice(0, n), b: b.slice(0, n) };
+}
+
+test('ownership: batches only from members; a seen entry from a member that never owned the host is refused and counted, the owner\'s is stored as settled elsewhere', async () => {
+  const r = await rig();
+  try {
+    r.mesh.ring.add(B);
+    r.mesh.table.set(B, member(B));
+    r.mesh.table.set(C, member(C, 'leaving')); // a member, but it owns nothing in any ring we had
+    await r.ownership.start(r.mesh);
+    const { a } = hostsByOwner(2);
+    const fromOwner = `http://${a[0]}/settled`;
+    const fromStranger = `http://${a[1]}/hidden`;
+
+    await assert.rejects(r.ownership.acceptFromPeer([encodeItem({ kind: 'crawl', url: `http://${a[0]}/x`, depth: 0, hops: 0, sitemap: false })], D), /not a member/);
+    assert.equal(r.ownership.refusals()['not-member'], 1);
+
+    // B owns a[0] in the ring without us (the mesh before we joined): docs/mesh.md "Admission".
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: fromOwner, hops: 0 })], B);
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: fromStranger, hops: 0 }), encodeItem({ kind: 'crawl', url: `http://${a[1]}/page`, depth: 1, hops: 1, sitemap: false })], C);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1, 'one refusal, counted by reason');
+    assert.equal(r.ownership.received, 3, 'every item taken from a member is counted');
+
+    const stored = await r.store.seen.get(seenKey(hostKey(a[0]!), fromOwner));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere');
+    const record = await r.store.fetches.get(seenKey(hostKey(a[0]!), fromOwner));
+    assert.equal(record && decodeFetchRecord(record)?.failure, 'settled-elsewhere');
+    assert.equal(await r.store.seen.get(seenKey(hostKey(a[1]!), fromStranger)), undefined, 'the refused entry hides nothing');
+    // The stranger's URL to crawl is accepted all the same (URLs come from any member).
+    assert.ok(await waitUntil(() => r.frontier.host(a[1]!) !== undefined, 2000), 'its crawl URL reached the frontier');
+    assert.ok(r.mesh.forwarded.every((f) => classifyItem(f.items[0]!).kind === 'marker'), 'nothing but markers went out');
+  } finally { await r.close(); }
+});
+
+test('ownership: a marker for our ring vouches its sender, lets it out of the gate and wakes the scheduler', async () => {
+  const r = await rig();
+  try {
+    r.mesh.ring.add(B);
+    r.mesh.vouched.add(B);
+    r.mesh.table.set(B, member(B));
+    r.mesh.table.set(C, member(C)); // joining: not in our ring yet
+    await r.ownership.start(r.mesh);
+    assert.deepEqual(r.gate.waitingFor().sort(), [B, C], 'members known at start are waited for');
+    const pumps = r.pumps;
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(r.gate.ringId)], C);
+    assert.ok(r.mesh.vouched.has(C), 'its first marker lets it into our ring');
+    assert.deepEqual(r.gate.waitingFor(), [B]);
+    assert.ok(r.pumps > pumps, 'hosts it held may be crawled now');
+    // Our own markers went to both (joiners too), after the start's handoff pass.
+    await r.ownership.rebalancing;
+    for (const p of [B, C]) {
+      const markers = r.mesh.sentTo(p).map(classifyItem).filter((w) => w.kind === 'marker');
+      assert.deepEqual(markers.map((w) => w.kind === 'marker' && w.ringId), [r.gate.ringId], `one marker for ${p.slice(-4)}`);
+    }
+  } finally { await r.close(); }
+});
+
+test('ownership: on a ring change the hosts that move are handed to their new owner with their seen entries, then deleted here (frontier and seen-set); a marker follows', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh); // alone: every host is ours
+    await r.ownership.rebalancing;
+    const { a, b } = hostsByOwner(3);
+    const cands = [...a, ...b].flatMap((h) => [candidate(`http://${h}/1`, 1, 'page')!, candidate(`http://${h}/2`, 1, 'sitemap')!]);
+    await r.drum.submit(cands, false);
+    // A page of b[0] fetched before the change: its fetch record is what the new owner must learn.
+    const fetched = `http://${b[0]}/done`;
+    await r.store.fetches.put(seenKey(hostKey(b[0]!), fetched), encodeFetchRecord({ url: fetched, at: 1, status: 200 }));
+    for (const h of [...a, ...b]) assert.ok(r.frontier.host(h), `${h} queued here`);
+
+    // B joins (its marker came): the hosts it owns now move to it.
+    r.mesh.ring.add(B);
+    r.mesh.vouched.add(B);
+    r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+
+    const sent = r.mesh.sentTo(B).map(classifyItem);
+    const crawl = sent.filter((w) => w.kind === 'crawl').map((w) => w.kind === 'crawl' && `${w.url}${w.sitemap ? ' sitemap' : ''}`).sort();
+    assert.deepEqual(crawl, b.flatMap((h) => [`http://${h}/1`, `http://${h}/2 sitemap`]).sort(), 'every queued URL of the moved hosts, and only theirs');
+    assert.ok(sent.some((w) => w.kind === 'seen' && w.url === fetched), 'the fetched page as a seen entry');
+    assert.equal(sent.at(-1)?.kind, 'marker', 'the marker comes after everything handed over');
+    assert.ok(r.mesh.forwarded.every((f) => f.handoff), 'handoffs bypass the recently-forwarded cache');
+    assert.equal(r.ownership.handedOver, 6);
+
+    for (const h of b) {
+      assert.equal(r.frontier.host(h), undefined, `${h} forgotten`);
+      const hk = hostKey(h);
+      assert.equal((await r.store.frontier.keys({ gte: hk, lt: prefixEnd(hk) }).all()).length, 0, `${h}: no frontier entry left`);
+      assert.equal(await r.store.seen.get(seenKey(hk, `http://${h}/1`)), undefined, `${h}: its queued URLs are not "seen" here any more`);
+    }
+    for (const h of a) {
+      assert.ok(r.frontier.host(h), `${h} stays`);
+      assert.ok(await r.store.seen.get(seenKey(hostKey(h), `http://${h}/1`)), `${h}: seen entries kept`);
+    }
+    assert.equal(r.ownership.rebalancePending, false);
+  } finally { await r.close(); }
+});
