@@ -246,3 +246,14 @@ test('gate: markers that came while we started put members in our ring already: 
   assert.ok(HOSTS.every((h) => g.notBefore(h, 10) === 0), 'B\'s marker is for our ring: nothing to wait for');
   assert.equal(g.startingUp, false, 'and start-up is over');
 });
+
+test('gate: start-up ends once nothing holds us; a newcomer gate opened later does not bring it back', () => {
+  const g = new HandoffGate(A, { timeoutMs: 5000, floorMs: 0 });
+  const r = ring(A);
+  g.ringChanged(r, [], [], 0);
+  assert.equal(g.startingUp, false, 'alone and not joining: no start-up at all');
+  r.add(B);
+  g.ringChanged(r, [B], [B], 100); // B vouched: its newcomer gate waits for its marker for our ring
+  assert.deepEqual(g.waitingFor(), [B]);
+  assert.equal(g.startingUp, false, 'an agent that is up never accepts the claims only start-up allows');
+});

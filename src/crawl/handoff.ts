@@ -129,9 +129,14 @@ export class HandoffGate {
    * while we were not in their rings (docs/mesh.md "Admission").
    */
   get startingUp(): boolean {
-    if (!this.self) return true; // the agent has not started its gate yet (setSelf)
-    if (this.startup && !this.joinHoldUntil && this.gates.every((g) => !Number.isNaN(g.clearedAt))) this.startup = false;
+    this.endStartupIfClear();
     return this.startup;
+  }
+
+  /** Start-up ends the first moment nothing holds us (checked before any later gate can open). */
+  private endStartupIfClear(): void {
+    if (!this.self) return; // the agent has not started its gate yet (setSelf)
+    if (this.startup && !this.joinHoldUntil && this.gates.every((g) => !Number.isNaN(g.clearedAt))) this.startup = false;
   }
 
   /** Whether the hold of holdUntilJoined() is still on. */
@@ -149,6 +154,7 @@ export class HandoffGate {
    * saw the mesh, an agent restarted after a crash).
    */
   ringChanged(ring: HostRing, alive: readonly string[], added: readonly string[], now: number): void {
+    if (this.ring) this.endStartupIfClear(); // (the first ring opens the start-up gates, below)
     for (const p of added) this.finished.delete(p); // a leaver back as a member owns hosts again
     if (this.joinHoldUntil && ring.members().some((m) => m !== this.self)) this.joinHoldUntil = 0;
     const before = this.ring;
@@ -267,6 +273,7 @@ export class HandoffGate {
 
   /** Expires gates past their deadline, closes empty ones, forgets cleared ones past the floor. */
   sweep(now: number): void {
+    this.endStartupIfClear();
     let drop = false;
     for (const g of this.gates) {
       if (Number.isNaN(g.clearedAt)) {
