@@ -55,7 +55,7 @@ async function crawl(web: SyntheticWeb, seeds: string[], opts: AgentOptions = {}
 
 function joinArgs(web: SyntheticWeb, dir: string, extra: string[]): string[] {
   return ['join', '--data-dir', join(dir, 'data'), '--until-idle', '--min-delay', String(MIN_DELAY), '--delay-factor', '0', '--concurrency', '8',
-    '--progress', 'off', '--log-level', 'warn', '--listen', '/ip4/127.0.0.1/tcp/0', ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
+    '--progress', 'off', '--log-level', 'warn', '--heartbeat', '250', '--listen', '/ip4/127.0.0.1/tcp/0', ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
 }
 
 test('join --seed <one host>: only that host is fetched (robots.txt included), no request to any other; --scope web fetches the rest', async () => {
