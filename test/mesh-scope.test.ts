@@ -69,3 +69,49 @@ test('3 agents, the seed given to one that does not own its host: only the seed\
     await web.close();
   }
 });
+
+test('--max-depth 2 on a chain of pages that crosses hosts owned by different agents stops exactly at depth 2', async () => {
+  let port = 0;
+  // The chain: /c/k on host chain[k] links to /c/k+1 on host chain[k+1]; chosen once the owners are known.
+  const chain: string[] = [];
+  const web: SyntheticWeb = await startSyntheticWeb({
+    seed: 22, hosts: 9, pagesPerHost: 2, sitemap: false,
+    intercept: (req) => {
+      const m = /^\/c\/(\d+)$/.exec(req.path);
+      if (!m) return null;
+      const next = Number(m[1]) + 1;
+      const link = next < chain.length ? `<a href="http://${chain[next]}:${port}/c/${next}">next</a>` : '';
+      return { status: 200, headers: { 'content-type': 'text/html' }, body: `<html><body>${link}</body></html>` };
+    },
+  });
+  port = web.port;
+  const dir = tempDir();
+  try {
+    const api = PORT0 + 600;
+    const depth = ['--max-depth', '2'];
+    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${PORT0 + 1}`, '--api', `127.0.0.1:${api}`, ...depth]);
+    await waitPort(PORT0 + 1);
+    const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0 + 1}`, '--api', `127.0.0.1:${api + 1}`, ...depth]);
+    const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0 + 1}`, '--api', `127.0.0.1:${api + 2}`, ...depth]);
+    for (const p of [api, api + 1, api + 2]) await waitMembers(p, 3);
+    // Who owns each host: the owner answers 404 for a host of its own it knows nothing about.
+    const ownerOf = async (host: string): Promise<number> => {
+      for (let i = 0; i < 3; i++) if ((await fetch(`http://127.0.0.1:${api + i}/hosts/${host}`)).status === 404) return i;
+      return -1;
+    };
+    const owners = new Map<string, number>();
+    for (let i = 0; i < web.hostCount; i++) owners.set(web.hostName(i), await ownerOf(web.hostName(i)));
+    // Each hop to a host of another agent.
+    for (const h of owners.keys()) if (chain.length < 4 && (chain.length === 0 || owners.get(h) !== owners.get(chain[chain.length - 1]!))) chain.push(h);
+    assert.equal(chain.length, 4, `a chain across agents (owners ${JSON.stringify([...owners])})`);
+    await seedThroughApi(api + 2, [`http://${chain[0]}:${port}/c/0`], join(dir, 'a2'));
+    const results = await Promise.all([a0.done, a1.done, a2.done]);
+    for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
+    const pages = web.requests().filter((r) => r.path.startsWith('/c/'));
+    assert.deepEqual(pages.map((r) => `${r.host}${r.path}`).sort(), [0, 1, 2].map((k) => `${chain[k]}/c/${k}`).sort(), 'the seed and two hops, nothing deeper');
+    assert.deepEqual(web.requests().filter((r) => r.host === chain[3]).map((r) => r.path), [], 'not even robots.txt of the host at depth 3');
+    assert.ok(new Set(pages.map((r) => agentOf(r.userAgent))).size >= 2, 'fetched by different agents');
+  } finally {
+    await web.close();
+  }
+});
