@@ -5,7 +5,7 @@
 // registrable domain of its own (the Public Suffix List's default rule).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startSyntheticWeb, type SyntheticWeb, type SyntheticWebOptions } from '../bench/web/index.js';
 import { startAgent } from '../src/crawl/agent.js';
@@ -125,6 +125,31 @@ test('--scope host / domain / seeds on hosts sharing a registrable domain; --all
     assert.deepEqual([...fromH0.keys()].filter((u) => !fetched.has(u)), [], 'every page of both reachable from the seed');
   } finally {
     await web2.close();
+  }
+});
+
+test('a seed added through the API (POST /seeds) widens the scope by its domain', async () => {
+  const web = await scopeWeb();
+  const dir = tempDir();
+  try {
+    const [h0, h1] = [web.hostName(0), web.hostName(1)];
+    const agent = await startAgent({
+      dataDir: dir, seeds: [web.url(0, '/')], untilIdle: true, minDelayMs: MIN_DELAY, delayFactor: 0, concurrency: 8, logLevel: 'silent',
+      resolve: web.resolveArgs.map(parseResolveRule), sitemaps: { enabled: false }, api: { listen: '127.0.0.1:0' },
+    });
+    const token = readFileSync(join(dir, 'api.token'), 'utf8').trim();
+    const res = await fetch(`${agent.apiUrl}/seeds`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ urls: [web.url(1, '/')] }),
+    });
+    assert.equal(res.status, 200, await res.text());
+    await agent.done;
+    assert.deepEqual([...hostsRequested(web)].sort(), [h0, h1].sort(), 'both seeds\' hosts, no other');
+    const both = (h: string) => h === h0 || h === h1;
+    const expected = new Set([...reachableWithin(web, web.url(0, '/'), both).keys(), ...reachableWithin(web, web.url(1, '/'), both).keys()]);
+    const fetched = new Set(pagesFetched(web));
+    assert.deepEqual([...expected].filter((u) => !fetched.has(u)), [], 'every page of both reachable from either seed');
+  } finally {
+    await web.close();
   }
 });
 
