@@ -255,3 +255,18 @@ test('--accept-type: other types are fetched and parsed for links but not stored
     await web.close();
   }
 });
+
+test('a bad --scope, --include or --accept-type is a usage error: one line, exit code 2', async () => {
+  const dir = tempDir();
+  for (const [args, says] of [
+    [['--scope', 'everything'], /--scope/],
+    [['--include', '(unclosed'], /--include: not a regular expression: \(unclosed/],
+    [['--accept-type', 'html'], /--accept-type expects a media type/],
+  ] as const) {
+    const run = spawnAgent(['join', '--data-dir', join(dir, 'data'), '--listen', '/ip4/127.0.0.1/tcp/0', ...args]);
+    const { code } = await run.closed;
+    assert.equal(code, 2, run.stderr);
+    assert.match(run.stderr, says);
+    assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+  }
+});

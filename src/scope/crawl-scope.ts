@@ -70,11 +70,13 @@ export function scopeUnit(mode: ScopeMode, host: string): string | null {
   return mode === 'seeds' ? registrableDomain(host) : host;
 }
 
-/** Whether `host` is in `unit` under the mode. */
-function inUnit(mode: ScopeMode, unit: string, host: string): boolean {
-  if (mode === 'domain') return host === unit || (host.length > unit.length && host.endsWith(unit) && host.charCodeAt(host.length - unit.length - 1) === 0x2e);
-  return scopeUnit(mode, host) === unit;
+/** Whether `host` is `name` or a name under it. */
+function under(host: string, name: string): boolean {
+  return host === name || (host.length > name.length && host.endsWith(name) && host.charCodeAt(host.length - name.length - 1) === 0x2e);
 }
+
+/** Host units remembered per scope: a page's links mostly name the same few hosts. */
+const UNIT_CACHE_SIZE = 16_384;
 
 /** Compiles the regular expressions of --include / --exclude; throws a one-line error naming a bad one. */
 export function compilePatterns(patterns: readonly string[], option: string): RegExp[] {
@@ -103,6 +105,8 @@ export class CrawlScope {
   private readonly units = new Set<string>();
   private readonly include: RegExp[];
   private readonly exclude: RegExp[];
+  /** scopeUnit() of recent hosts (a Public Suffix List lookup is a microsecond or so; cleared when full). */
+  private readonly unitCache = new Map<string, string>();
 
   constructor(config: Pick<CrawlScopeConfig, 'mode' | 'allowHosts' | 'include' | 'exclude' | 'maxDepth'>) {
     if (!SCOPE_MODES.includes(config.mode)) throw new Error(`scope must be one of ${SCOPE_MODES.join(', ')}, got ${String(config.mode)}`);
@@ -117,10 +121,22 @@ export class CrawlScope {
     this.exclude = compilePatterns(config.exclude, '--exclude');
   }
 
+  /** The unit of a host under this scope's mode (not `web`). */
+  private unitOf(host: string): string {
+    let u = this.unitCache.get(host);
+    if (u === undefined) {
+      if (this.unitCache.size >= UNIT_CACHE_SIZE) this.unitCache.clear();
+      u = scopeUnit(this.mode, host) ?? host;
+      this.unitCache.set(host, u);
+    }
+    return u;
+  }
+
   /** A seed's host widens the scope by its unit; true if the unit is new. */
   addSeed(host: string): boolean {
-    const unit = scopeUnit(this.mode, host);
-    if (unit === null || this.units.has(unit)) return false;
+    if (this.mode === 'web') return false;
+    const unit = this.unitOf(host);
+    if (this.units.has(unit)) return false;
     this.units.add(unit);
     return true;
   }
@@ -138,7 +154,7 @@ export class CrawlScope {
 
   /** Whether the host is in a known seed's unit. */
   private inSeedUnit(host: string): boolean {
-    if (this.mode !== 'domain') return this.units.has(scopeUnit(this.mode, host)!);
+    if (this.mode !== 'domain') return this.units.has(this.unitOf(host));
     // The name or any of its parents.
     for (let name = host; ;) {
       if (this.units.has(name)) return true;
@@ -155,7 +171,7 @@ export class CrawlScope {
     if (fromHost === undefined) return false;
     // A page in scope only as an allowed host does not bring its own unit in.
     if (this.isAllowedHost(fromHost) && !this.inSeedUnit(fromHost)) return false;
-    return inUnit(this.mode, scopeUnit(this.mode, fromHost)!, host);
+    return this.mode === 'domain' ? under(host, fromHost) : this.unitOf(host) === this.unitOf(fromHost);
   }
 
   /** The URL filters and the depth limit (not the host scope): null = followed. */
