@@ -3,6 +3,9 @@
 // the lineage rule, URL filters, depth, accepted media types.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { buildProgram } from '../src/cli/main.js';
+import { toAgentOptions } from '../src/cli/options.js';
+import { resolveConfig, DEFAULT_CRAWL_SCOPE } from '../src/config.js';
 import { CrawlScope, asciiHost, registrableDomain, scopeUnit, typeAccepted, type CrawlScopeConfig } from '../src/scope/crawl-scope.js';
 
 const scope = (c: Partial<CrawlScopeConfig>, seeds: string[] = []): CrawlScope => {
@@ -101,4 +104,25 @@ test('accepted media types: exact, type/*, */*, parameters ignored; empty accept
   assert.equal(typeAccepted(['image/*'], 'text/plain'), false);
   assert.equal(typeAccepted(['*/*'], undefined), true);
   assert.equal(typeAccepted(['text/html'], undefined), false, 'no type: not one of them');
+});
+
+test('the join options set the crawlScope settings; without them the defaults hold (seeds, no filter, no limit)', () => {
+  const parse = (args: string[]) => {
+    const program = buildProgram();
+    const join = program.commands.find((c) => c.name() === 'join')!;
+    join.action(() => {});
+    program.exitOverride();
+    join.exitOverride();
+    program.parse(['join', ...args], { from: 'user' });
+    return resolveConfig(toAgentOptions(join.opts())).crawlScope;
+  };
+  assert.deepEqual(parse([]), { ...DEFAULT_CRAWL_SCOPE });
+  assert.equal(DEFAULT_CRAWL_SCOPE.mode, 'seeds');
+  assert.deepEqual(parse([
+    '--scope', 'host', '--allow-host', 'cdn.example.net', '--allow-host', '*.static.test', '--include', '/docs/', '--exclude', '/old/',
+    '--max-depth', '3', '--max-pages-per-host', '100', '--accept-type', 'Text/HTML', '--accept-type', 'image/*',
+  ]), {
+    mode: 'host', allowHosts: ['cdn.example.net', '*.static.test'], include: ['/docs/'], exclude: ['/old/'],
+    maxDepth: 3, maxPagesPerHost: 100, acceptTypes: ['text/html', 'image/*'],
+  });
 });
