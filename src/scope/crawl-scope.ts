@@ -1,6 +1,6 @@
 // What a crawl follows: the scope (`--scope seeds|domain|host|web`, `--allow-host`),
 // URL filters (`--include`, `--exclude`) and the link depth (`--max-depth`).
-// A pure function over plain data; the agent applies it where a URL is admitted
+// No I/O, plain data in and out (the seeds it knows are its only state); the agent applies it where a URL is admitted
 // (docs/scope.md). Host names are the normalised URL's: lower case, IDNs in
 // punycode, no port, IPv6 in brackets.
 //
