@@ -6,6 +6,7 @@ import type { RecrawlConfig } from './recrawl/schedule.js';
 import type { DedupConfig } from './dedup/content.js';
 import type { SitemapLimits } from './sitemap/limits.js';
 import type { DigestAlgo } from './warc/digest.js';
+import type { CrawlScopeConfig } from './scope/crawl-scope.js';
 
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, and a module used on its own
@@ -66,6 +67,8 @@ export interface AgentConfig {
   sitemaps: { enabled: boolean; maxIndexDepth: number };
   /** Scope and trap defences; defaults in src/scope/traps.ts (DEFAULT_SCOPE_OPTIONS). */
   scope: Partial<ScopeOptions>;
+  /** What the crawl follows and stores: `--scope`, URL filters, depth, per-host cap, accepted types (src/scope/crawl-scope.ts, docs/scope.md). */
+  crawlScope: CrawlScopeConfig;
   /** Content dedup (src/dedup/content.ts): exact payload digests → WARC revisit records; SimHash near-duplicates noted. */
   dedup: DedupConfig;
   /** The mesh (libp2p). Off: a lone agent without networking (library use, benchmarks). */
@@ -323,6 +326,20 @@ export const DEFAULT_SCOPE_LIMITS: Readonly<Omit<ScopeOptions, 'currentYear' | '
   counterSlots: 1 << 18,
 });
 
+/**
+ * What a crawl follows (docs/scope.md): the seeds' registrable domains, as wget, Scrapy and Crawlee keep
+ * to a site unless told otherwise; no filter, depth limit, per-host cap or type restriction.
+ */
+export const DEFAULT_CRAWL_SCOPE: Readonly<CrawlScopeConfig> = Object.freeze({
+  mode: 'seeds' as const,
+  allowHosts: Object.freeze([]) as unknown as string[],
+  include: Object.freeze([]) as unknown as string[],
+  exclude: Object.freeze([]) as unknown as string[],
+  maxDepth: 0,
+  maxPagesPerHost: 0,
+  acceptTypes: Object.freeze([]) as unknown as string[],
+});
+
 export const DEFAULT_ROBOTS: Readonly<RobotsConfig> = Object.freeze({
   cacheTtlMs: 24 * HOUR,
   maxBytes: 500 * 1024,
@@ -458,6 +475,13 @@ export function defaultConfig(): AgentConfig {
     sitemaps: { enabled: true, maxIndexDepth: DEFAULT_SITEMAP_LIMITS.maxIndexDepth },
     // Completed from DEFAULT_SCOPE_OPTIONS (src/scope/traps.ts) by ScopePolicy.
     scope: {},
+    crawlScope: {
+      ...DEFAULT_CRAWL_SCOPE,
+      allowHosts: [...DEFAULT_CRAWL_SCOPE.allowHosts],
+      include: [...DEFAULT_CRAWL_SCOPE.include],
+      exclude: [...DEFAULT_CRAWL_SCOPE.exclude],
+      acceptTypes: [...DEFAULT_CRAWL_SCOPE.acceptTypes],
+    },
     dedup: { ...DEFAULT_DEDUP_CONFIG },
     mesh: {
       ...DEFAULT_MESH,

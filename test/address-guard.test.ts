@@ -196,6 +196,8 @@ async function inwardWeb() {
       dataDir: dir, seeds: [`http://seed.test:${seed.port}/`], untilIdle: true, minDelayMs: 10, delayFactor: 0, logLevel: 'silent',
       resolve: [parseResolveRule(`seed.test:${seed.port}:127.0.0.1`), parseResolveRule(`r.test:${seed.port}:127.0.0.1`)],
       dns: { servers: [dns.server], tries: 1 }, sitemaps: { enabled: false }, politeness: { maxRetries: 0 },
+      // The links lead to other hosts on purpose: follow every link (docs/scope.md).
+      crawlScope: { mode: 'web' as const },
     }),
     close: () => close(seed, t1, t2, t3, t6),
   };

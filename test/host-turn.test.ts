@@ -45,7 +45,7 @@ interface Rig {
 
 function hostData(): HostData {
   return {
-    robots: new Map(), polite: newHostPoliteness(), dnsCheckAt: 0, pages: 0, errors: {}, recent: [],
+    robots: new Map(), polite: newHostPoliteness(), dnsCheckAt: 0, pages: 0, budgetUsed: 0, errors: {}, recent: [],
     policy: { minDelayMs: null, pageBudget: null }, pendingAcks: 0, checkSeen: false, robotsFailures: 0,
   };
 }
@@ -77,7 +77,7 @@ async function rig(): Promise<Rig> {
   r.turns = new HostTurn({
     store, frontier, fetcher, robots: new RobotsCache(store.robots, fetcher, config.robots),
     politeness: new PolitenessControl(politenessConfig({ minDelayMs: 0 })), sideClocks: new SideClocks(), recrawl: undefined,
-    stats: new CrawlStats(), metrics: createMetrics(), recentErrors: new RecentErrors(), log: silentLogger, token: 'ubicrawl',
+    stats: new CrawlStats(), metrics: createMetrics(), recentErrors: new RecentErrors(), log: silentLogger, token: 'ubicrawl', maxPagesPerHost: 0,
     inMesh: () => r.inMesh,
     owns: () => r.owned,
     handOn: () => { r.handedOn++; },

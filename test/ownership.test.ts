@@ -109,6 +109,7 @@ async function rig(): Promise<Rig> {
   r.ownership = new Ownership<Cand, OwnedHostData>({
     config, store, frontier, drum, barrier: new SyncBarrier(store.meta), gate, log: silentLogger, metrics: createMetrics(),
     candidate,
+    followsFromPeer: () => true,
     // Standalone routing: every URL is ours.
     route: (cands, sync) => drum.submit(cands, sync),
     attachGrants: async () => {},

@@ -10,6 +10,7 @@ import {
 import { parseCidr } from '../fetch/address.js';
 import { DEFAULT_HEAP_HEADROOM_BYTES } from '../util/memory.js';
 import { classifySeed, type SeedSet } from './seeds.js';
+import { compilePatterns, SCOPE_MODES } from '../scope/crawl-scope.js';
 
 /** The options a command was given, by commander's camel-case attribute names. */
 export type ParsedOptions = Record<string, unknown>;
@@ -95,6 +96,20 @@ function allowAddressArg(v: string, prev: string[]): string[] {
   return [...prev, v.trim()];
 }
 
+/** A regular expression of --include / --exclude, refused here (exit code 2) when it does not compile. */
+function patternArg(option: string) {
+  return (v: string, prev: string[]): string[] => {
+    try { compilePatterns([v], option); } catch (err) { throw new InvalidArgumentError((err as Error).message); }
+    return [...prev, v];
+  };
+}
+
+function mediaTypeArg(v: string, prev: string[]): string[] {
+  const t = v.trim().toLowerCase();
+  if (!/^([a-z0-9!#$&^_.+-]+|\*)\/([a-z0-9!#$&^_.+-]+|\*)$/.test(t)) throw new InvalidArgumentError(`--accept-type expects a media type such as text/html or image/*, got '${v}'`);
+  return [...prev, t];
+}
+
 const ALLOW_ADDRESS_HELP = 'also fetch from this internal address range (CIDR, e.g. 10.0.0.0/8 or ::1/128; loopback, private, link-local … are refused otherwise; a --resolve rule reaches its own address for its host and port); repeatable';
 
 const { minCapacity, maxCapacity } = DEFAULT_MESH.admission;
@@ -112,6 +127,16 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
       into.mesh = { ...into.mesh, peers: seeds.peers };
     },
   },
+  {
+    flags: '--scope <mode>', config: 'crawlScope.mode', choices: SCOPE_MODES,
+    help: "which links are followed: seeds = the seeds' registrable domains (example.org for https://docs.example.org/), domain = the seed hosts and the names under them, host = the seed hosts only, web = every link; plus --allow-host hosts (docs/scope.md)",
+  },
+  { flags: '--allow-host <host>', help: "also follow links to this host ('name', or '*.suffix' for every name under suffix); repeatable", config: 'crawlScope.allowHosts', parse: collect, repeatable: true },
+  { flags: '--include <regex>', help: 'follow only links whose normalised URL matches one of these regular expressions (seeds are always fetched); repeatable', config: 'crawlScope.include', parse: patternArg('--include'), repeatable: true },
+  { flags: '--exclude <regex>', help: 'do not follow links whose normalised URL matches this regular expression (wins over --include); repeatable', config: 'crawlScope.exclude', parse: patternArg('--exclude'), repeatable: true },
+  { flags: '--max-depth <n>', help: 'follow links at most this many hops from a seed (0 = no limit)', config: 'crawlScope.maxDepth', parse: intArg('--max-depth', 0) },
+  { flags: '--max-pages-per-host <n>', help: 'fetch at most this many URLs of one host (0 = no limit); the rest are recorded as host-page-budget', config: 'crawlScope.maxPagesPerHost', parse: intArg('--max-pages-per-host', 0) },
+  { flags: '--accept-type <mime>', help: "store only responses of this media type ('text/html', 'image/*'); others are still parsed for links, recorded as skipped; repeatable (default: all)", config: 'crawlScope.acceptTypes', parse: mediaTypeArg, repeatable: true },
   { flags: '--data-dir <dir>', help: 'where the store, the WARC files and the API token (api.token) live', config: 'dataDir' },
   { flags: '--user-agent <string>', help: 'User-Agent header; its product token is matched against robots.txt', config: 'userAgent' },
   { flags: '--concurrency <n>', help: 'parallel fetches (each to a different host)', config: 'concurrency', parse: intArg('--concurrency', 1) },

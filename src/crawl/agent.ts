@@ -29,6 +29,7 @@ import { productToken } from '../robots/index.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { extractPage } from '../parse/html.js';
 import { ScopePolicy } from '../scope/traps.js';
+import { CrawlScope, typeAccepted } from '../scope/crawl-scope.js';
 import { WarcWriter, type WriteResult } from '../warc/writer.js';
 import { encodeFetchRecord, type FetchRecord } from './records.js';
 import { createMetrics } from '../api/metrics.js';
@@ -70,6 +71,8 @@ export interface HostData {
   dnsCheckAt: number;
   /** Responses received from this host. */
   pages: number;
+  /** Fetches started for this host's URLs, retries not counted: what a page budget counts (exact, as the host is held while it fetches). */
+  budgetUsed: number;
   errors: Record<string, number>;
   /** The last few fetches, newest last (for the API's host view). */
   recent: RecentFetch[];
@@ -90,7 +93,7 @@ export interface RecentFetch { url: string; status: number | null; at: number; d
 
 function newHostData(): HostData {
   return {
-    robots: new Map(), polite: newHostPoliteness(), dnsCheckAt: 0, pages: 0, errors: {}, recent: [],
+    robots: new Map(), polite: newHostPoliteness(), dnsCheckAt: 0, pages: 0, budgetUsed: 0, errors: {}, recent: [],
     policy: { minDelayMs: null, pageBudget: null }, pendingAcks: 0, checkSeen: false, robotsFailures: 0,
   };
 }
@@ -137,6 +140,7 @@ export interface AgentSnapshot {
 export async function startAgent(options: AgentOptions & { logger?: Logger } = {}): Promise<AgentHandle> {
   const config = resolveConfig(options);
   for (const a of config.allowAddress) parseCidr(a); // a bad range is a usage error, found before anything opens
+  new CrawlScope(config.crawlScope); // so is a bad scope or pattern
   const logger = options.logger ?? (config.logLevel === 'silent' ? silentLogger : createLogger(config.logLevel));
   // Every startup error is found before anything starts (src/crawl/preflight.ts).
   const { api } = await preflight(config, logger);
@@ -189,6 +193,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly barrier: SyncBarrier;
   readonly frontier: Frontier<HostData>;
   private readonly scope: ScopePolicy;
+  /** What the crawl follows (--scope, --allow-host, --include/--exclude, --max-depth; docs/scope.md). */
+  private readonly crawlScope: CrawlScope;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
   private readonly admitted = new Set<Candidate>();
   /** Recent in-link counts per URL (src/frontier/inlinks.ts). */
@@ -230,6 +236,7 @@ class Agent implements AgentHandle, AgentView {
     });
     this.politeness = new PolitenessControl(politenessConfig(config));
     this.scope = new ScopePolicy(config.scope);
+    this.crawlScope = new CrawlScope(config.crawlScope);
     this.sitemapGrants = new SitemapGrants(store.meta);
     this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, this.stats.dedup) : undefined;
     // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
@@ -275,7 +282,7 @@ class Agent implements AgentHandle, AgentView {
     }
     this.turns = new HostTurn({
       store, frontier: this.frontier, fetcher: this.fetcher, robots: new RobotsCache(store.robots, this.fetcher, config.robots), politeness: this.politeness,
-      sideClocks: new SideClocks(), recrawl: this.recrawl, stats: this.stats, metrics: this.metrics, recentErrors: this.recentErrors, log, token: this.token,
+      sideClocks: new SideClocks(), recrawl: this.recrawl, stats: this.stats, metrics: this.metrics, recentErrors: this.recentErrors, log, token: this.token, maxPagesPerHost: config.crawlScope.maxPagesPerHost,
       inMesh: () => this.mesh !== undefined,
       owns: (host) => !this.mesh || this.mesh.ownerOf(host) === this.mesh.id,
       handOn: () => this.ownership?.scheduleRebalance(),
@@ -320,6 +327,7 @@ class Agent implements AgentHandle, AgentView {
       const ownership = this.ownership = new Ownership<Candidate, HostData>({
         config: this.config, store: this.store, frontier: this.frontier, drum: this.drum, barrier: this.barrier, gate, log: this.log, metrics: this.metrics,
         candidate: (url, depth, kind) => this.candidate(url, undefined, depth, kind),
+        followsFromPeer: (c) => this.followsFromPeer(c),
         route: (cands, sync) => this.route(cands, sync),
         attachGrants: (items) => this.attachGrants(items),
         schedulePump: () => this.schedulePump(),
@@ -409,6 +417,7 @@ class Agent implements AgentHandle, AgentView {
     for (const u of urls) {
       const c = this.candidate(u, undefined, 0);
       if (!c) continue;
+      this.crawlScope.addSeed(c.host);
       // Queued all the same: the crawl records it as blocked-address without a request.
       const blocked = this.blockedTarget(c.url);
       if (blocked) this.log.warn({ url: c.url, reason: blocked.reason }, 'seed is an internal address: not fetched (--allow-address opens a range)');
@@ -454,7 +463,7 @@ class Agent implements AgentHandle, AgentView {
       const c = this.candidate(u, undefined, 0);
       const blocked = c && this.blockedTarget(c.url);
       if (blocked) rejected.push({ url: u, reason: BLOCKED, detail: `${blocked.reason}; --allow-address opens a range` });
-      else if (c) cands.push(c);
+      else if (c) { this.crawlScope.addSeed(c.host); cands.push(c); }
       else rejected.push({ url: u, reason: normalizeUrl(u) ? 'out of scope' : 'not a crawlable http(s) URL' });
     }
     const routed: Record<string, number> = {};
@@ -609,11 +618,14 @@ class Agent implements AgentHandle, AgentView {
     if (failure) record.failure = failure; // e.g. still 503 after the last retry
     // A 304 to a revisit is stored as a server-not-modified revisit record (WARC/1.1 §6.7.3).
     const earlier = out.status === 304 ? this.recrawl?.earlierCapture(q) : undefined;
+    // --accept-type: a successful response of another type is not stored, but still parsed for links (docs/scope.md).
+    const skipped = out.status >= 200 && out.status < 300 && !typeAccepted(this.config.crawlScope.acceptTypes, out.header('content-type')) ? 'type-not-accepted' : undefined;
+    if (skipped) { record.skipped = skipped; bump(this.stats.skipped, skipped); this.metrics.responseSkipped(skipped); }
     // Content dedup (src/dedup/content.ts): an exact duplicate is stored as a revisit record and its links are not extracted again.
-    const exact = !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, archivedBody(out).body) : undefined;
+    const exact = !skipped && !earlier && this.dedup && q.kind === 'page' && this.dedup.applies(out.status, out.body, out.truncated) ? await this.dedup.checkExact(out.url, out.startedAt, archivedBody(out).body) : undefined;
     let stored: WriteResult | undefined;
     try {
-      stored = earlier ? await this.writeNotModified(out, earlier) : exact?.original ? await this.writeRevisit(out, exact, record) : await this.writeWarc(out, exact);
+      stored = skipped ? undefined : earlier ? await this.writeNotModified(out, earlier) : exact?.original ? await this.writeRevisit(out, exact, record) : await this.writeWarc(out, exact);
     } catch (err) {
       // Not recorded, so not acknowledged: the URL stays queued for the next run (docs/storage.md "Write failures").
       h.data.pendingAcks--;
@@ -635,7 +647,9 @@ class Agent implements AgentHandle, AgentView {
         this.stats.redirects++;
         // A sitemap's redirect leads to the sitemap (with its cross-submit grants), queued like any URL: through the
         // frontier, so the target waits for its host's clock.
-        const c = this.candidate(loc, q.url, q.depth, q.kind);
+        const target = this.candidate(loc, q.url, q.depth, q.kind);
+        // A seed's redirect is a seed (http://example.org/ → https://www.example.com/): it widens the scope.
+        const c = target && q.depth === 0 && q.kind === 'page' ? this.asSeed(target) : this.follows(target, q.url) ? target : null;
         if (c && q.kind === 'sitemap') {
           const grants = await this.sitemapGrants.get(q.url);
           if (grants?.length) { c.grant = grants[0]; for (const g of grants.slice(1)) links.push({ ...c, grant: g }); }
@@ -706,7 +720,7 @@ class Agent implements AgentHandle, AgentView {
     const grant = robotsGrantPrefix(`${origin}/robots.txt`);
     for (const u of urls) {
       const c = this.candidate(u, origin + '/', 0, 'sitemap');
-      if (!c) continue;
+      if (!this.follows(c, origin + '/')) continue;
       cands.push(c);
       // Sitemaps 0.90 "cross submits": a sitemap named by host X's robots.txt may list X's URLs.
       if (grant && listed.length) c.grant = grant;
@@ -727,13 +741,14 @@ class Agent implements AgentHandle, AgentView {
     for (const u of sm.urls) {
       // Sitemaps 0.90 <priority> is kept for scheduling: it nudges the URL's frontier class.
       const c = this.candidate(u.loc, undefined, 1, 'page', u.priority);
-      if (c) into.push(c);
-      if (c && this.recrawl) this.recrawl.noteHint(c.key, u); // lastmod/changefreq/priority seed its first interval
+      if (!this.follows(c, q.url)) continue;
+      into.push(c);
+      if (this.recrawl) this.recrawl.noteHint(c.key, u); // lastmod/changefreq/priority seed its first interval
     }
     if (q.depth + 1 > this.config.sitemaps.maxIndexDepth) { st.tooDeep += sm.sitemaps.length; return; }
     for (const child of sm.sitemaps) {
       const c = this.candidate(child.loc, undefined, q.depth + 1, 'sitemap');
-      if (c) into.push(c);
+      if (this.follows(c, q.url)) into.push(c);
     }
   }
 
@@ -797,7 +812,7 @@ class Agent implements AgentHandle, AgentView {
     }
     for (const link of links) {
       const c = this.candidate(link.url, undefined, q.depth + 1);
-      if (c) { c.inlink = true; into.push(c); }
+      if (this.follows(c, q.url)) { c.inlink = true; into.push(c); }
     }
     return page.fingerprintJob ?? page.fingerprint;
   }
@@ -812,6 +827,43 @@ class Agent implements AgentHandle, AgentView {
     if (this.scope.checkStatic(url, host)) return null;
     const hk = hostKey(host);
     return { host, hostKey: hk, url, depth, hops: 0, kind, key: seenKey(hk, url), priority: priorityClass({ depth, sitemapPriority }) };
+  }
+
+  /**
+   * The crawl scope (src/scope/crawl-scope.ts, docs/scope.md) of a URL found on `from` (a page, a sitemap, a
+   * redirecting URL): the host must be in scope (a seed's unit, an allowed host, or `from`'s unit); a page must
+   * pass the URL filters and the depth limit. Refusals are counted by reason.
+   */
+  private follows(c: Candidate | null, from: string): c is Candidate {
+    if (!c) return false;
+    const fromHost = hostOf(from);
+    const refusal = c.kind === 'sitemap'
+      ? (this.crawlScope.hostInScope(c.host, fromHost) ? null : 'out-of-scope')
+      : this.crawlScope.check(c.url, c.host, c.depth, fromHost);
+    if (refusal === null) return true;
+    bump(this.stats.rejected, refusal);
+    this.metrics.urlRejected(refusal);
+    return false;
+  }
+
+  /** A seed (or a seed's redirect): always in scope, and its unit is from now on (docs/scope.md). */
+  private asSeed(c: Candidate): Candidate {
+    this.crawlScope.addSeed(c.host);
+    return c;
+  }
+
+  /**
+   * A URL another agent sent. The sender checked its host against the scope with the page it was found on, which
+   * only the sender knows; here a seed (depth 0) widens the scope, and a page passes the URL filters and depth limit.
+   */
+  private followsFromPeer(c: Candidate): boolean {
+    if (c.kind === 'sitemap') return true;
+    if (c.depth === 0) { this.asSeed(c); return true; }
+    const refusal = this.crawlScope.filter(c.url, c.depth);
+    if (refusal === null) return true;
+    bump(this.stats.rejected, refusal);
+    this.metrics.urlRejected(refusal);
+    return false;
   }
 
   /**
@@ -1054,6 +1106,7 @@ class Agent implements AgentHandle, AgentView {
       queued: this.frontier.queued,
       hosts: this.frontier.knownHosts,
       rejectedByScope: this.scope.counts(),
+      scope: { mode: this.crawlScope.mode, seedUnits: this.crawlScope.seedUnits().length },
       seen: { ...this.drum.stats },
       politeness: this.politeness.summary([...this.frontier.allHosts()].map((h) => ({ name: h.name, state: h.data.polite })), Date.now()),
       dns: { ...this.fetcher.resolver.stats },

@@ -60,6 +60,8 @@ export interface HostTurnComponents {
   log: Logger;
   /** Our robots.txt product token (RFC 9309 §2.2.1). */
   token: string;
+  /** `--max-pages-per-host` (0: no limit); an operator's per-host budget comes first (docs/scope.md). */
+  maxPagesPerHost: number;
   /** In a mesh: URLs may have been settled by another agent (the seen-set is checked before each fetch). */
   inMesh(): boolean;
   /** Whether we own the host (always, without a mesh). */
@@ -213,8 +215,9 @@ export class HostTurn {
         await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: reason });
         continue; // no request was made: the host's turn goes on
       }
-      const budget = h.data.policy.pageBudget;
-      if (budget !== null && h.data.pages >= budget) {
+      // An operator's budget for the host (PUT /hosts/:host/policy), else --max-pages-per-host.
+      const budget = h.data.policy.pageBudget ?? (this.c.maxPagesPerHost > 0 ? this.c.maxPagesPerHost : null);
+      if (budget !== null && !q.attempt && h.data.budgetUsed >= budget) {
         bump(this.stats.rejected, 'host-page-budget');
         this.metrics.urlRejected('host-page-budget');
         await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
@@ -225,6 +228,7 @@ export class HostTurn {
       if (typeof ip === 'object') { await this.refuseAddress(q, h, ip); continue; }
       // Revisits are conditional GETs (If-None-Match / If-Modified-Since from the stored state).
       const conditional = this.recrawl && q.kind === 'page' ? await this.recrawl.prepare(q, seenKey(h.key, q.url)) : undefined;
+      if (!q.attempt) h.data.budgetUsed++;
       const out = await this.fetcher.fetch(q.url, conditional);
       if (!this.c.running() && !out.ok) {
         // Shutdown aborted it: leave it queued for the next run.

@@ -83,6 +83,8 @@ export interface OwnershipComponents<C extends PeerCandidate & { key: Buffer }, 
   metrics: Pick<AgentMetrics, 'meshRefused' | 'urlsReceived' | 'setMembers' | 'retainPeers'>;
   /** A peer's URL admitted as a crawl candidate (normalised, scope-checked), or null. */
   candidate(url: string, depth: number, kind: UrlKind): C | null;
+  /** Whether the crawl follows a peer's candidate (URL filters, depth; a seed widens the scope: docs/scope.md). */
+  followsFromPeer(c: C): boolean;
   /** Sends candidates to their owners (ourselves included); with `sync`, durable against a power loss. */
   route(cands: C[], sync: boolean): Promise<void>;
   /** Queued sitemaps leaving with their host take their grants along. */
@@ -226,6 +228,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       }
       const c = this.c.candidate(w.url, w.depth, w.sitemap ? 'sitemap' : 'page');
       if (!c) { bad++; continue; }
+      if (!this.c.followsFromPeer(c)) continue;
       c.hops = w.hops;
       // A peer forwards the links its pages have to our hosts: in-links too.
       if (c.kind === 'page') c.inlink = true;

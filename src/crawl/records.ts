@@ -15,6 +15,8 @@ export interface FetchRecord {
   noindex?: boolean;
   /** Failure kind for fetches that got no response, or why it was not fetched. */
   failure?: string;
+  /** Why the response was fetched but not stored (type-not-accepted: --accept-type, docs/scope.md). */
+  skipped?: string;
   /** URL this page duplicates (exact digest or near-duplicate SimHash). */
   duplicateOf?: string;
   duplicateKind?: 'exact' | 'near';

@@ -16,6 +16,8 @@ export class CrawlStats {
   readonly errors: Counts = {};
   /** URLs turned away before fetching, by reason (robots, scope, traps, invalid). */
   readonly rejected: Counts = {};
+  /** Responses fetched but not stored, by reason (type-not-accepted: --accept-type). */
+  readonly skipped: Counts = {};
   robotsBlocked = 0;
   robotsFetches = 0;
   truncated = 0;
@@ -61,6 +63,7 @@ export class CrawlStats {
       robotsFetches: this.robotsFetches,
       errors: { ...this.errors },
       rejected: { ...this.rejected },
+      skipped: { ...this.skipped },
       truncated: this.truncated,
       redirects: this.redirects,
       linksExtracted: this.linksExtracted,
