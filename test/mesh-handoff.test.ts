@@ -257,3 +257,28 @@ test('gate: start-up ends once nothing holds us; a newcomer gate opened later do
   assert.deepEqual(g.waitingFor(), [B]);
   assert.equal(g.startingUp, false, 'an agent that is up never accepts the claims only start-up allows');
 });
+
+test('gate: a joiner\'s start-up lasts until every member it knew at the start has sent a marker for its ring (or the deadline)', () => {
+  const g = new HandoffGate(A, { timeoutMs: 5000, floorMs: 0 });
+  const r = ring(A);
+  g.ringChanged(r, [], [], 0);
+  g.holdUntilJoined(5000, [B, C]);
+  r.add(B);
+  g.marker(B, ringIdOf(ring(A, B)), 100);
+  g.ringChanged(r, [B], [B], 100);
+  assert.ok(HOSTS.every((h) => g.notBefore(h, 150) === 0), 'B handed over: no gate holds a host');
+  assert.equal(g.startingUp, true, 'but C, known at the start, has not handed us our hosts yet');
+  r.add(C);
+  g.ringChanged(r, [B, C], [C], 200);
+  g.marker(B, ringIdOf(r), 250);
+  g.marker(C, ringIdOf(r), 260);
+  g.sweep(300);
+  assert.equal(g.startingUp, false);
+  const late = new HandoffGate(A, { timeoutMs: 5000, floorMs: 0 });
+  late.ringChanged(ring(A, B), [B], [], 0);
+  late.holdUntilJoined(1000, [C]);
+  late.sweep(999);
+  assert.equal(late.startingUp, true);
+  late.sweep(1000);
+  assert.equal(late.startingUp, false, 'a member that never hands over ends it at the deadline');
+});

@@ -98,6 +98,11 @@ export class HandoffGate {
   private joinHoldUntil = 0;
   /** Until the gates opened while we start (or join) have all cleared: see `startingUp`. */
   private startup = true;
+  /** Members known when we joined whose marker for our ring start-up also waits for (holdUntilJoined), and until when. */
+  private readonly startupExpects = new Set<string>();
+  private startupUntil = 0;
+  /** The latest clock a caller gave us (for `startingUp`, which takes none). */
+  private lastNow = 0;
 
   /**
    * `self` may be set later (`setSelf`): the agent creates the gate before its
@@ -116,8 +121,12 @@ export class HandoffGate {
    * `until`), no host may be contacted: members we have not heard of yet may
    * hold them. The first member in our ring then opens the newcomer gate.
    */
-  holdUntilJoined(until: number): void {
+  holdUntilJoined(until: number, known: readonly string[] = []): void {
     this.startup = true;
+    // Start-up also lasts until each member we knew at the start has handed us our hosts (its
+    // marker for our ring): one that joins our ring after our gates cleared still hands over.
+    for (const p of known) if (p !== this.self && this.lastMarker.get(p)?.ring !== this.rid) this.startupExpects.add(p);
+    this.startupUntil = until;
     // Members whose markers came while we started may be in our ring already: nothing to hold for.
     if (this.ring?.members().some((m) => m !== this.self)) return;
     this.joinHoldUntil = until;
@@ -135,8 +144,9 @@ export class HandoffGate {
 
   /** Start-up ends the first moment nothing holds us (checked before any later gate can open). */
   private endStartupIfClear(): void {
-    if (!this.self) return; // the agent has not started its gate yet (setSelf)
-    if (this.startup && !this.joinHoldUntil && this.gates.every((g) => !Number.isNaN(g.clearedAt))) this.startup = false;
+    if (!this.self || !this.startup) return; // (no self: the agent has not started its gate yet)
+    if (this.startupExpects.size > 0 && this.lastNow < this.startupUntil) return;
+    if (!this.joinHoldUntil && this.gates.every((g) => !Number.isNaN(g.clearedAt))) { this.startup = false; this.startupExpects.clear(); }
   }
 
   /** Whether the hold of holdUntilJoined() is still on. */
@@ -154,6 +164,7 @@ export class HandoffGate {
    * saw the mesh, an agent restarted after a crash).
    */
   ringChanged(ring: HostRing, alive: readonly string[], added: readonly string[], now: number): void {
+    this.lastNow = Math.max(this.lastNow, now);
     if (this.ring) this.endStartupIfClear(); // (the first ring opens the start-up gates, below)
     for (const p of added) this.finished.delete(p); // a leaver back as a member owns hosts again
     if (this.joinHoldUntil && ring.members().some((m) => m !== this.self)) this.joinHoldUntil = 0;
@@ -161,6 +172,7 @@ export class HandoffGate {
     this.ring = snapshotRing(ring);
     this.rid = ringIdOf(this.ring);
     for (const g of this.gates) for (const p of g.waiting) if (this.lastMarker.get(p)?.ring === this.rid) g.waiting.delete(p);
+    for (const p of this.startupExpects) if (this.lastMarker.get(p)?.ring === this.rid) this.startupExpects.delete(p);
     const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p)?.ring !== this.rid && !this.finished.has(p) && !this.silent.has(p));
     if (before && others.length) this.open(before, others, now, this.opts.timeoutMs);
     // A member that sent us a marker for this ring has handed over what it held for us; the others may hold our hosts' data.
@@ -190,6 +202,7 @@ export class HandoffGate {
     // Only a marker for our own ring says the peer handed us our hosts: a joiner's first marker is
     // for a ring without us in it (docs/mesh.md "Admission"), so it clears no gate of ours.
     for (const g of this.gates) if (leaving || ringId === this.rid) g.waiting.delete(from);
+    if (leaving || ringId === this.rid) this.startupExpects.delete(from);
     this.sweep(now);
   }
 
@@ -205,6 +218,7 @@ export class HandoffGate {
     this.silent.delete(peer);
     this.waitedFor.delete(peer);
     for (const g of this.gates) if (g.waiting.delete(peer)) this.stats.deadCleared++;
+    this.startupExpects.delete(peer);
     this.sweep(now);
   }
 
@@ -217,6 +231,7 @@ export class HandoffGate {
     for (const p of this.sent.keys()) if (!isMember(p)) this.sent.delete(p);
     for (const p of this.incarnations.keys()) if (!isMember(p)) this.incarnations.delete(p);
     for (const p of this.silent) if (!isMember(p)) this.silent.delete(p);
+    for (const p of this.startupExpects) if (!isMember(p)) this.startupExpects.delete(p);
     for (const p of this.waitedFor.keys()) if (!isMember(p)) this.waitedFor.delete(p);
     this.sweep(now);
   }
@@ -273,6 +288,7 @@ export class HandoffGate {
 
   /** Expires gates past their deadline, closes empty ones, forgets cleared ones past the floor. */
   sweep(now: number): void {
+    this.lastNow = Math.max(this.lastNow, now);
     this.endStartupIfClear();
     let drop = false;
     for (const g of this.gates) {

@@ -217,7 +217,10 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   }
 
   private ignoredForIdle(id: string): boolean {
-    return this.membership.isExcluded(id) || this.joiningTooLong(id) || this.young(id);
+    if (this.membership.isExcluded(id)) return true;
+    // A member that handed over to us once (vouched) always counts: a restarted agent is "young" again
+    // in the table, but holds a frontier, and the mesh must not end without it.
+    return !this.membership.isVouched(id) && (this.joiningTooLong(id) || this.young(id));
   }
 
   private young(id: string): boolean {

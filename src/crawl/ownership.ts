@@ -406,7 +406,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     // A joiner, or an agent back in a mesh it was part of (its outbox or inbox names peers), contacts
     // no host until a member is in its ring (bounded: peers that never come are given up on).
     if (config.mesh.peers.length > 0 || mesh.outbox.peers().length > 0 || mesh.replicas.peers().length > 0 || await mesh.exchange.inboxPeers().then((p) => p.length > 0, () => false)) {
-      gate.holdUntilJoined(Date.now() + config.fetch.totalTimeoutMs + 20 * config.mesh.heartbeatMs);
+      gate.holdUntilJoined(Date.now() + config.fetch.totalTimeoutMs + 20 * config.mesh.heartbeatMs, mesh.members().filter((m) => !m.self && m.state === 'active').map((m) => m.id));
       log.info('joining: no host is contacted until a member is in our ring');
     }
     mesh.membership.on('heartbeat', (m) => {
