@@ -69,32 +69,43 @@ interface Wire {
   requests: Map<string, Buffer>;
 }
 
-function handle(sock: Socket, requests: Map<string, Buffer>): void {
+/**
+ * Splits what a client sends on `sock` into request heads (GETs: no bodies), records each by path in
+ * `requests` and hands the path to `answer`; at most `max` heads per read. `answer` returns false to stop.
+ */
+function onRequestHeads(sock: Socket, requests: Map<string, Buffer>, max: number, answer: (path: string) => boolean): void {
   let buf = Buffer.alloc(0);
   sock.on('data', (d: Buffer) => {
     buf = Buffer.concat([buf, d]);
-    for (let guard = 0; guard < 16; guard++) {
+    for (let guard = 0; guard < max; guard++) {
       const end = buf.indexOf('\r\n\r\n');
       if (end < 0) return;
       const head = buf.subarray(0, end + 4);
       buf = buf.subarray(end + 4);
       const path = head.toString('latin1').split(' ')[1]!;
       requests.set(path, Buffer.from(head));
-      const r = HEADS[path];
-      if (!r) { sock.end('HTTP/1.1 500 X\r\ncontent-length: 0\r\n\r\n'); return; }
-      const bytes = Buffer.concat([Buffer.from(r.head, 'latin1'), r.body]);
-      if (r.split) {
-        // Three writes apart in time, so the client reads the head in pieces (CRLF CRLF itself split).
-        const cut = r.head.length - 3;
-        sock.write(bytes.subarray(0, 9));
-        setTimeout(() => { sock.write(bytes.subarray(9, cut)); setTimeout(() => sock.write(bytes.subarray(cut)), 15); }, 15);
-      } else {
-        sock.write(bytes);
-      }
-      if (r.close) sock.end();
+      if (!answer(path)) return;
     }
   });
   sock.on('error', () => {});
+}
+
+function handle(sock: Socket, requests: Map<string, Buffer>): void {
+  onRequestHeads(sock, requests, 16, (path) => {
+    const r = HEADS[path];
+    if (!r) { sock.end('HTTP/1.1 500 X\r\ncontent-length: 0\r\n\r\n'); return false; }
+    const bytes = Buffer.concat([Buffer.from(r.head, 'latin1'), r.body]);
+    if (r.split) {
+      // Three writes apart in time, so the client reads the head in pieces (CRLF CRLF itself split).
+      const cut = r.head.length - 3;
+      sock.write(bytes.subarray(0, 9));
+      setTimeout(() => { sock.write(bytes.subarray(9, cut)); setTimeout(() => sock.write(bytes.subarray(cut)), 15); }, 15);
+    } else {
+      sock.write(bytes);
+    }
+    if (r.close) sock.end();
+    return true;
+  });
 }
 
 async function listen(server: Server): Promise<number> {
@@ -330,22 +341,10 @@ test('warcinfo (WARC/1.1 §6.2, annex C names as Heritrix writes them) and its d
 
 test('concurrent fetches to one origin (queued on its one connection) each get their own heads', async () => {
   const requests = new Map<string, Buffer>();
-  const server = createServer((sock) => {
-    let buf = Buffer.alloc(0);
-    sock.on('data', (d: Buffer) => {
-      buf = Buffer.concat([buf, d]);
-      for (let guard = 0; guard < 64; guard++) {
-        const end = buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const head = buf.subarray(0, end + 4);
-        buf = buf.subarray(end + 4);
-        const path = head.toString('latin1').split(' ')[1]!;
-        requests.set(path, Buffer.from(head));
-        sock.write(`HTTP/1.1 200 OK\r\nX-Path: ${path}\r\nContent-Length: 2\r\n\r\nok`);
-      }
-    });
-    sock.on('error', () => {});
-  });
+  const server = createServer((sock) => onRequestHeads(sock, requests, 64, (path) => {
+    sock.write(`HTTP/1.1 200 OK\r\nX-Path: ${path}\r\nContent-Length: 2\r\n\r\nok`);
+    return true;
+  }));
   const port = await listen(server);
   const f = fetcher();
   try {
