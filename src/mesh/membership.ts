@@ -326,6 +326,8 @@ export interface MembershipOptions {
   deadAfterMs?: number;
   /** Counters to publish, read at every heartbeat. Default all zero. */
   counters?: () => MemberCounters;
+  /** Summary of the crawl policy in force (src/policy/sync.ts), read at every heartbeat; none by default. */
+  policySummary?: () => string | undefined;
   /** Most members tracked (bounds memory against a flood of identities). Default admission.maxMembers. */
   maxMembers?: number;
   /**
@@ -403,6 +405,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private readonly deadAfterMs: number;
   private readonly autoDial: boolean;
   private readonly counters: () => MemberCounters;
+  private readonly policySummary: () => string | undefined;
   private capacity: number;
   private readonly incarnation: number;
   private state: MemberState = 'active';
@@ -442,6 +445,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.autoDial = opts.autoDial ?? true;
     this.ringNeedsVouch = opts.ringNeedsVouch ?? false;
     this.counters = opts.counters ?? (() => ({ fetched: 0, queued: 0, sent: 0, received: 0 }));
+    this.policySummary = opts.policySummary ?? (() => undefined);
     this.log = opts.logger ?? silentLogger;
     this.ring = new HostRing({ maxCapacity: this.admission.maxCapacity, ...opts.ring });
     this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? this.admission.maxMembers });
@@ -576,6 +580,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   private selfHeartbeat(): Heartbeat {
+    const policy = this.policySummary();
     return {
       id: this.node.id,
       addrs: this.node.addrs().slice(0, 16),
@@ -584,6 +589,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
       state: this.state,
       counters: this.counters(),
       seq: this.seq,
+      ...(policy === undefined ? {} : { policy }),
     };
   }
 

@@ -3,8 +3,12 @@
 //   - URL exchange frames on /ubicrawl/urls/1.0.0 (compact binary inside an
 //     unsigned-varint length prefix, the multiformats framing libp2p uses);
 //   - the outbox's on-disk key and value layout (same item encoding as the wire).
+// The crawl policy topic's messages are framed in src/policy/sync.ts, around the
+// document codec of src/policy/document.ts (also the store's format).
 // Decoders never throw on bad input: they return a reason that callers count
 // (DESIGN.md "Hostile peers: bounded everything").
+
+import { parsePolicySummary } from '../policy/document.js';
 
 // ---------------------------------------------------------------- limits
 
@@ -66,6 +70,11 @@ export function membersTopic(crawlId: string): string {
   return `ubicrawl/${crawlId}/members`;
 }
 
+/** The crawl policy's topic (src/mesh/policy-topic.ts): one per crawl, as the members topic. */
+export function policyTopic(crawlId: string): string {
+  return `ubicrawl/${crawlId}/policy`;
+}
+
 // ---------------------------------------------------------------- heartbeats
 
 export type MemberState = 'active' | 'leaving';
@@ -94,6 +103,8 @@ export interface Heartbeat {
   counters: MemberCounters;
   /** Bumped on every heartbeat within an incarnation. */
   seq: number;
+  /** `version.digest` of the crawl policy in force on the member (src/policy/document.ts), when it holds one. */
+  policy?: string;
 }
 
 export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -101,7 +112,7 @@ export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
 const encoder = new TextEncoder();
 const fatalDecoder = new TextDecoder('utf-8', { fatal: true });
 
-const HEARTBEAT_KEYS = new Set(['v', 'id', 'addrs', 'capacity', 'incarnation', 'state', 'counters', 'seq']);
+const HEARTBEAT_KEYS = new Set(['v', 'id', 'addrs', 'capacity', 'incarnation', 'state', 'counters', 'seq', 'policy']);
 const COUNTER_KEYS = ['fetched', 'queued', 'sent', 'received'] as const;
 
 export function encodeHeartbeat(hb: Heartbeat): Uint8Array {
@@ -109,6 +120,7 @@ export function encodeHeartbeat(hb: Heartbeat): Uint8Array {
     v: 1, id: hb.id, addrs: hb.addrs, capacity: hb.capacity, incarnation: hb.incarnation, state: hb.state,
     counters: { fetched: hb.counters.fetched, queued: hb.counters.queued, sent: hb.counters.sent, received: hb.counters.received },
     seq: hb.seq,
+    ...(hb.policy === undefined ? {} : { policy: hb.policy }),
   }));
 }
 
@@ -152,11 +164,13 @@ export function decodeHeartbeat(bytes: Uint8Array): Decoded<Heartbeat> {
   const cr = c as Record<string, unknown>;
   if (Object.keys(cr).length !== COUNTER_KEYS.length) return { ok: false, reason: 'schema' };
   for (const k of COUNTER_KEYS) if (!isCount(cr[k])) return { ok: false, reason: 'schema' };
+  if (r.policy !== undefined && parsePolicySummary(r.policy) === null) return { ok: false, reason: 'schema' };
   return {
     ok: true,
     value: {
       id: r.id, addrs: r.addrs as string[], capacity: r.capacity, incarnation: r.incarnation, state: r.state, seq: r.seq,
       counters: { fetched: cr.fetched as number, queued: cr.queued as number, sent: cr.sent as number, received: cr.received as number },
+      ...(r.policy === undefined ? {} : { policy: r.policy as string }),
     },
   };
 }
