@@ -1,0 +1,103 @@
+// Joining in any order (docs/mesh.md "Joining in any order"): machines of a
+// cluster start in any order, so a joiner whose seed peers are not up yet
+// keeps trying them with backoff instead of giving up, and counts as joined
+// only once it has heard a member's heartbeat through them (a seed peer that is
+// up but still waiting for its own seed peer is not a mesh yet). The agent
+// crawls nothing meanwhile: it routes nothing before this resolves.
+import { parsePeerSpec, silentLogger, type MeshLogger } from './node.js';
+
+export interface JoinBackoff {
+  /** Wait after the first failed attempt, ms. */
+  firstMs: number;
+  /** Longest wait between two attempts at one peer, ms. */
+  maxMs: number;
+}
+
+export const DEFAULT_JOIN_BACKOFF: Readonly<JoinBackoff> = Object.freeze({ firstMs: 500, maxMs: 10_000 });
+
+/** The wait after `failures` failed attempts at a peer (≥ 1): doubling from firstMs, capped at maxMs. */
+export function joinBackoffMs(failures: number, b: JoinBackoff = DEFAULT_JOIN_BACKOFF): number {
+  return Math.min(b.maxMs, b.firstMs * 2 ** Math.max(0, Math.min(30, failures - 1)));
+}
+
+export interface JoinThroughPeersOptions {
+  /** The `--seed` peers: multiaddrs or host:port. */
+  peers: string[];
+  /** Give up after this long, ms; 0 = never. */
+  timeoutMs: number;
+  /** After the first member is heard, listen this long since the start for the others' heartbeats, ms. */
+  listenMs: number;
+  /** Connects to a peer spec, resolving to its id (MeshNode.dialPeer). */
+  dial(peer: string): Promise<string>;
+  isConnected(id: string): boolean;
+  /** Whether another member's heartbeat was accepted (we are in a mesh). */
+  heardMember(): boolean;
+  backoff?: JoinBackoff;
+  /** Poll interval while waiting, ms. Default 50. */
+  pollMs?: number;
+  log?: MeshLogger;
+}
+
+/** A dial error that retrying cannot fix. */
+export class JoinError extends Error {
+  override readonly name = 'JoinError';
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Dials the seed peers until one is reached and a member's heartbeat is
+ * heard, each peer on its own backoff; logs every failed attempt ("waiting
+ * for seed peer X, attempt n, next in s"). Rejects after `timeoutMs` with the
+ * last error, or at once for a peer spec that can never work.
+ */
+export async function joinThroughPeers(o: JoinThroughPeersOptions): Promise<void> {
+  const log = o.log ?? silentLogger;
+  const backoff = o.backoff ?? DEFAULT_JOIN_BACKOFF;
+  const pollMs = o.pollMs ?? 50;
+  for (const p of o.peers) if (!parsePeerSpec(p)) throw new JoinError(`not a peer address: ${p} (expected a multiaddr or host:port)`);
+  const start = Date.now();
+  const state = new Map(o.peers.map((p) => [p, { id: undefined as string | undefined, failures: 0, next: 0, lastError: '' }]));
+  let toldWaiting = false;
+  let reachedAt: number | undefined;
+  for (;;) {
+    if (o.heardMember()) break;
+    for (const [peer, s] of state) {
+      if (o.heardMember()) break;
+      if (s.id && o.isConnected(s.id)) continue;
+      if (Date.now() < s.next) continue;
+      try {
+        s.id = await o.dial(peer);
+        reachedAt ??= Date.now();
+        if (s.failures > 0) log.warn({ peer, id: s.id, attempts: s.failures + 1 }, `reached seed peer ${peer}`);
+        else log.info({ peer, id: s.id }, 'joined through peer');
+        s.failures = 0;
+      } catch (err) {
+        const message = (err as Error).message;
+        if ((err as Error).name === 'SelfDialError') throw new JoinError(message);
+        s.failures++;
+        s.lastError = message;
+        const wait = joinBackoffMs(s.failures, backoff);
+        s.next = Date.now() + wait;
+        log.warn({ peer, attempt: s.failures, nextInMs: wait, err: message },
+          `waiting for seed peer ${peer}, attempt ${s.failures}, next in ${(wait / 1000).toFixed(1)} s (crawling nothing meanwhile)`);
+      }
+    }
+    if (o.heardMember()) break;
+    const reached = [...state].filter(([, s]) => s.id && o.isConnected(s.id)).map(([p]) => p);
+    if (reached.length && !toldWaiting) {
+      toldWaiting = true;
+      log.warn({ peers: reached }, `reached seed peer ${reached[0]}: waiting for a member's heartbeat (it may itself be waiting for its seed peer)`);
+    }
+    if (o.timeoutMs > 0 && Date.now() - start >= o.timeoutMs) {
+      const secs = Math.round(o.timeoutMs / 1000);
+      if (reached.length) throw new JoinError(`reached ${reached.join(', ')} but heard no member's heartbeat within ${secs} s (--join-timeout): is it running with the same --crawl-id?`);
+      const why = [...state].map(([p, s]) => `${p}: ${s.lastError || 'not tried'}`).join('; ');
+      throw new JoinError(`cannot reach peer ${why} (gave up after ${secs} s, --join-timeout)`);
+    }
+    await sleep(pollMs);
+  }
+  // The first member is heard; the others' heartbeats come through it within a few intervals of the connection.
+  const rest = (reachedAt ?? start) + o.listenMs - Date.now();
+  if (rest > 0) await sleep(rest);
+}
