@@ -27,6 +27,13 @@ export interface LinkRule extends Partial<LinkProfile> {
   from: string;
   to: string;
   crossZone?: boolean;
+  /** The JSON config's short forms, with units: `60ms`, `10mbit`, … (link.ts parseProfilePatch). */
+  latency?: string | number;
+  jitter?: string | number;
+  rate?: string | number;
+  bandwidth?: string | number;
+  loss?: number;
+  stall?: string | number;
 }
 
 export interface WanConfig {

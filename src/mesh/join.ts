@@ -13,7 +13,7 @@ export interface JoinBackoff {
   maxMs: number;
 }
 
-export const DEFAULT_JOIN_BACKOFF: Readonly<JoinBackoff> = Object.freeze({ firstMs: 500, maxMs: 10_000 });
+export const DEFAULT_JOIN_BACKOFF: Readonly<JoinBackoff> = Object.freeze({ firstMs: 500, maxMs: 5000 });
 
 /** The wait after `failures` failed attempts at a peer (≥ 1): doubling from firstMs, capped at maxMs. */
 export function joinBackoffMs(failures: number, b: JoinBackoff = DEFAULT_JOIN_BACKOFF): number {
@@ -85,7 +85,8 @@ export async function joinThroughPeers(o: JoinThroughPeersOptions): Promise<void
     }
     if (o.heardMember()) break;
     const reached = [...state].filter(([, s]) => s.id && o.isConnected(s.id)).map(([p]) => p);
-    if (reached.length && !toldWaiting) {
+    // A member's heartbeat normally follows the connection within an interval or two: say so only when it is late.
+    if (reached.length && !toldWaiting && reachedAt !== undefined && Date.now() - reachedAt > 2 * o.listenMs) {
       toldWaiting = true;
       log.warn({ peers: reached }, `reached seed peer ${reached[0]}: waiting for a member's heartbeat (it may itself be waiting for its seed peer)`);
     }
