@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { joinBackoffMs, joinThroughPeers, JoinError } from '../src/mesh/join.js';
 import type { MeshLogger } from '../src/mesh/node.js';
-import { spawnAgent, tempDir } from './helpers.js';
+import { spawnAgent, tempDir, waitUntil } from './helpers.js';
 import { startAgentProcess, pageCounts, meshWeb, waitFor, whoFetched, agentOf } from './mesh-agents.js';
 
 /** A logger that keeps the messages. */
@@ -35,6 +35,32 @@ test('joinThroughPeers retries a seed peer that is not up yet, then waits for a 
   assert.match(log.lines[0]!, /^waiting for seed peer 127\.0\.0\.1:4001, attempt 1, next in 0\.0 s/);
   assert.match(log.lines[1]!, /attempt 2/);
   assert.ok(log.lines.some((l) => /reached seed peer 127\.0\.0\.1:4001/.test(l)));
+});
+
+test('a seed peer not reached while joining (in a mesh through another) is tried on in the background until reached', async () => {
+  const log = recorder();
+  const connected = new Set<string>();
+  let lateDials = 0;
+  const stop = new AbortController();
+  await joinThroughPeers({
+    ...FAST, peers: ['127.0.0.1:4001', '127.0.0.1:4002'], timeoutMs: 5000, log, signal: stop.signal,
+    dial: async (p) => {
+      if (p.endsWith('4002') && ++lateDials < 4) throw new Error('connect ECONNREFUSED 127.0.0.1:4002');
+      connected.add(p);
+      return p;
+    },
+    isConnected: (id) => connected.has(id),
+    heardMember: () => connected.has('127.0.0.1:4001'),
+  });
+  assert.ok(!connected.has('127.0.0.1:4002'), 'joined before the late peer is up');
+  assert.ok(await waitUntil(() => connected.has('127.0.0.1:4002'), 2000), 'the late seed peer is reached in the background');
+  assert.ok(log.lines.some((l) => /^seed peer 127\.0\.0\.1:4002 not reached yet \(in a mesh through another\), attempt \d/.test(l)));
+  stop.abort();
+});
+
+test('a peer that answers but fails the handshake gets a hint', async () => {
+  await assert.rejects(joinThroughPeers({ ...FAST, peers: ['127.0.0.1:4001'], timeoutMs: 100, dial: async () => { throw new Error('unexpected end of input'); }, isConnected: () => false, heardMember: () => false }),
+    /unexpected end of input \(it answered, but the connection failed: the same --swarm-key on both\?\)/);
 });
 
 test('joinThroughPeers gives up after the join timeout, at once on a hopeless spec', async () => {

@@ -46,6 +46,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   private sawWork = false;
   private lastSignature = '';
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Ends the background dials of seed peers not reached at the join. */
+  private readonly joinDials = new AbortController();
 
   private constructor(
     readonly node: MeshNode,
@@ -94,7 +96,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       // then learns the others from their heartbeats; it routes nothing (seeds) before.
       if (cfg.peers.length) {
         await joinThroughPeers({
-          peers: cfg.peers, timeoutMs: cfg.joinTimeoutMs, listenMs: 2.5 * cfg.heartbeatMs, log,
+          peers: cfg.peers, timeoutMs: cfg.joinTimeoutMs, listenMs: 2.5 * cfg.heartbeatMs, log, signal: mesh.joinDials.signal,
           dial: (p) => node.dialPeer(p), isConnected: (id) => node.isConnected(id), heardMember: () => membership.members().some((m) => !m.self),
         });
       }
@@ -235,6 +237,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
 
   async stop(): Promise<void> {
     if (this.idleTimer) clearInterval(this.idleTimer);
+    this.joinDials.abort();
     await this.membership.stop().catch(() => {});
     await this.exchange.stop().catch(() => {});
     await this.outbox.close().catch(() => {});

@@ -35,6 +35,8 @@ export interface JoinThroughPeersOptions {
   backoff?: JoinBackoff;
   /** Poll interval while waiting, ms. Default 50. */
   pollMs?: number;
+  /** Ends the background tries at seed peers not reached while joining (the mesh stops). */
+  signal?: AbortSignal;
   log?: MeshLogger;
 }
 
@@ -43,45 +45,40 @@ export class JoinError extends Error {
   override readonly name = 'JoinError';
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const sleep = (ms: number, unref = false) => new Promise<void>((r) => { const t = setTimeout(r, ms); if (unref) t.unref(); });
+
+interface PeerState { id: string | undefined; failures: number; next: number; lastError: string }
+
+/** Connection-level failures: nothing answered yet. Anything else means something answered but the handshake failed. */
+const UNREACHABLE = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|EADDRNOTAVAIL|ENOTFOUND|EAI_AGAIN|abort|timed? ?out/i;
+
+/** A hint for the operator when a peer answered but the connection failed anyway. */
+function hintFor(message: string): string {
+  return UNREACHABLE.test(message) ? '' : ' (it answered, but the connection failed: the same --swarm-key on both?)';
+}
 
 /**
  * Dials the seed peers until one is reached and a member's heartbeat is
  * heard, each peer on its own backoff; logs every failed attempt ("waiting
  * for seed peer X, attempt n, next in s"). Rejects after `timeoutMs` with the
- * last error, or at once for a peer spec that can never work.
+ * last error, or at once for a peer spec that can never work. Seed peers not
+ * reached by then are tried on in the background (until the timeout, or
+ * `signal`): an agent that starts later with no seed peers of its own is
+ * found that way, and the two groups merge into one mesh.
  */
 export async function joinThroughPeers(o: JoinThroughPeersOptions): Promise<void> {
   const log = o.log ?? silentLogger;
-  const backoff = o.backoff ?? DEFAULT_JOIN_BACKOFF;
   const pollMs = o.pollMs ?? 50;
   for (const p of o.peers) if (!parsePeerSpec(p)) throw new JoinError(`not a peer address: ${p} (expected a multiaddr or host:port)`);
   const start = Date.now();
-  const state = new Map(o.peers.map((p) => [p, { id: undefined as string | undefined, failures: 0, next: 0, lastError: '' }]));
+  const state = new Map<string, PeerState>(o.peers.map((p) => [p, { id: undefined, failures: 0, next: 0, lastError: '' }]));
   let toldWaiting = false;
   let reachedAt: number | undefined;
   for (;;) {
     if (o.heardMember()) break;
     for (const [peer, s] of state) {
       if (o.heardMember()) break;
-      if (s.id && o.isConnected(s.id)) continue;
-      if (Date.now() < s.next) continue;
-      try {
-        s.id = await o.dial(peer);
-        reachedAt ??= Date.now();
-        if (s.failures > 0) log.warn({ peer, id: s.id, attempts: s.failures + 1 }, `reached seed peer ${peer}`);
-        else log.info({ peer, id: s.id }, 'joined through peer');
-        s.failures = 0;
-      } catch (err) {
-        const message = (err as Error).message;
-        if ((err as Error).name === 'SelfDialError') throw new JoinError(message);
-        s.failures++;
-        s.lastError = message;
-        const wait = joinBackoffMs(s.failures, backoff);
-        s.next = Date.now() + wait;
-        log.warn({ peer, attempt: s.failures, nextInMs: wait, err: message },
-          `waiting for seed peer ${peer}, attempt ${s.failures}, next in ${(wait / 1000).toFixed(1)} s (crawling nothing meanwhile)`);
-      }
+      if (await attempt(o, peer, s, 'joining')) reachedAt ??= Date.now();
     }
     if (o.heardMember()) break;
     const reached = [...state].filter(([, s]) => s.id && o.isConnected(s.id)).map(([p]) => p);
@@ -93,12 +90,57 @@ export async function joinThroughPeers(o: JoinThroughPeersOptions): Promise<void
     if (o.timeoutMs > 0 && Date.now() - start >= o.timeoutMs) {
       const secs = Math.round(o.timeoutMs / 1000);
       if (reached.length) throw new JoinError(`reached ${reached.join(', ')} but heard no member's heartbeat within ${secs} s (--join-timeout): is it running with the same --crawl-id?`);
-      const why = [...state].map(([p, s]) => `${p}: ${s.lastError || 'not tried'}`).join('; ');
+      const why = [...state].map(([p, s]) => `${p}: ${s.lastError || 'not tried'}${hintFor(s.lastError)}`).join('; ');
       throw new JoinError(`cannot reach peer ${why} (gave up after ${secs} s, --join-timeout)`);
     }
     await sleep(pollMs);
   }
+  const unreached = [...state].filter(([, s]) => !s.id);
+  if (unreached.length) void keepTrying(o, new Map(unreached), start);
   // The first member is heard; the others' heartbeats come through it within a few intervals of the connection.
   const rest = (reachedAt ?? start) + o.listenMs - Date.now();
   if (rest > 0) await sleep(rest);
+}
+
+/** One dial of a seed peer that is due; true when it connected. Logs a failure with the wait before the next try. */
+async function attempt(o: JoinThroughPeersOptions, peer: string, s: PeerState, phase: 'joining' | 'joined'): Promise<boolean> {
+  const log = o.log ?? silentLogger;
+  if ((s.id && o.isConnected(s.id)) || Date.now() < s.next || o.signal?.aborted) return false;
+  try {
+    s.id = await o.dial(peer);
+    if (s.failures > 0) log.warn({ peer, id: s.id, attempts: s.failures + 1 }, `reached seed peer ${peer}`);
+    else log.info({ peer, id: s.id }, 'joined through peer');
+    s.failures = 0;
+    return true;
+  } catch (err) {
+    const message = (err as Error).message;
+    if ((err as Error).name === 'SelfDialError') throw new JoinError(message);
+    s.failures++;
+    s.lastError = message;
+    const wait = joinBackoffMs(s.failures, o.backoff ?? DEFAULT_JOIN_BACKOFF);
+    s.next = Date.now() + wait;
+    const fields = { peer, attempt: s.failures, nextInMs: wait, err: message };
+    const next = `attempt ${s.failures}, next in ${(wait / 1000).toFixed(1)} s`;
+    if (phase === 'joining') log.warn(fields, `waiting for seed peer ${peer}, ${next} (crawling nothing meanwhile)${hintFor(message)}`);
+    else log.info(fields, `seed peer ${peer} not reached yet (in a mesh through another), ${next}${hintFor(message)}`);
+    return false;
+  }
+}
+
+/** The background tries at seed peers not reached while joining (see joinThroughPeers). */
+async function keepTrying(o: JoinThroughPeersOptions, state: Map<string, PeerState>, start: number): Promise<void> {
+  const log = o.log ?? silentLogger;
+  try {
+    while (!o.signal?.aborted && [...state.values()].some((s) => !s.id)) {
+      if (o.timeoutMs > 0 && Date.now() - start >= o.timeoutMs) {
+        log.warn({ peers: [...state].filter(([, s]) => !s.id).map(([p]) => p) }, 'gave up on seed peers not reached within --join-timeout');
+        return;
+      }
+      for (const [peer, s] of state) if (!s.id) await attempt(o, peer, s, 'joined');
+      const due = Math.min(...[...state.values()].filter((s) => !s.id).map((s) => s.next));
+      await sleep(Math.max(o.pollMs ?? 50, Number.isFinite(due) ? due - Date.now() : 0), true);
+    }
+  } catch (err) {
+    log.debug({ err: (err as Error).message }, 'background dials of seed peers ended');
+  }
 }
