@@ -66,8 +66,9 @@ class Pipe {
     if (cut || this.held.length) this.held.push(buf);
     else this.enqueue(buf);
     this.waiting += buf.length;
-    this.backpressure();
-    this.arm();
+    // Due now (no delay on this link): out at once, not one timer tick later.
+    if (this.queue.length && this.queue[0]!.at <= performance.now()) this.flush();
+    else { this.backpressure(); this.arm(); }
   }
 
   onEnd(): void {
@@ -393,7 +394,13 @@ async function main(argv: string[]): Promise<void> {
   const config = JSON.parse(readFileSync(configPath, 'utf8')) as WanConfig;
   if (control !== undefined) config.control = control;
   const relay = await WanRelay.start(config);
-  process.stdout.write(JSON.stringify({ agents: relay.addresses(), control: relay.controlUrl ?? null }) + '\n');
+  // For each agent, the `ubicrawl join` flags that put it behind the relay (its seed peers dial the relay's address for it).
+  const agents = relay.addresses().map((a) => {
+    const agent = relay.topology.agent(a.name)!;
+    const [host, port] = [agent.target.slice(0, agent.target.lastIndexOf(':')), agent.target.slice(agent.target.lastIndexOf(':') + 1)];
+    return { ...a, joinFlags: `--listen /ip4/${host}/tcp/${port} --announce ${a.multiaddr} --source-address ${agent.source}`, seedPeer: `${a.host}:${a.port}` };
+  });
+  process.stdout.write(JSON.stringify({ agents, control: relay.controlUrl ?? null }) + '\n');
   const rl = createInterface({ input: process.stdin, terminal: false });
   rl.on('line', (line) => {
     if (!line.trim()) return;

@@ -40,7 +40,7 @@ export interface JoinThroughPeersOptions {
   log?: MeshLogger;
 }
 
-/** A dial error that retrying cannot fix. */
+/** A seed peer spec that can never work, or a join that timed out. */
 export class JoinError extends Error {
   override readonly name = 'JoinError';
 }
@@ -78,8 +78,12 @@ export async function joinThroughPeers(o: JoinThroughPeersOptions): Promise<void
     if (o.heardMember()) break;
     for (const [peer, s] of state) {
       if (o.heardMember()) break;
-      if (await attempt(o, peer, s, 'joining')) reachedAt ??= Date.now();
+      const outcome = await attempt(o, peer, s, 'joining');
+      if (outcome === 'self') state.delete(peer);
+      else if (outcome === 'reached') reachedAt ??= Date.now();
     }
+    // Only ourselves among the seed peers (one peers file for every machine): we start the mesh.
+    if (state.size === 0) return;
     if (o.heardMember()) break;
     const reached = [...state].filter(([, s]) => s.id && o.isConnected(s.id)).map(([p]) => p);
     // A member's heartbeat normally follows the connection within an interval or two: say so only when it is late.
@@ -102,19 +106,25 @@ export async function joinThroughPeers(o: JoinThroughPeersOptions): Promise<void
   if (rest > 0) await sleep(rest);
 }
 
-/** One dial of a seed peer that is due; true when it connected. Logs a failure with the wait before the next try. */
-async function attempt(o: JoinThroughPeersOptions, peer: string, s: PeerState, phase: 'joining' | 'joined'): Promise<boolean> {
+/**
+ * One dial of a seed peer that is due. Logs a failure with the wait before the next try; our own
+ * address (one peers file for every machine) is skipped for good.
+ */
+async function attempt(o: JoinThroughPeersOptions, peer: string, s: PeerState, phase: 'joining' | 'joined'): Promise<'reached' | 'self' | 'not'> {
   const log = o.log ?? silentLogger;
-  if ((s.id && o.isConnected(s.id)) || Date.now() < s.next || o.signal?.aborted) return false;
+  if ((s.id && o.isConnected(s.id)) || Date.now() < s.next || o.signal?.aborted) return 'not';
   try {
     s.id = await o.dial(peer);
     if (s.failures > 0) log.warn({ peer, id: s.id, attempts: s.failures + 1 }, `reached seed peer ${peer}`);
     else log.info({ peer, id: s.id }, 'joined through peer');
     s.failures = 0;
-    return true;
+    return 'reached';
   } catch (err) {
     const message = (err as Error).message;
-    if ((err as Error).name === 'SelfDialError') throw new JoinError(message);
+    if ((err as Error).name === 'SelfDialError') {
+      log.info({ peer }, `seed peer ${peer} is this agent: skipped`);
+      return 'self';
+    }
     s.failures++;
     s.lastError = message;
     const wait = joinBackoffMs(s.failures, o.backoff ?? DEFAULT_JOIN_BACKOFF);
@@ -123,7 +133,7 @@ async function attempt(o: JoinThroughPeersOptions, peer: string, s: PeerState, p
     const next = `attempt ${s.failures}, next in ${(wait / 1000).toFixed(1)} s`;
     if (phase === 'joining') log.warn(fields, `waiting for seed peer ${peer}, ${next} (crawling nothing meanwhile)${hintFor(message)}`);
     else log.info(fields, `seed peer ${peer} not reached yet (in a mesh through another), ${next}${hintFor(message)}`);
-    return false;
+    return 'not';
   }
 }
 
@@ -136,7 +146,7 @@ async function keepTrying(o: JoinThroughPeersOptions, state: Map<string, PeerSta
         log.warn({ peers: [...state].filter(([, s]) => !s.id).map(([p]) => p) }, 'gave up on seed peers not reached within --join-timeout');
         return;
       }
-      for (const [peer, s] of state) if (!s.id) await attempt(o, peer, s, 'joined');
+      for (const [peer, s] of state) if (!s.id && (await attempt(o, peer, s, 'joined')) === 'self') state.delete(peer);
       const due = Math.min(...[...state.values()].filter((s) => !s.id).map((s) => s.next));
       await sleep(Math.max(o.pollMs ?? 50, Number.isFinite(due) ? due - Date.now() : 0), true);
     }
