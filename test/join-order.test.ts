@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { joinBackoffMs, joinThroughPeers, JoinError } from '../src/mesh/join.js';
 import type { MeshLogger } from '../src/mesh/node.js';
 import { spawnAgent, tempDir, waitUntil } from './helpers.js';
-import { startAgentProcess, pageCounts, meshWeb, waitFor, whoFetched, agentOf } from './mesh-agents.js';
+import { join } from 'node:path';
+import { startAgentProcess, pageCounts, meshWeb, waitFor, whoFetched, agentOf, waitMembers, seedThroughApi } from './mesh-agents.js';
 
 /** A logger that keeps the messages. */
 function recorder(): MeshLogger & { lines: string[] } {
@@ -88,7 +89,7 @@ test('ubicrawl join with an unreachable seed peer says it is waiting, then exits
   assert.match(run.stderr, /ubicrawl: cannot reach peer 127\.0\.0\.1:1: .*ECONNREFUSED.* --join-timeout/);
 });
 
-const PORT = 31_000 + (process.pid % 800) * 2; // 31–32.6 k: below the ephemeral range, clear of the other mesh tests
+const PORT = 31_000 + (process.pid % 350) * 2; // 31–31.7 k, and 32–32.7 k for the chain: below the ephemeral range (32768+)
 /** How long the joiners wait for the first member. The issue's scenario is 20 s; 5 s shows the same (several failed attempts each). */
 const FIRST_MEMBER_DELAY_MS = Number(process.env.JOIN_ORDER_DELAY_MS ?? 5000);
 
@@ -122,6 +123,32 @@ test(`three agents started in reverse order (the first member ${FIRST_MEMBER_DEL
     const agents = new Set(reqs.map((r) => agentOf(r.userAgent)));
     assert.deepEqual([...agents].sort(), ['a0', 'a1', 'a2'], 'one mesh: every agent crawled its share');
     process.stdout.write(`# reverse order: first member ${FIRST_MEMBER_DELAY_MS} ms after the joiners; first request ${(reqs[0]!.start - firstStarted).toFixed(0)} ms after it started; ${counts.size} pages\n`);
+  } finally {
+    await web.close();
+  }
+});
+
+test('a chain started backwards (a2 seeds a1, a1 seeds a0, a0 last): a2 and a1 meet first, a1 finds a0 in the background, one mesh crawls', async () => {
+  const { web, dir, expected } = await meshWeb(60, 4);
+  try {
+    const [p0, p1, api0] = [PORT + 1000, PORT + 1001, PORT + 1002];
+    const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${p1}`]);
+    const a1 = startAgentProcess(web, dir, 'a1', ['--listen', `/ip4/127.0.0.1/tcp/${p1}`, '--seed', `127.0.0.1:${p0}`]);
+    let err1 = '';
+    a1.proc.stderr?.on('data', (d: Buffer) => { err1 += String(d); });
+    await waitFor(() => /waiting for seed peer/.test(err1), 30_000, 'a1 to wait for a0');
+    await new Promise((r) => setTimeout(r, 3000));
+    // a0 has no seed peers: nobody would ever dial it if a1 stopped trying once a2 reached it.
+    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${p0}`, '--api', `127.0.0.1:${api0}`]);
+    await waitMembers(api0, 3);
+    await seedThroughApi(api0, web.roots(), join(dir, 'a0'));
+    const results = await Promise.all([a0.done, a1.done, a2.done]);
+    for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
+    const counts = pageCounts(web);
+    assert.deepEqual([...expected].filter((u) => !counts.has(u)), [], 'every reachable page fetched');
+    const twice = [...counts].filter(([, n]) => n > 1).map(([u]) => u);
+    assert.deepEqual(twice.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'no page fetched twice');
+    assert.deepEqual([...new Set(web.requests().map((r) => agentOf(r.userAgent)))].sort(), ['a0', 'a1', 'a2'], 'one mesh: every agent crawled its share');
   } finally {
     await web.close();
   }
