@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { mulberry32 } from '../../src/hash/mix.js';
-import { scheduleChunk, type LinkQueue, type StreamOrder } from './link.js';
+import { scheduleChunk, type LinkProfile, type LinkQueue, type StreamOrder } from './link.js';
 import { checkWanConfig, Topology, UNKNOWN_AGENT, type WanConfig } from './topology.js';
 import { parseWanCommand, WAN_HELP, type WanCommand } from './commands.js';
 
@@ -204,6 +204,15 @@ class RelayedConn {
   }
 }
 
+export interface WanStatus {
+  /** Per directed link `from>to`: its counters and its profile now. */
+  links: Record<string, LinkStats & { profile: LinkProfile }>;
+  /** The cut links, e.g. `a1>b1:hold`. */
+  cuts: string[];
+  /** Relayed connections open now. */
+  connections: number;
+}
+
 export interface RelayAddress { name: string; zone: string; host: string; port: number; multiaddr: string }
 
 export class WanRelay {
@@ -317,15 +326,15 @@ export class WanRelay {
   }
 
   /** Changes the profile of the links from → to (selections); later settings win. */
-  setLink(from: string, to: string, patch: Parameters<Topology['addRule']>[2], crossZone?: boolean): void {
+  setLink(from: string, to: string, patch: Partial<LinkProfile>, crossZone?: boolean): void {
     this.topology.select(from);
     this.topology.select(to);
     this.topology.addRule(from, to, patch, crossZone);
   }
 
   /** Per-link counters and profiles, the cut links and the open connections. */
-  status(): { links: Record<string, LinkStats & { profile: ReturnType<Topology['profile']> }>; cuts: string[]; connections: number } {
-    const links: Record<string, LinkStats & { profile: ReturnType<Topology['profile']> }> = {};
+  status(): WanStatus {
+    const links: WanStatus['links'] = {};
     for (const [k, s] of [...this.stats].sort(([x], [y]) => x.localeCompare(y))) {
       const [from, to] = k.split('>') as [string, string];
       links[k] = { ...s, profile: this.topology.profile(from, to) };
