@@ -54,7 +54,7 @@ const UNREACHABLE = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|ECONNRESET|
 
 /** A hint for the operator when a peer answered but the connection failed anyway. */
 function hintFor(message: string): string {
-  return UNREACHABLE.test(message) ? '' : ' (it answered, but the connection failed: the same --swarm-key on both?)';
+  return !message || UNREACHABLE.test(message) ? '' : ' (it answered, but the connection failed: the same --swarm-key on both?)';
 }
 
 /**
@@ -118,6 +118,8 @@ async function attempt(o: JoinThroughPeersOptions, peer: string, s: PeerState, p
     if (s.failures > 0) log.warn({ peer, id: s.id, attempts: s.failures + 1 }, `reached seed peer ${peer}`);
     else log.info({ peer, id: s.id }, 'joined through peer');
     s.failures = 0;
+    // A connection that drops at once is not re-dialed in a tight loop.
+    s.next = Date.now() + (o.backoff ?? DEFAULT_JOIN_BACKOFF).firstMs;
     return 'reached';
   } catch (err) {
     const message = (err as Error).message;
