@@ -92,6 +92,16 @@ export interface MeshConfig {
   peers: string[];
   listen: string[];
   announce: string[];
+  /**
+   * Local address outgoing mesh connections are made from (a machine with several addresses; the WAN
+   * emulator, bench/wan, tells agents apart by it). Unset: the system chooses.
+   */
+  sourceAddress?: string;
+  /**
+   * How long `join` keeps trying its seed peers (with backoff) before it gives up; it crawls nothing
+   * meanwhile (docs/mesh.md "Joining in any order"). 0: no limit.
+   */
+  joinTimeoutMs: number;
   swarmKeyFile?: string;
   /** One gossip topic per crawl: agents of different crawls ignore each other. */
   crawlId: string;
@@ -368,6 +378,8 @@ export const DEFAULT_MESH: Readonly<MeshConfig> = Object.freeze({
   peers: Object.freeze([]) as unknown as string[],
   listen: Object.freeze([DEFAULT_MESH_LISTEN]) as unknown as string[],
   announce: Object.freeze([]) as unknown as string[],
+  // Machines of a cluster start in any order: a joiner waits this long for its seed peers.
+  joinTimeoutMs: 300_000,
   crawlId: 'default',
   capacity: 1,
   heartbeatMs: DEFAULT_HEARTBEAT_MS,

@@ -100,8 +100,9 @@ test('an agent without the swarm key cannot join a private mesh', async () => {
     const port = PORT0 + 2;
     const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${port}`, '--swarm-key', key]);
     await waitPort(port);
-    const stranger = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--swarm-key', other]);
-    const keyless = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`]);
+    // A joiner keeps trying its seed peer (docs/mesh.md "Joining in any order"): a short --join-timeout ends the test's wait.
+    const stranger = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--swarm-key', other, '--join-timeout', '3s']);
+    const keyless = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--join-timeout', '3s']);
     const [s, k] = await Promise.all([stranger.done, keyless.done]);
     assert.equal(s.code, 1, 'a wrong key is refused');
     assert.match(s.err, /cannot reach peer/);

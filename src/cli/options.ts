@@ -2,6 +2,7 @@
 // setting it sets (a path into AgentConfig) and takes its default from
 // src/config.ts, so a default is never written here: the help, docs/cli.md
 // (src/cli/doc.ts) and the agent all read the same value.
+import { isIP } from 'node:net';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
   parseResolveRule, configValue, effectiveDefaults, DEFAULT_API_LISTEN, DEFAULT_DATA_DIR, DEFAULT_MESH, DEFAULT_MESH_LISTEN,
@@ -104,6 +105,11 @@ function patternArg(option: string) {
   };
 }
 
+function sourceAddressArg(v: string): string {
+  if (!isIP(v.trim())) throw new InvalidArgumentError(`--source-address must be an IP address, got '${v}'`);
+  return v.trim();
+}
+
 function mediaTypeArg(v: string, prev: string[]): string[] {
   const t = v.trim().toLowerCase();
   if (!/^([a-z0-9!#$&^_.+-]+|\*)\/([a-z0-9!#$&^_.+-]+|\*)$/.test(t)) throw new InvalidArgumentError(`--accept-type expects a media type such as text/html or image/*, got '${v}'`);
@@ -185,6 +191,14 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
     apply: (listen: string[], into, all) => { into.mesh = { ...into.mesh, listen: listen.length ? listen : [all.swarmKey ? DEFAULT_MESH_LISTEN_WITH_KEY : DEFAULT_MESH_LISTEN] }; },
   },
   { flags: '--announce <multiaddr>', help: 'address to announce to peers instead of the listen addresses; repeatable', config: 'mesh.announce', parse: collect, repeatable: true },
+  {
+    flags: '--source-address <ip>', help: 'local address to make outgoing mesh connections from (a machine with several addresses; the WAN emulator of bench/wan tells agents apart by it)',
+    config: 'mesh.sourceAddress', parse: sourceAddressArg,
+  },
+  {
+    flags: '--join-timeout <duration>', help: 'keep trying the --seed peers this long (with backoff, crawling nothing meanwhile) before giving up (e.g. 5m; 0 = no limit)',
+    config: 'mesh.joinTimeoutMs', parse: durationArg('--join-timeout'), show: formatDuration,
+  },
   { flags: '--swarm-key <file>', help: 'libp2p private network key (make one with `ubicrawl keygen FILE`): only holders can connect', config: 'mesh.swarmKeyFile' },
   { flags: '--open-mesh', help: 'allow listening beyond loopback without a swarm key: anyone who can reach this port can join the mesh', config: 'mesh.openMesh' },
   {

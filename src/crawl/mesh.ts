@@ -4,7 +4,7 @@
 // The agent supplies what happens to URLs that arrive (`accept`) and reacts to
 // ownership changes (`onChange`): this module does not touch the frontier.
 import { EventEmitter } from 'node:events';
-import { createMeshNode, Membership, Outbox, UrlExchange, type MeshNode, type MembershipChange, type UrlItem, type MemberInfo } from '../mesh/index.js';
+import { createMeshNode, joinThroughPeers, Membership, Outbox, UrlExchange, type MeshNode, type MembershipChange, type UrlItem, type MemberInfo } from '../mesh/index.js';
 import type { Store } from '../store/db.js';
 import type { Logger } from '../util/log.js';
 import type { MeshConfig } from '../config.js';
@@ -46,6 +46,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   private sawWork = false;
   private lastSignature = '';
   private idleTimer: NodeJS.Timeout | undefined;
+  /** Ends the background dials of seed peers not reached at the join. */
+  private readonly joinDials = new AbortController();
 
   private constructor(
     readonly node: MeshNode,
@@ -60,7 +62,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
 
   static async start(cfg: MeshConfig, dataDir: string, store: Store, handlers: MeshHandlers, log: Logger): Promise<AgentMesh> {
     const node = await createMeshNode({
-      dataDir, listen: cfg.listen, announce: cfg.announce, swarmKeyFile: cfg.swarmKeyFile, crawlId: cfg.crawlId, openMesh: cfg.openMesh, logger: log,
+      dataDir, listen: cfg.listen, announce: cfg.announce, sourceAddress: cfg.sourceAddress, swarmKeyFile: cfg.swarmKeyFile, crawlId: cfg.crawlId, openMesh: cfg.openMesh, logger: log,
     });
     try {
       const outbox = await Outbox.open({ db: store.outbox });
@@ -88,18 +90,16 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       mesh = new AgentMesh(node, membership, outbox, replicas, exchange, cfg, log);
       handlers.created?.(mesh);
       membership.on('change', (c) => handlers.onChange(c));
-      for (const peer of cfg.peers) {
-        try {
-          const id = await node.dialPeer(peer);
-          log.info({ peer, id }, 'joined through peer');
-        } catch (err) {
-          throw new Error(`cannot reach peer ${peer}: ${(err as Error).message}`);
-        }
-      }
       await membership.start();
       await exchange.start();
-      // A joiner learns the members from their heartbeats; route nothing (seeds) before it has heard them.
-      if (cfg.peers.length) await new Promise((r) => setTimeout(r, 2.5 * cfg.heartbeatMs));
+      // A joiner keeps trying its seed peers until it hears a member (docs/mesh.md "Joining in any order"),
+      // then learns the others from their heartbeats; it routes nothing (seeds) before.
+      if (cfg.peers.length) {
+        await joinThroughPeers({
+          peers: cfg.peers, timeoutMs: cfg.joinTimeoutMs, listenMs: 2.5 * cfg.heartbeatMs, log, signal: mesh.joinDials.signal,
+          dial: (p) => node.dialPeer(p), isConnected: (id) => node.isConnected(id), heardMember: () => membership.members().some((m) => !m.self),
+        });
+      }
       // Checked once per heartbeat interval, so "the same figures twice in a row" spans whole rounds.
       mesh.idleTimer = setInterval(() => { mesh.checkUseful(); mesh.sweepDeparted(); mesh.checkIdle(handlers); }, cfg.heartbeatMs);
       mesh.idleTimer.unref();
@@ -237,6 +237,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
 
   async stop(): Promise<void> {
     if (this.idleTimer) clearInterval(this.idleTimer);
+    this.joinDials.abort();
     await this.membership.stop().catch(() => {});
     await this.exchange.stop().catch(() => {});
     await this.outbox.close().catch(() => {});

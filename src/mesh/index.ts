@@ -8,6 +8,7 @@ export {
   Membership, MemberTable, syncRing,
   type MembershipOptions, type MembershipChange, type MembershipStats, type MemberInfo,
 } from './membership.js';
+export { joinThroughPeers, joinBackoffMs, JoinError, DEFAULT_JOIN_BACKOFF, type JoinThroughPeersOptions, type JoinBackoff } from './join.js';
 export { Outbox, batchItems, type OutboxDb, type OutboxOptions, type OutboxBatch, type OutboxStats } from './outbox.js';
 export { UrlExchange, type UrlExchangeOptions, type AcceptFn, type AcceptMeta, type ExchangeStats, type PeerExchangeStats } from './exchange.js';
 export {

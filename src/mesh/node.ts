@@ -6,7 +6,7 @@ import { mkdirSync, openSync, closeSync, fsyncSync, readFileSync, renameSync, wr
 import { BlockList, isIP } from 'node:net';
 import { join, dirname } from 'node:path';
 import { createLibp2p, type Libp2p, type Libp2pOptions } from 'libp2p';
-import { tcp } from '@libp2p/tcp';
+import { tcp, type TCPSocketOptions } from '@libp2p/tcp';
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { identify, type Identify } from '@libp2p/identify';
@@ -42,6 +42,8 @@ export interface MeshNodeOptions {
   listen?: string[];
   /** Multiaddrs to advertise instead of the listen addresses (NAT, containers). */
   announce?: string[];
+  /** Local address outgoing connections are made from (unset: the system chooses). */
+  sourceAddress?: string;
   /** Path of a pnet swarm key (`/key/swarm/psk/1.0.0/` format): only holders can connect. */
   swarmKeyFile?: string;
   /** The swarm key's bytes, instead of a file. */
@@ -320,7 +322,8 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
       listen,
       announce: opts.announce ?? [],
     },
-    transports: [tcp()],
+    // `localAddress` is passed on to net.connect (@libp2p/tcp spreads dialOpts into it; its type lists a subset).
+    transports: [tcp(opts.sourceAddress ? { dialOpts: { localAddress: opts.sourceAddress } as TCPSocketOptions } : {})],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     ...(psk ? { connectionProtector: preSharedKey({ psk }) } : {}),
@@ -358,7 +361,9 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
       const remote = conn.remotePeer.toString();
       if (remote === id) {
         await conn.close().catch(() => {});
-        throw new Error(`${spec} is this agent itself`);
+        const err = new Error(`${spec} is this agent itself`);
+        err.name = 'SelfDialError'; // retrying cannot help (src/mesh/join.ts)
+        throw err;
       }
       return remote;
     },
