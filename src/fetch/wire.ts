@@ -138,3 +138,15 @@ export function headStatus(head: Buffer): number {
   const code = Number(head.toString('latin1', sp + 1, sp + 4));
   return Number.isInteger(code) ? code : -1;
 }
+
+/**
+ * A captured request head without the fields of one name (case-insensitive), the
+ * rest byte for byte. The request line is never a field, so it is kept.
+ */
+export function withoutField(head: Buffer, name: string): Buffer {
+  const text = head.toString('latin1');
+  const lines = text.split('\r\n');
+  const lower = name.toLowerCase();
+  const kept = lines.filter((l, i) => i === 0 || l.slice(0, l.indexOf(':')).trim().toLowerCase() !== lower || l.indexOf(':') < 0);
+  return kept.length === lines.length ? head : Buffer.from(kept.join('\r\n'), 'latin1');
+}
