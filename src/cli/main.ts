@@ -7,7 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { DEFAULT_ROBOTS_TOKEN, type ResolveRule } from '../config.js';
 import { UsageError } from './seeds.js';
 import {
-  addOptions, toAgentOptions, API_CLIENT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
+  addOptions, toAgentOptions, API_CLIENT_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
   WARC_GET_OPTIONS, type ParsedOptions,
 } from './options.js';
 
@@ -21,7 +21,7 @@ export function buildProgram(): Command {
 
   addOptions(program.command('join')
     .description('start an agent: crawl seeds, and (with a peer seed) join a mesh'), JOIN_OPTIONS)
-    .action(async (opts) => { process.exitCode = await runJoin(opts); });
+    .action(async (_opts, cmd: Command) => { process.exitCode = await runJoin(await withConfigFile(cmd) as JoinOpts); });
 
   addOptions(program.command('keygen')
     .description('write a new swarm key (mode 0600) for --swarm-key; copy the same file to every machine of the mesh')
@@ -102,7 +102,37 @@ export function buildProgram(): Command {
       process.exitCode = await runWarcGetCommand(u, opts);
     });
 
+  const config = program.command('config').description('configuration files (docs/requests.md "Config file")');
+  addOptions(config.command('print')
+    .description("show the configuration `join` would run with these options (and --config file): each key with its value and where it came from (default, file, command line, env); the output is a YAML file --config reads"),
+  [...JOIN_OPTIONS, ...CONFIG_PRINT_OPTIONS])
+    .action(async (_opts, cmd: Command) => {
+      const all = await withConfigFile(cmd);
+      const { effectiveSettings, formatSettings } = await import('./config-file.js');
+      const { resolveConfig, DEFAULT_DNS_CONFIG } = await import('../config.js');
+      const { politenessConfig } = await import('../politeness/host.js');
+      const { proxyPlan } = await import('../fetch/proxy.js');
+      const options = toAgentOptions(all);
+      const effective = resolveConfig({ ...options, mesh: { ...options.mesh, enabled: true } });
+      let proxy;
+      try { proxy = proxyPlan(effective.requests, process.env); } catch (err) { throw new UsageError((err as Error).message); }
+      const complete = { ...effective, politeness: politenessConfig(effective), dns: { ...DEFAULT_DNS_CONFIG, ...effective.dns } };
+      const settings = effectiveSettings(cmd, JOIN_OPTIONS, complete, proxy, all.config as string | undefined);
+      if (all.json) process.stdout.write(JSON.stringify(Object.fromEntries(settings.map(({ key, ...rest }) => [key, rest])), null, 2) + '\n');
+      else process.stdout.write(formatSettings(settings, `ubicrawl join: effective configuration${all.config ? ` with ${String(all.config)}` : ''} (key: value  # where it came from)`));
+    });
+
   return program;
+}
+
+/** The command's options with its --config file applied under them (src/cli/config-file.ts). */
+async function withConfigFile(cmd: Command): Promise<ParsedOptions> {
+  const path = cmd.opts().config as string | undefined;
+  if (path !== undefined) {
+    const { applyConfigFile } = await import('./config-file.js');
+    applyConfigFile(cmd, JOIN_OPTIONS, path);
+  }
+  return cmd.opts();
 }
 
 async function readSource(source: string, resolve: ResolveRule[], allowAddress: string[]): Promise<string> {

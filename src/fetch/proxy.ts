@@ -31,6 +31,8 @@ export interface ProxyPlan {
   noProxy: readonly NoProxyEntry[];
   /** Where the bypass entries came from ('setting', 'env NO_PROXY'). */
   noProxyFrom: readonly string[];
+  /** The bypass entries as written, the setting's then the environment's. */
+  noProxyList: readonly string[];
 }
 
 export class ProxyError extends Error {
@@ -116,7 +118,8 @@ export function proxyPlan(settings: ProxySettings, env: Env = {}): ProxyPlan | u
     if (n) { lists.push(n.value); noProxyFrom.push(`env ${n.name}`); }
   }
   const { entries, all } = parseNoProxy(lists);
-  return { ...(http ? { http } : {}), ...(https ? { https } : {}), bypassAll: all, noProxy: entries, noProxyFrom };
+  const noProxyList = lists.flatMap((l) => l.split(/[,\s]+/)).filter((e) => e !== '');
+  return { ...(http ? { http } : {}), ...(https ? { https } : {}), bypassAll: all, noProxy: entries, noProxyFrom, noProxyList };
 }
 
 /** The proxy a request to `url` goes through, or undefined for a direct connection. */
