@@ -4,8 +4,11 @@
 // servers and a proxy of the test's own on loopback.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Fetcher } from '../src/fetch/fetcher.js';
 import { HostResolver } from '../src/fetch/dns.js';
@@ -123,6 +126,71 @@ test('through a proxy: http:// in absolute-form, the captured head as sent less 
     await open.close();
     await proxy.close();
     await site.close();
+  }
+});
+
+function selfSignedCert(dir: string): { key: Buffer; cert: Buffer } | null {
+  try {
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-subj', '/CN=site.test', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem')], { stdio: 'ignore', timeout: 10_000 });
+    return { key: readFileSync(join(dir, 'k.pem')), cert: readFileSync(join(dir, 'c.pem')) };
+  } catch {
+    return null;
+  }
+}
+
+test('https:// through a proxy: a CONNECT tunnel to the target, TLS inside it, the heads captured as the target saw them', async (t) => {
+  const pem = selfSignedCert(tempDir());
+  if (!pem) { t.skip('openssl not available'); return; }
+  const seen: string[] = [];
+  const server = createHttpsServer({ key: pem.key, cert: pem.cert }, (req, res) => { seen.push(`${req.method} ${req.url} ${req.headers['x-run']}`); res.writeHead(200, { 'content-type': 'text/plain' }).end('secret page'); });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const proxy = await startProxy();
+  const cfg = defaultConfig();
+  const fetcher = new Fetcher(cfg.fetch, 'ubicrawl-test/1', new HostResolver([parseResolveRule(`site.test:${port}:127.0.0.1`)]), {
+    proxy: proxyPlan({ proxy: `http://u:pw@127.0.0.1:${proxy.port}`, noProxy: [], proxyFromEnv: false })!,
+    headers: [['X-Run', 'tls']],
+    // The certificate is self-signed: this test trusts it (the crawler does not).
+    tunnelTls: { rejectUnauthorized: false },
+  });
+  try {
+    const out = await fetcher.fetch(`https://site.test:${port}/page`);
+    assert.ok(out.ok, !out.ok ? out.message : '');
+    assert.equal(out.body.toString(), 'secret page');
+    assert.deepEqual(proxy.relayed.map((r) => [r.method, r.target]), [['CONNECT', `site.test:${port}`]], 'the proxy saw only the tunnel');
+    assert.equal(proxy.relayed[0]!.headers['proxy-authorization'], `Basic ${Buffer.from('u:pw').toString('base64')}`);
+    assert.deepEqual(seen, ['GET /page tls']);
+    assert.ok(out.wire, 'captured inside the tunnel');
+    assert.match(out.wire.requestHead.toString('latin1'), /^GET \/page HTTP\/1\.1\r\n/, 'origin-form inside the tunnel');
+    assert.ok(!/proxy-authorization/i.test(out.wire.requestHead.toString('latin1')));
+    assert.equal(out.wire.protocols[0], 'http/1.1');
+    assert.match(out.wire.protocols[1] ?? '', /^tls\/1\.[23]$/);
+  } finally {
+    await fetcher.close();
+    await proxy.close();
+    server.close();
+  }
+});
+
+test('a proxy that refuses (407, or a tunnel it will not open) fails the fetch as a connection failure', async () => {
+  const refusing = createHttpServer((_req, res) => res.writeHead(407, { 'proxy-authenticate': 'Basic realm="p"' }).end());
+  refusing.on('connect', (_req, socket) => socket.end('HTTP/1.1 403 Forbidden\r\n\r\n'));
+  await new Promise<void>((r) => refusing.listen(0, '127.0.0.1', r));
+  const port = (refusing.address() as AddressInfo).port;
+  const cfg = defaultConfig();
+  const fetcher = new Fetcher(cfg.fetch, 'ubicrawl-test/1', new HostResolver([parseResolveRule('*:80:127.0.0.1'), parseResolveRule('*:443:127.0.0.1')]), {
+    proxy: proxyPlan({ proxy: `127.0.0.1:${port}`, noProxy: [], proxyFromEnv: false })!,
+  });
+  try {
+    const plain = await fetcher.fetch('http://site.test/');
+    assert.ok(!plain.ok && plain.kind === 'connect', JSON.stringify(plain));
+    const tls = await fetcher.fetch('https://site.test/');
+    assert.ok(!tls.ok && tls.kind === 'connect', JSON.stringify(tls));
+  } finally {
+    await fetcher.close();
+    refusing.closeAllConnections();
+    refusing.close();
   }
 });
 

@@ -69,6 +69,8 @@ export interface FetcherOptions {
   proxy?: ProxyPlan;
   /** Keeps Set-Cookie answers and sends them back (src/fetch/cookies.ts); none: no Cookie is sent. */
   cookies?: CookieJar;
+  /** TLS options for https:// targets inside a proxy's tunnel. Default: undici's (the system's CAs). Tests trust a self-signed certificate here. */
+  tunnelTls?: buildConnector.BuildOptions;
 }
 
 export interface FetchFailure {
@@ -100,6 +102,7 @@ export class Fetcher {
   private readonly headers: readonly HeaderField[];
   private readonly proxy: ProxyPlan | undefined;
   private readonly cookies: CookieJar | undefined;
+  private readonly tunnelTls: buildConnector.BuildOptions | undefined;
 
   readonly addresses: AddressPolicy;
 
@@ -109,6 +112,7 @@ export class Fetcher {
     this.headers = options.headers ?? [];
     this.proxy = options.proxy;
     this.cookies = options.cookies;
+    this.tunnelTls = options.tunnelTls;
     this.agent = new Agent({
       connections: 1, // one connection per origin: politeness is enforced above, this keeps it honest
       pipelining: 1,
@@ -262,7 +266,7 @@ export class Fetcher {
       // proxies commonly refuse CONNECT to ports other than 443. https:// targets go through a CONNECT tunnel.
       proxyTunnel: false,
       proxyTls: { timeout: cfg.connectTimeoutMs },
-      requestTls: { timeout: cfg.connectTimeoutMs },
+      requestTls: { timeout: cfg.connectTimeoutMs, ...this.tunnelTls },
       // One connection per target origin, as without a proxy; each socket's exchanges are captured for the WARC.
       factory: (origin: string | URL, opts: object) => {
         const given = (opts as { connect?: buildConnector.connector | buildConnector.BuildOptions }).connect;
@@ -317,6 +321,8 @@ function classify(err: unknown): FetchErrorKind {
   const code = (err as NodeJS.ErrnoException)?.code ?? '';
   const name = (err as Error)?.name ?? '';
   if (code === BLOCKED_CODE) return 'blocked-address';
+  // undici's ProxyAgent: the proxy refused the tunnel or the credentials (a 407): the target could not be reached.
+  if (/^Proxy (response \(\d+\) !== 200|Authentication Required)/.test((err as Error)?.message ?? '')) return 'connect';
   if (code === 'UBI_DNS' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
   if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'connect';
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ETIMEDOUT') return 'timeout';
