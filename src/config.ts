@@ -7,6 +7,7 @@ import type { DedupConfig } from './dedup/content.js';
 import type { SitemapLimits } from './sitemap/limits.js';
 import type { DigestAlgo } from './warc/digest.js';
 import type { CrawlScopeConfig } from './scope/crawl-scope.js';
+import type { CookieJarLimits } from './fetch/cookies.js';
 
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, and a module used on its own
@@ -364,6 +365,9 @@ export const DEFAULT_REQUESTS: Readonly<RequestsConfig> = Object.freeze({
   proxyFromEnv: true,
   cookies: false,
 });
+
+/** The cookie jar's bounds (src/fetch/cookies.ts): RFC 6265 §6.1's minimums per host, and a bound on hosts kept. */
+export const DEFAULT_COOKIE_LIMITS: Readonly<CookieJarLimits> = Object.freeze({ maxPerHost: 50, maxCookieBytes: 4096, maxHosts: 10_000 });
 
 export const DEFAULT_ROBOTS: Readonly<RobotsConfig> = Object.freeze({
   cacheTtlMs: 24 * HOUR,

@@ -8,6 +8,7 @@
 // The Domain attribute is still checked: a cookie whose Domain the host does
 // not domain-match, or that names a public suffix, is ignored (§5.3 steps 5–6).
 import { getPublicSuffix } from 'tldts';
+import { DEFAULT_COOKIE_LIMITS } from '../config.js';
 
 export interface Cookie {
   name: string;
@@ -46,7 +47,7 @@ export interface CookieJarLimits {
   maxHosts: number;
 }
 
-export const DEFAULT_COOKIE_LIMITS: Readonly<CookieJarLimits> = Object.freeze({ maxPerHost: 50, maxCookieBytes: 4096, maxHosts: 10_000 });
+export { DEFAULT_COOKIE_LIMITS };
 
 // ---------------------------------------------------------------- §5.1.1 dates
 
