@@ -220,6 +220,7 @@ test('crawl with --header: every request carries the fields (robots.txt too), an
   try {
     const { summary } = await crawl(site, { requests: { headers: ['X-Crawl-Run: 42', 'Accept: text/html'] } });
     assert.equal(summary.pages, 3);
+    assert.deepEqual(summary.requests, { headers: ['X-Crawl-Run', 'Accept'] }, 'the summary names the fields, not their values');
     assert.deepEqual(pagesOf(site), ['/', '/a', '/b']);
     assert.ok(site.requests.some((r) => r.path === '/robots.txt'));
     for (const r of site.requests) {
@@ -238,6 +239,8 @@ test('crawl through --proxy: every request goes through it; the WARC request rec
   try {
     const { summary, dir } = await crawl(site, { requests: { proxy: `http://u:pw@127.0.0.1:${proxy.port}`, proxyFromEnv: false } });
     assert.equal(summary.pages, 3);
+    const used = { url: `http://u:***@127.0.0.1:${proxy.port}`, from: 'setting' };
+    assert.deepEqual(summary.requests, { proxy: { http: used, https: used, noProxy: [], proxied: 4 } });
     const origin = `http://site.test:${site.port}`;
     assert.deepEqual(proxy.relayed.map((r) => r.target).sort(), site.requests.map((r) => origin + r.path).sort(), 'all the site saw came through the proxy');
     assert.ok(proxy.relayed.some((r) => r.target === `${origin}/robots.txt`));
@@ -288,6 +291,7 @@ test('cookies: a server that sets one and requires it on the next page; off by d
     const withJar = await crawl(on, { requests: { cookies: true } });
     assert.deepEqual(pagesOf(on), ['/', '/inner', '/members']);
     assert.equal(withJar.summary.pages, 3);
+    assert.deepEqual(withJar.summary.requests, { cookies: { stored: 2, ignored: 0, evicted: 0, kept: 2 } });
     const members = on.requests.find((r) => r.path === '/members')!;
     assert.equal(members.headers.cookie, 'sid=s3cret; pref=dark');
     assert.equal(on.requests.find((r) => r.path === '/robots.txt')!.headers.cookie, undefined, 'robots.txt came first: nothing to send yet');
@@ -333,6 +337,11 @@ test('join honours HTTP_PROXY and NO_PROXY: the proxied host goes through the pr
       '--progress', 'off', '--log-level', 'warn', '--listen', '/ip4/127.0.0.1/tcp/0',
     ], { HTTP_PROXY: proxy.url, NO_PROXY: 'localhost,direct.test' });
     assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /requests go through a proxy from the environment/, 'said at start');
+    const summary = JSON.parse(run.stdout) as { requests: { proxy: { http: { from: string }; noProxy: string[]; proxied: number } } };
+    assert.equal(summary.requests.proxy.http.from, 'env HTTP_PROXY');
+    assert.deepEqual(summary.requests.proxy.noProxy, ['localhost', 'direct.test']);
+    assert.equal(summary.requests.proxy.proxied, 3);
     assert.deepEqual(pagesOf(viaProxy), ['/', '/a']);
     assert.deepEqual(pagesOf(direct), ['/', '/b']);
     const targets = proxy.relayed.map((r) => r.target).sort();

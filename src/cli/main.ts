@@ -4,7 +4,7 @@
 // The options and their defaults are the tables of ./options.ts.
 import { writeFileSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { DEFAULT_ROBOTS_TOKEN, type ResolveRule } from '../config.js';
+import { DEFAULT_ROBOTS_TOKEN, type AgentOptions, type ResolveRule } from '../config.js';
 import { UsageError } from './seeds.js';
 import {
   addOptions, toAgentOptions, API_CLIENT_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
@@ -173,6 +173,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   const { startProgress } = await import('./progress.js');
   // On a TTY the live line is the display; logs show only what needs attention.
   const logger = createLogger(mode === 'tty' && opts.logLevel === 'info' ? 'warn' : opts.logLevel);
+  await noteEnvironmentProxy(options, logger);
   // `join` is always a mesh member (alone until a peer joins).
   const agent = await startAgent({ ...options, mesh: { ...options.mesh, enabled: true }, logger });
   const progress = startProgress(mode, () => agent.snapshot(), logger);
@@ -194,6 +195,18 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   // One plain line for the operator; nothing acknowledged was lost (docs/storage.md "Write failures").
   if (summary.failure) process.stderr.write(`ubicrawl: stopped: ${String(summary.failure)} (queued work is kept: fix the cause, e.g. free disk space, and run the same command again to resume)\n`);
   return summary.failure ? 1 : 0;
+}
+
+/** A proxy taken from HTTP_PROXY / HTTPS_PROXY is said at start (a warning: the operator did not name it here). */
+async function noteEnvironmentProxy(options: AgentOptions, logger: { warn(o: object, msg: string): void }): Promise<void> {
+  const { resolveConfig } = await import('../config.js');
+  const { proxyPlan, redactProxy } = await import('../fetch/proxy.js');
+  let plan;
+  try { plan = proxyPlan(resolveConfig(options).requests, process.env); } catch { return; } // refused at start, with its own line
+  const fromEnv = [plan?.http, plan?.https].filter((c) => c?.from.startsWith('env '));
+  if (fromEnv.length === 0) return;
+  const proxies = Object.fromEntries(fromEnv.map((c) => [c!.from.slice(4), redactProxy(c!.url)]));
+  logger.warn({ ...proxies, noProxy: plan!.noProxyList }, 'requests go through a proxy from the environment (--no-proxy-env to ignore it)');
 }
 
 /** Runs the CLI; resolves to the process exit code. */

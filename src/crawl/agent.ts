@@ -1111,6 +1111,7 @@ class Agent implements AgentHandle, AgentView {
       seen: { ...this.drum.stats },
       politeness: this.politeness.summary([...this.frontier.allHosts()].map((h) => ({ name: h.name, state: h.data.polite })), Date.now()),
       dns: { ...this.fetcher.resolver.stats },
+      requests: this.fetcher.requestSummary(),
       dataDir: this.config.dataDir,
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,

@@ -19,7 +19,7 @@ import { AddressPolicy } from './address.js';
 import { decodeBody } from './decode.js';
 import { tapSocket, headStatus, withoutField, type WireCapture } from './wire.js';
 import { mergeHeaderFields, type HeaderField } from './headers.js';
-import { proxyFor, type ProxyChoice, type ProxyPlan } from './proxy.js';
+import { proxyFor, redactProxy, type ProxyChoice, type ProxyPlan } from './proxy.js';
 import type { CookieJar } from './cookies.js';
 
 export type Truncation = false | 'length' | 'time' | 'disconnect';
@@ -103,6 +103,8 @@ export class Fetcher {
   private readonly proxy: ProxyPlan | undefined;
   private readonly cookies: CookieJar | undefined;
   private readonly tunnelTls: buildConnector.BuildOptions | undefined;
+  /** Requests sent through a proxy. */
+  private proxied = 0;
 
   readonly addresses: AddressPolicy;
 
@@ -171,6 +173,7 @@ export class Fetcher {
     const timer = setTimeout(() => { timedOut = true; controller.abort(); }, this.cfg.totalTimeoutMs);
     let wire: WireCapture | undefined;
     try {
+      if (proxy) this.proxied++;
       const dispatcher: Dispatcher = proxy ? this.proxyAgent(proxy) : this.agent;
       const res = await dispatcher.request({
         origin: u.origin,
@@ -242,6 +245,17 @@ export class Fetcher {
   async close(): Promise<void> {
     await Promise.all([this.agent, ...this.proxyAgents.values()].map((a) => a.close().catch(() => a.destroy())));
     this.resolver.close();
+  }
+
+  /** The summary's `requests` (docs/requests.md): the operator's field names, the proxies and their use, the cookie jar's counts; undefined when none is set. */
+  requestSummary(): Record<string, unknown> | undefined {
+    if (!this.proxy && !this.cookies && this.headers.length === 0) return undefined;
+    const shown = (c: ProxyChoice | undefined) => (c ? { url: redactProxy(c.url), from: c.from } : undefined);
+    return {
+      ...(this.headers.length ? { headers: this.headers.map((f) => f[0]) } : {}),
+      ...(this.proxy ? { proxy: { http: shown(this.proxy.http), https: shown(this.proxy.https), noProxy: this.proxy.noProxyList, proxied: this.proxied } } : {}),
+      ...(this.cookies ? { cookies: { ...this.cookies.counts, kept: this.cookies.size } } : {}),
+    };
   }
 
   /** Why a proxied request to `u` may not go: its name does not resolve, or to an internal address. */
