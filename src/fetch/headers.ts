@@ -46,7 +46,7 @@ export function parseHeaderField(spec: string): HeaderField {
   // A token, with no whitespace before the colon (RFC 9112 §5.1).
   if (!TOKEN.test(name)) throw new HeaderError(`--header: '${name}' is not a valid field name (letters, digits and !#$%&'*+-.^_\`|~, no spaces)`);
   const value = spec.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
-  if (!FIELD_VALUE.test(value)) throw new HeaderError(`--header ${name}: the value holds a control character (CR, LF, NUL …)`);
+  if (!FIELD_VALUE.test(value)) throw new HeaderError(`--header ${name}: the value holds a character a field value cannot (CR, LF, NUL and other controls, or beyond Latin-1)`);
   const refused = REFUSED[name.toLowerCase()];
   if (refused) throw new HeaderError(`--header ${name} is not allowed: ${refused}`);
   return [name, value];
