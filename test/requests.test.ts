@@ -18,7 +18,7 @@ import { proxyFor, proxyPlan, redactProxy } from '../src/fetch/proxy.js';
 import { withoutField } from '../src/fetch/wire.js';
 import { defaultConfig, parseResolveRule, type AgentOptions } from '../src/config.js';
 import { startAgent } from '../src/crawl/agent.js';
-import { readWarc, type WarcEntry } from '../src/warc/reader.js';
+import { readWarc, verifyWarc, type WarcEntry } from '../src/warc/reader.js';
 import { startProxy } from './proxy-fixture.js';
 import { linking, startSite, type Site } from './site-fixture.js';
 import { BIN, tempDir } from './helpers.js';
@@ -254,7 +254,18 @@ test('crawl through --proxy: every request goes through it; the WARC request rec
       assert.ok(!/proxy-authorization/i.test(block));
       assert.equal(r.headers['WARC-IP-Address'], undefined);
     }
-    assert.equal(records.filter((r) => r.type === 'response').length, 4);
+    const responses = records.filter((r) => r.type === 'response');
+    assert.equal(responses.length, 4);
+    for (const r of responses) {
+      const path = new URL(r.headers['WARC-Target-URI']!).pathname;
+      if (path !== '/robots.txt') assert.match(Buffer.from(r.payload!).toString(), /<!doctype html>/, `${path}: the body as the site sent it`);
+      assert.equal(r.headers['WARC-IP-Address'], undefined);
+    }
+    for (const f of readdirSync(join(dir, 'warc')).filter((n) => n.endsWith('.warc.gz'))) {
+      const v = await verifyWarc(join(dir, 'warc', f));
+      assert.deepEqual(v.digestErrors, [], 'block and payload digests verify');
+      assert.ok(v.digestsOk >= 16);
+    }
   } finally {
     await proxy.close();
     await site.close();
