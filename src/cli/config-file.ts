@@ -8,10 +8,11 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { Command } from 'commander';
-import { attributeOf, type CliOption } from './options.js';
+import { attributeOf, toAgentOptions, JOIN_OPTIONS, type CliOption, type ParsedOptions } from './options.js';
 import { UsageError } from './seeds.js';
-import { configValue, type ConfigPath } from '../config.js';
-import { redactProxy, type ProxyPlan } from '../fetch/proxy.js';
+import { configValue, resolveConfig, DEFAULT_DNS_CONFIG, type ConfigPath } from '../config.js';
+import { politenessConfig } from '../politeness/host.js';
+import { proxyPlan, redactProxy, type ProxyPlan } from '../fetch/proxy.js';
 
 /** A row's key in a config file: its long option name without dashes or `no-` ('--max-depth <n>' → max-depth, '--no-warc' → warc). */
 export function fileKeyOf(row: CliOption): string {
@@ -194,4 +195,18 @@ export function formatSettings(settings: readonly PrintedSetting[], header: stri
     lines.push(`${text.padEnd(width + 4)}  # ${s.value === undefined ? 'not set' : s.source}`);
   }
   return lines.join('\n') + '\n';
+}
+
+/** `ubicrawl config print`: `join`'s options (`all`, the file applied) as `join` would run with them, text or `--json`. */
+export function printConfig(cmd: Command, all: ParsedOptions, env: Readonly<Record<string, string | undefined>>): string {
+  const options = toAgentOptions(all);
+  const effective = resolveConfig({ ...options, mesh: { ...options.mesh, enabled: true } });
+  let proxy: ProxyPlan | undefined;
+  try { proxy = proxyPlan(effective.requests, env); } catch (err) { throw new UsageError((err as Error).message); }
+  // The sections the modules complete, completed as they do.
+  const complete = { ...effective, politeness: politenessConfig(effective), dns: { ...DEFAULT_DNS_CONFIG, ...effective.dns } };
+  const path = all.config as string | undefined;
+  const settings = effectiveSettings(cmd, JOIN_OPTIONS, complete, proxy, path);
+  if (all.json) return JSON.stringify(Object.fromEntries(settings.map(({ key, ...rest }) => [key, rest])), null, 2) + '\n';
+  return formatSettings(settings, `ubicrawl join: effective configuration${path ? ` with ${path}` : ''} (key: value  # where it came from)`);
 }

@@ -108,18 +108,8 @@ export function buildProgram(): Command {
   [...JOIN_OPTIONS, ...CONFIG_PRINT_OPTIONS])
     .action(async (_opts, cmd: Command) => {
       const all = await withConfigFile(cmd);
-      const { effectiveSettings, formatSettings } = await import('./config-file.js');
-      const { resolveConfig, DEFAULT_DNS_CONFIG } = await import('../config.js');
-      const { politenessConfig } = await import('../politeness/host.js');
-      const { proxyPlan } = await import('../fetch/proxy.js');
-      const options = toAgentOptions(all);
-      const effective = resolveConfig({ ...options, mesh: { ...options.mesh, enabled: true } });
-      let proxy;
-      try { proxy = proxyPlan(effective.requests, process.env); } catch (err) { throw new UsageError((err as Error).message); }
-      const complete = { ...effective, politeness: politenessConfig(effective), dns: { ...DEFAULT_DNS_CONFIG, ...effective.dns } };
-      const settings = effectiveSettings(cmd, JOIN_OPTIONS, complete, proxy, all.config as string | undefined);
-      if (all.json) process.stdout.write(JSON.stringify(Object.fromEntries(settings.map(({ key, ...rest }) => [key, rest])), null, 2) + '\n');
-      else process.stdout.write(formatSettings(settings, `ubicrawl join: effective configuration${all.config ? ` with ${String(all.config)}` : ''} (key: value  # where it came from)`));
+      const { printConfig } = await import('./config-file.js');
+      process.stdout.write(printConfig(cmd, all, process.env));
     });
 
   return program;
