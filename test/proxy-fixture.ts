@@ -16,6 +16,8 @@ export interface TestProxy {
   url: string;
   port: number;
   relayed: Relayed[];
+  /** TCP connections accepted from clients so far. */
+  readonly connections: number;
   close(): Promise<void>;
 }
 
@@ -36,7 +38,8 @@ export async function startProxy(): Promise<TestProxy> {
     up.on('error', () => { if (!res.headersSent) res.writeHead(502); res.end(); });
     up.end();
   });
-  server.on('connection', (s: Socket) => { sockets.add(s); s.once('close', () => sockets.delete(s)); });
+  let connections = 0;
+  server.on('connection', (s: Socket) => { connections++; sockets.add(s); s.once('close', () => sockets.delete(s)); });
   server.on('connect', (req, client: Socket, head: Buffer) => {
     relayed.push({ method: 'CONNECT', target: req.url ?? '', headers: req.headers });
     const port = Number(/:(\d+)$/.exec(req.url ?? '')?.[1] ?? 443);
@@ -55,6 +58,7 @@ export async function startProxy(): Promise<TestProxy> {
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}`, port, relayed,
+    get connections() { return connections; },
     close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
   };
 }

@@ -130,6 +130,33 @@ test('through a proxy: http:// in absolute-form, the captured head as sent less 
   }
 });
 
+test('concurrent fetches to several origins through one proxy: one connection each, every capture its own exchange', async () => {
+  const sites = await Promise.all([0, 1, 2].map((i) => startSite({ '/x': { status: 200 + i, body: `site ${i}`, headers: { 'x-site': String(i) } } })));
+  const proxy = await startProxy();
+  const rules = sites.map((s, i) => parseResolveRule(`s${i}.test:${s.port}:127.0.0.1`));
+  const fetcher = new Fetcher(defaultConfig().fetch, 'ubicrawl-test/1', new HostResolver(rules), {
+    proxy: proxyPlan({ proxy: proxy.url, noProxy: [], proxyFromEnv: false })!,
+  });
+  try {
+    for (let round = 0; round < 3; round++) {
+      const outs = await Promise.all(sites.map((s, i) => fetcher.fetch(`http://s${i}.test:${s.port}/x`)));
+      outs.forEach((out, i) => {
+        assert.ok(out.ok && out.wire, `site ${i}`);
+        assert.equal(out.status, 200 + i);
+        assert.equal(out.body.toString(), `site ${i}`);
+        assert.ok(out.wire.requestHead.toString('latin1').startsWith(`GET http://s${i}.test:${sites[i]!.port}/x HTTP/1.1\r\n`), `site ${i}: its own request`);
+        assert.match(out.wire.responseHead.toString('latin1'), new RegExp(`^HTTP/1\\.1 ${200 + i} [^\\r]*\\r\\n[\\s\\S]*x-site: ${i}\\r\\n`), `site ${i}: its own response`);
+      });
+    }
+    assert.equal(proxy.relayed.length, 9);
+    assert.equal(proxy.connections, 3, 'one kept-alive connection per target origin');
+  } finally {
+    await fetcher.close();
+    await proxy.close();
+    for (const s of sites) await s.close();
+  }
+});
+
 function selfSignedCert(dir: string): { key: Buffer; cert: Buffer } | null {
   try {
     execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
