@@ -7,6 +7,7 @@ import type { DedupConfig } from './dedup/content.js';
 import type { SitemapLimits } from './sitemap/limits.js';
 import type { DigestAlgo } from './warc/digest.js';
 import type { CrawlScopeConfig } from './scope/crawl-scope.js';
+import type { CookieJarLimits } from './fetch/cookies.js';
 
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, and a module used on its own
@@ -71,6 +72,10 @@ export interface AgentConfig {
   crawlScope: CrawlScopeConfig;
   /** Content dedup (src/dedup/content.ts): exact payload digests → WARC revisit records; SimHash near-duplicates noted. */
   dedup: DedupConfig;
+  /** What every request carries and how it travels: header fields, proxy, cookies (docs/requests.md). */
+  requests: RequestsConfig;
+  /** The config file the command line read (`--config`; docs/requests.md "Config file"): informational. */
+  configFile?: string;
   /** The mesh (libp2p). Off: a lone agent without networking (library use, benchmarks). */
   mesh: MeshConfig;
   /** Agent HTTP API (`--api HOST:PORT`): off when `listen` is unset. */
@@ -188,6 +193,19 @@ export interface FetchConfig {
   maxBodyBytes: number;
   /** Content types whose bodies are parsed for links. */
   parseTypes: string[];
+}
+
+export interface RequestsConfig {
+  /** Header fields sent with every request, each as `Name: value` (src/fetch/headers.ts checks them). */
+  headers: string[];
+  /** Proxy for every target (http:// or https:// URL); unset: the environment's HTTP_PROXY / HTTPS_PROXY, when proxyFromEnv. */
+  proxy?: string;
+  /** Hosts reached directly, not through a proxy (NO_PROXY syntax, one entry each). */
+  noProxy: string[];
+  /** Honour HTTP_PROXY, HTTPS_PROXY and NO_PROXY (and their lower-case forms), as curl, wget and undici do. */
+  proxyFromEnv: boolean;
+  /** Keep each host's cookies and send them back to it (RFC 6265, host-only; src/fetch/cookies.ts). Off: no Cookie is sent. */
+  cookies: boolean;
 }
 
 export interface RobotsConfig {
@@ -350,6 +368,17 @@ export const DEFAULT_CRAWL_SCOPE: Readonly<CrawlScopeConfig> = Object.freeze({
   acceptTypes: Object.freeze([]) as unknown as string[],
 });
 
+/** Requests carry no header of the operator's, no cookie, and use the environment's proxy if it names one. */
+export const DEFAULT_REQUESTS: Readonly<RequestsConfig> = Object.freeze({
+  headers: Object.freeze([]) as unknown as string[],
+  noProxy: Object.freeze([]) as unknown as string[],
+  proxyFromEnv: true,
+  cookies: false,
+});
+
+/** The cookie jar's bounds (src/fetch/cookies.ts): RFC 6265 §6.1's minimums per host, and a bound on hosts kept. */
+export const DEFAULT_COOKIE_LIMITS: Readonly<CookieJarLimits> = Object.freeze({ maxPerHost: 50, maxCookieBytes: 4096, maxHosts: 10_000 });
+
 export const DEFAULT_ROBOTS: Readonly<RobotsConfig> = Object.freeze({
   cacheTtlMs: 24 * HOUR,
   maxBytes: 500 * 1024,
@@ -495,6 +524,7 @@ export function defaultConfig(): AgentConfig {
       acceptTypes: [...DEFAULT_CRAWL_SCOPE.acceptTypes],
     },
     dedup: { ...DEFAULT_DEDUP_CONFIG },
+    requests: { ...DEFAULT_REQUESTS, headers: [...DEFAULT_REQUESTS.headers], noProxy: [...DEFAULT_REQUESTS.noProxy] },
     mesh: {
       ...DEFAULT_MESH,
       peers: [...DEFAULT_MESH.peers],

@@ -4,7 +4,7 @@ import './polyfill.js';
 // The agent
 export { startAgent, type AgentHandle, type AgentSnapshot } from './crawl/agent.js';
 export { StartupError } from './crawl/preflight.js';
-export { resolveConfig, defaultConfig, parseResolveRule, type AgentConfig, type AgentOptions } from './config.js';
+export { resolveConfig, defaultConfig, parseResolveRule, type AgentConfig, type AgentOptions, type RequestsConfig } from './config.js';
 
 // Standards cores (pure)
 export { RobotsTxt, productToken, formatExplain } from './robots/index.js';
@@ -39,6 +39,10 @@ export {
   AddressPolicy, classifyAddress, describeAddress, parseIpLiteral, parseCidr,
   type AddressClass, type AddressRange, type BlockedAddress, type Cidr, type Embedding, type IpLiteral,
 } from './fetch/address.js';
+// Requests (docs/requests.md)
+export { parseHeaderField, parseHeaderFields, HeaderError, type HeaderField } from './fetch/headers.js';
+export { proxyPlan, proxyFor, parseProxyUrl, ProxyError, type ProxyPlan, type ProxyChoice, type ProxySettings } from './fetch/proxy.js';
+export { CookieJar, parseSetCookie, parseCookieDate, DEFAULT_COOKIE_LIMITS, type Cookie, type CookieJarLimits } from './fetch/cookies.js';
 export {
   onOutcome, newHostPoliteness, describeHost, politenessConfig, unpark, kindOfStatus, kindOfFailure, IpClock, DEFAULT_POLITENESS,
   type HostPoliteness, type PolitenessConfig, type Outcome, type OutcomeKind, type Decision, type DelayReason,

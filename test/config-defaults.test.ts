@@ -23,6 +23,7 @@ import { DEFAULT_RECRAWL } from '../src/recrawl/schedule.js';
 import { defaultRecrawlSettings } from '../src/recrawl/settings.js';
 import { DEFAULT_SITEMAP_LIMITS } from '../src/sitemap/limits.js';
 import { DEFAULT_SCOPE_OPTIONS } from '../src/scope/traps.js';
+import { DEFAULT_COOKIE_LIMITS } from '../src/fetch/cookies.js';
 import { DEFAULT_MAX_BYTES } from '../src/robots/index.js';
 import { DEFAULT_API_LISTEN as API_MODULE_LISTEN } from '../src/api/backend.js';
 import { startAgent } from '../src/crawl/agent.js';
@@ -151,6 +152,7 @@ test('the modules\' default objects are the config\'s (one object, not a copy)',
   assert.equal(DEFAULT_SITEMAP_LIMITS, config.DEFAULT_SITEMAP_LIMITS);
   assert.equal(API_MODULE_LISTEN, DEFAULT_API_LISTEN);
   assert.equal(DEFAULT_MAX_BYTES, DEFAULT_ROBOTS.maxBytes);
+  assert.equal(DEFAULT_COOKIE_LIMITS, config.DEFAULT_COOKIE_LIMITS);
   assert.deepEqual(defaultRecrawlSettings(), { ...config.DEFAULT_RECRAWL_SETTINGS });
   for (const [k, v] of Object.entries(config.DEFAULT_SCOPE_LIMITS)) assert.equal((DEFAULT_SCOPE_OPTIONS as unknown as Record<string, unknown>)[k], v, `scope ${k}`);
   // The agent's config and the modules agree: the politeness module completes an empty section to its defaults.

@@ -4,10 +4,10 @@
 // The options and their defaults are the tables of ./options.ts.
 import { writeFileSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { DEFAULT_ROBOTS_TOKEN, type ResolveRule } from '../config.js';
+import { DEFAULT_ROBOTS_TOKEN, type AgentOptions, type ResolveRule } from '../config.js';
 import { UsageError } from './seeds.js';
 import {
-  addOptions, toAgentOptions, API_CLIENT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
+  addOptions, toAgentOptions, API_CLIENT_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
   WARC_GET_OPTIONS, type ParsedOptions,
 } from './options.js';
 
@@ -21,7 +21,7 @@ export function buildProgram(): Command {
 
   addOptions(program.command('join')
     .description('start an agent: crawl seeds, and (with a peer seed) join a mesh'), JOIN_OPTIONS)
-    .action(async (opts) => { process.exitCode = await runJoin(opts); });
+    .action(async (_opts, cmd: Command) => { process.exitCode = await runJoin(await withConfigFile(cmd) as JoinOpts); });
 
   addOptions(program.command('keygen')
     .description('write a new swarm key (mode 0600) for --swarm-key; copy the same file to every machine of the mesh')
@@ -102,7 +102,27 @@ export function buildProgram(): Command {
       process.exitCode = await runWarcGetCommand(u, opts);
     });
 
+  const config = program.command('config').description('configuration files (docs/requests.md "Config file")');
+  addOptions(config.command('print')
+    .description("show the configuration `join` would run with these options (and --config file): each key with its value and where it came from (default, file, command line, env); the output is a YAML file --config reads"),
+  [...JOIN_OPTIONS, ...CONFIG_PRINT_OPTIONS])
+    .action(async (_opts, cmd: Command) => {
+      const all = await withConfigFile(cmd);
+      const { printConfig } = await import('./config-file.js');
+      process.stdout.write(printConfig(cmd, all, process.env));
+    });
+
   return program;
+}
+
+/** The command's options with its --config file applied under them (src/cli/config-file.ts). */
+async function withConfigFile(cmd: Command): Promise<ParsedOptions> {
+  const path = cmd.opts().config as string | undefined;
+  if (path !== undefined) {
+    const { applyConfigFile } = await import('./config-file.js');
+    applyConfigFile(cmd, JOIN_OPTIONS, path);
+  }
+  return cmd.opts();
 }
 
 async function readSource(source: string, resolve: ResolveRule[], allowAddress: string[]): Promise<string> {
@@ -143,6 +163,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   const { startProgress } = await import('./progress.js');
   // On a TTY the live line is the display; logs show only what needs attention.
   const logger = createLogger(mode === 'tty' && opts.logLevel === 'info' ? 'warn' : opts.logLevel);
+  await noteEnvironmentProxy(options, logger);
   // `join` is always a mesh member (alone until a peer joins).
   const agent = await startAgent({ ...options, mesh: { ...options.mesh, enabled: true }, logger });
   const progress = startProgress(mode, () => agent.snapshot(), logger);
@@ -164,6 +185,18 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   // One plain line for the operator; nothing acknowledged was lost (docs/storage.md "Write failures").
   if (summary.failure) process.stderr.write(`ubicrawl: stopped: ${String(summary.failure)} (queued work is kept: fix the cause, e.g. free disk space, and run the same command again to resume)\n`);
   return summary.failure ? 1 : 0;
+}
+
+/** A proxy taken from HTTP_PROXY / HTTPS_PROXY is said at start (a warning: the operator did not name it here). */
+async function noteEnvironmentProxy(options: AgentOptions, logger: { warn(o: object, msg: string): void }): Promise<void> {
+  const { resolveConfig } = await import('../config.js');
+  const { proxyPlan, redactProxy } = await import('../fetch/proxy.js');
+  let plan;
+  try { plan = proxyPlan(resolveConfig(options).requests, process.env); } catch { return; } // refused at start, with its own line
+  const fromEnv = [plan?.http, plan?.https].filter((c) => c?.from.startsWith('env '));
+  if (fromEnv.length === 0) return;
+  const proxies = Object.fromEntries(fromEnv.map((c) => [c!.from.slice(4), redactProxy(c!.url)]));
+  logger.warn({ ...proxies, noProxy: plan!.noProxyList }, 'requests go through a proxy from the environment (--no-proxy-env to ignore it)');
 }
 
 /** Runs the CLI; resolves to the process exit code. */

@@ -12,6 +12,8 @@ import { parseCidr } from '../fetch/address.js';
 import { DEFAULT_HEAP_HEADROOM_BYTES } from '../util/memory.js';
 import { classifySeed, type SeedSet } from './seeds.js';
 import { compilePatterns, SCOPE_MODES } from '../scope/crawl-scope.js';
+import { parseHeaderFields } from '../fetch/headers.js';
+import { parseProxyUrl } from '../fetch/proxy.js';
 
 /** The options a command was given, by commander's camel-case attribute names. */
 export type ParsedOptions = Record<string, unknown>;
@@ -116,6 +118,17 @@ function mediaTypeArg(v: string, prev: string[]): string[] {
   return [...prev, t];
 }
 
+/** A `--header` field, refused here (exit code 2) when malformed, reserved, or given twice (src/fetch/headers.ts). */
+function headerArg(v: string, prev: string[]): string[] {
+  try { parseHeaderFields([...prev, v]); } catch (err) { throw new InvalidArgumentError((err as Error).message); }
+  return [...prev, v];
+}
+
+function proxyArg(v: string): string {
+  try { parseProxyUrl(v); } catch (err) { throw new InvalidArgumentError((err as Error).message); }
+  return v.trim();
+}
+
 const ALLOW_ADDRESS_HELP = 'also fetch from this internal address range (CIDR, e.g. 10.0.0.0/8 or ::1/128; loopback, private, link-local … are refused otherwise; a --resolve rule reaches its own address for its host and port); repeatable';
 
 const { minCapacity, maxCapacity } = DEFAULT_MESH.admission;
@@ -124,6 +137,10 @@ const { minCapacity, maxCapacity } = DEFAULT_MESH.admission;
 
 /** `ubicrawl join`: every agent setting the command line can set. */
 export const JOIN_OPTIONS: readonly CliOption[] = [
+  {
+    flags: '--config <file>', config: 'configFile', noDefault: true,
+    help: 'read options from this YAML or JSON file: the keys are the long option names (max-depth: 2, warc: false); an option given here wins (docs/requests.md)',
+  },
   {
     flags: '--seed <url|peer|file>', help: 'crawl seed URL, peer (multiaddr or host:port), or file of either; repeatable', config: 'seeds', parse: collect, repeatable: true,
     apply: (specs: string[], into) => {
@@ -158,7 +175,7 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--dns-server <ip[:port]>', help: 'DNS server to resolve host names with (c-ares); repeatable (default: the system\'s)', config: 'dns.servers', parse: collect, repeatable: true },
   { flags: '--max-pages <n>', help: 'stop after fetching this many pages (0 = no limit)', config: 'maxPages', parse: intArg('--max-pages', 0) },
   { flags: '--until-idle', help: 'exit once nothing is left to crawl (with --recrawl: and nothing is due within --recrawl-horizon)', config: 'untilIdle' },
-  { flags: '--max-duration <duration>', help: 'stop after this long (e.g. 90s, 2h; 0 = no limit)', config: 'maxDurationMs', parse: durationArg('--max-duration') },
+  { flags: '--max-duration <duration>', help: 'stop after this long (e.g. 90s, 2h; 0 = no limit)', config: 'maxDurationMs', parse: durationArg('--max-duration'), show: formatDuration },
   { flags: '--recrawl', help: 'revisit fetched pages at the rate they change, with conditional GETs (off: one pass)', config: 'recrawl.enabled' },
   { flags: '--recrawl-min <duration>', help: 'shortest revisit interval', config: 'recrawl.minIntervalMs', parse: durationArg('--recrawl-min'), show: formatDuration },
   {
@@ -172,6 +189,17 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--summary <file>', help: 'also write the closing JSON summary to this file', config: 'summaryFile' },
   { flags: '--resolve <host:port:addr>', help: "connect to ADDR for HOST:PORT (curl syntax; HOST may be '*' or '*.suffix'); repeatable", config: 'resolve', parse: resolveArg, repeatable: true },
   { flags: '--allow-address <cidr>', help: ALLOW_ADDRESS_HELP, config: 'allowAddress', parse: allowAddressArg, repeatable: true },
+  {
+    flags: '--header <field>', config: 'requests.headers', parse: headerArg, repeatable: true,
+    help: "send this header field with every request, 'Name: value' (not Host, Connection, Content-Length, User-Agent … : docs/requests.md); repeatable",
+  },
+  {
+    flags: '--proxy <url>', config: 'requests.proxy', parse: proxyArg,
+    help: 'send every request through this HTTP proxy, http://[user:password@]host:port (https:// targets through a CONNECT tunnel); without it HTTP_PROXY / HTTPS_PROXY',
+  },
+  { flags: '--noproxy <host>', help: 'reach this host and the names under it directly (host:port for one port), as NO_PROXY does, which adds to it; repeatable', config: 'requests.noProxy', parse: collect, repeatable: true },
+  { flags: '--no-proxy-env', help: 'ignore HTTP_PROXY, HTTPS_PROXY and NO_PROXY', config: 'requests.proxyFromEnv' },
+  { flags: '--cookies', help: "keep each host's cookies and send them back to it (RFC 6265, host-only, in memory); off: no cookie is sent", config: 'requests.cookies' },
   { flags: '--max-body <bytes>', help: 'body cap; longer bodies are kept truncated', config: 'fetch.maxBodyBytes', parse: intArg('--max-body', 1024) },
   { flags: '--warc-max-size <bytes>', help: 'rotate WARC files at this size', config: 'warc.maxFileBytes', parse: intArg('--warc-max-size', 1024) },
   {
@@ -226,6 +254,11 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
     help: `let the JS heap grow this many percent over its live size (but at least ${DEFAULT_HEAP_HEADROOM_BYTES >> 20} MB) before a full GC; 0 = V8's own policy, up to 300`,
     config: 'heapGrowthPercent', parse: intArg('--heap-growth', 0),
   },
+];
+
+/** `ubicrawl config print`: join's options, and these. */
+export const CONFIG_PRINT_OPTIONS: readonly CliOption[] = [
+  { flags: '--json', help: 'print JSON: each key with its value, source and setting' },
 ];
 
 export const KEYGEN_OPTIONS: readonly CliOption[] = [

@@ -23,6 +23,7 @@ import { REJECTED_VALUE, queuedAt, queuedValue, settledValue, type SettledState 
 import { Frontier, type FrontierMove, type HostState, type NewUrl, type QueuedUrl } from '../frontier/frontier.js';
 import { Fetcher, archivedBody, type FetchOutcome, type FetchResponse } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
+import { requestOptions } from '../fetch/requests.js';
 import { AddressPolicy, parseCidr, type BlockedAddress } from '../fetch/address.js';
 import { RobotsCache, type RobotsEntry } from '../robots/cache.js';
 import { productToken } from '../robots/index.js';
@@ -232,7 +233,7 @@ class Agent implements AgentHandle, AgentView {
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
     this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns), {
-      addresses: new AddressPolicy(config.allowAddress),
+      addresses: new AddressPolicy(config.allowAddress), ...requestOptions(config.requests),
     });
     this.politeness = new PolitenessControl(politenessConfig(config));
     this.scope = new ScopePolicy(config.scope);
@@ -1110,6 +1111,7 @@ class Agent implements AgentHandle, AgentView {
       seen: { ...this.drum.stats },
       politeness: this.politeness.summary([...this.frontier.allHosts()].map((h) => ({ name: h.name, state: h.data.polite })), Date.now()),
       dns: { ...this.fetcher.resolver.stats },
+      requests: this.fetcher.requestSummary(),
       dataDir: this.config.dataDir,
       warcDir: this.warc ? join(this.config.dataDir, 'warc') : undefined,
       agent: this.shortId,

@@ -10,6 +10,7 @@ import type { AgentConfig } from '../config.js';
 import { assertListenAllowed, parseListen, startApiServer, type ApiServer } from '../api/server.js';
 import { apiTokenPath, ensureTokenFile, readTokenFile } from '../api/token.js';
 import { checkSwarmKey, meshExposureError } from '../mesh/node.js';
+import { requestOptions } from '../fetch/requests.js';
 import type { Logger } from '../util/log.js';
 
 /** A start refused because of its options or its environment: nothing was started. */
@@ -49,6 +50,8 @@ export async function preflight(config: AgentConfig, log: Logger): Promise<Prefl
 
 /** Checks that need no I/O but reading the files the options name. */
 function checkOptions(config: AgentConfig): void {
+  // Header fields and proxy URLs, including the environment's (docs/requests.md).
+  try { requestOptions(config.requests); } catch (err) { throw new StartupError((err as Error).message); }
   if (config.api.listen !== undefined) {
     try {
       const { host } = parseListen(config.api.listen);

@@ -7,12 +7,20 @@
 // Every connection is checked against the address it is about to dial, after
 // DNS (src/fetch/address.ts): pages, robots.txt, sitemaps and redirects alike,
 // and a name that rebinds to an internal address between two lookups too.
-import { Agent, buildConnector } from 'undici';
+//
+// Requests (docs/requests.md): the operator's header fields, a cookie jar, and a
+// proxy (undici's ProxyAgent). Through a proxy the target's name is still
+// resolved and its address checked here before anything is sent; the proxy's own
+// address is the operator's choice and is not checked.
+import { Agent, Client, ProxyAgent, buildConnector, type Dispatcher } from 'undici';
 import type { FetchConfig } from '../config.js';
 import { HostResolver } from './dns.js';
 import { AddressPolicy } from './address.js';
 import { decodeBody } from './decode.js';
-import { tapSocket, headStatus, type WireCapture } from './wire.js';
+import { tapSocket, headStatus, withoutField, type WireCapture } from './wire.js';
+import { mergeHeaderFields, type HeaderField } from './headers.js';
+import { proxyFor, redactProxy, type ProxyChoice, type ProxyPlan } from './proxy.js';
+import type { CookieJar } from './cookies.js';
 
 export type Truncation = false | 'length' | 'time' | 'disconnect';
 
@@ -55,6 +63,14 @@ export interface FetcherOptions {
    * dialled here instead of dialling it.
    */
   dial?: buildConnector.connector;
+  /** Header fields sent with every request (src/fetch/headers.ts): they replace a default of the same name. */
+  headers?: readonly HeaderField[];
+  /** Proxies in force (src/fetch/proxy.ts); none: every connection is direct. */
+  proxy?: ProxyPlan;
+  /** Keeps Set-Cookie answers and sends them back (src/fetch/cookies.ts); none: no Cookie is sent. */
+  cookies?: CookieJar;
+  /** TLS options for https:// targets inside a proxy's tunnel. Default: undici's (the system's CAs). Tests trust a self-signed certificate here. */
+  tunnelTls?: buildConnector.BuildOptions;
 }
 
 export interface FetchFailure {
@@ -81,12 +97,24 @@ export class Fetcher {
   /** Origin → capture of the request in flight to it (one at a time per origin: connections 1, pipelining 1). */
   private readonly wireOf = new Map<string, WireCapture>();
   private readonly onWire = (origin: string, cap: WireCapture): void => { this.wireOf.set(origin, cap); };
+  /** One ProxyAgent per proxy URL, made on first use. */
+  private readonly proxyAgents = new Map<string, ProxyAgent>();
+  private readonly headers: readonly HeaderField[];
+  private readonly proxy: ProxyPlan | undefined;
+  private readonly cookies: CookieJar | undefined;
+  private readonly tunnelTls: buildConnector.BuildOptions | undefined;
+  /** Requests sent through a proxy. */
+  private proxied = 0;
 
   readonly addresses: AddressPolicy;
 
   constructor(private readonly cfg: FetchConfig, private readonly userAgent: string, readonly resolver: HostResolver, options: FetcherOptions = {}) {
     const dial = options.dial ?? buildConnector({ timeout: cfg.connectTimeoutMs });
     const addresses = this.addresses = options.addresses ?? new AddressPolicy();
+    this.headers = options.headers ?? [];
+    this.proxy = options.proxy;
+    this.cookies = options.cookies;
+    this.tunnelTls = options.tunnelTls;
     this.agent = new Agent({
       connections: 1, // one connection per origin: politeness is enforced above, this keeps it honest
       pipelining: 1,
@@ -123,19 +151,31 @@ export class Fetcher {
     const t0 = performance.now();
     let u: URL;
     try { u = new URL(url); } catch { return fail(url, 'other', 'invalid URL', startedAt, t0); }
+    const proxy = proxyFor(this.proxy, u);
+    if (proxy) {
+      // The proxy resolves the name itself: the guard classifies the target before anything is sent.
+      const refused = await this.checkTarget(u);
+      if (refused) return fail(url, refused.kind, refused.message, startedAt, t0);
+    }
+    const own: HeaderField[] = [...extraHeaders];
+    const jar = this.cookies?.header(u);
+    if (jar !== undefined) {
+      // One Cookie field (RFC 6265 §5.4): after the operator's own, if any.
+      const i = this.headers.findIndex((f) => f[0].toLowerCase() === 'cookie');
+      own.push(['Cookie', i >= 0 ? `${this.headers[i]![1]}; ${jar}` : jar]);
+    }
     const requestHeaders: [string, string][] = [
       ['Host', u.host],
-      ['User-Agent', this.userAgent],
-      ['Accept', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
-      ['Accept-Encoding', 'gzip, deflate, br'],
-      ...extraHeaders,
+      ...mergeHeaderFields(DEFAULT_HEADERS(this.userAgent), jar !== undefined ? this.headers.filter((f) => f[0].toLowerCase() !== 'cookie') : this.headers, own),
     ];
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => { timedOut = true; controller.abort(); }, this.cfg.totalTimeoutMs);
     let wire: WireCapture | undefined;
     try {
-      const res = await this.agent.request({
+      if (proxy) this.proxied++;
+      const dispatcher: Dispatcher = proxy ? this.proxyAgent(proxy) : this.agent;
+      const res = await dispatcher.request({
         origin: u.origin,
         path: u.pathname + u.search,
         method: 'GET',
@@ -145,6 +185,8 @@ export class Fetcher {
       } as Parameters<Agent['request']>[0]);
       // The head was read before undici parsed it: the capture is complete (or there is none).
       wire = this.wireOf.get(u.origin);
+      // Credentials for the proxy are not part of the request to the target (docs/warc.md "Through a proxy").
+      if (wire && proxy) wire.requestHead = withoutField(wire.requestHead, 'proxy-authorization');
       const wireOk = wire !== undefined && wire.responseHead !== null && headStatus(wire.responseHead) === res.statusCode;
       const chunks: Buffer[] = [];
       let raw = 0;
@@ -168,6 +210,10 @@ export class Fetcher {
       }
       if (truncated) res.body.destroy();
       const responseHeaders = headerPairs(res.headers);
+      if (this.cookies) {
+        const set = res.headers['set-cookie'];
+        if (set !== undefined) this.cookies.store(u, Array.isArray(set) ? set : [set]);
+      }
       const header = (name: string) => {
         const v = res.headers[name.toLowerCase()];
         return Array.isArray(v) ? v.join(', ') : v;
@@ -181,7 +227,9 @@ export class Fetcher {
         ok: true, url, status: res.statusCode, statusText, httpVersion: '1.1', method: 'GET',
         requestHeaders, responseHeaders, body: decoded.body, rawBody, rawBytes: raw, truncated, rawTruncated,
         ...(wireOk ? { wire: wire as WireCapture & { responseHead: Buffer } } : {}),
-        contentEncodingError: decoded.error, ip: this.ipOf.get(u.hostname.replace(/^\[|\]$/g, '')) ?? this.ipOf.get(u.hostname),
+        contentEncodingError: decoded.error,
+        // Through a proxy the address contacted is the proxy's: WARC-IP-Address is left out (docs/warc.md).
+        ip: proxy ? undefined : this.ipOf.get(u.hostname.replace(/^\[|\]$/g, '')) ?? this.ipOf.get(u.hostname),
         startedAt, durationMs: performance.now() - t0, header,
       };
     } catch (err) {
@@ -195,10 +243,68 @@ export class Fetcher {
   }
 
   async close(): Promise<void> {
-    await this.agent.close().catch(() => this.agent.destroy());
+    await Promise.all([this.agent, ...this.proxyAgents.values()].map((a) => a.close().catch(() => a.destroy())));
     this.resolver.close();
   }
+
+  /** The summary's `requests` (docs/requests.md): the operator's field names, the proxies and their use, the cookie jar's counts; undefined when none is set. */
+  requestSummary(): Record<string, unknown> | undefined {
+    if (!this.proxy && !this.cookies && this.headers.length === 0) return undefined;
+    const shown = (c: ProxyChoice | undefined) => (c ? { url: redactProxy(c.url), from: c.from } : undefined);
+    return {
+      ...(this.headers.length ? { headers: this.headers.map((f) => f[0]) } : {}),
+      ...(this.proxy ? { proxy: { http: shown(this.proxy.http), https: shown(this.proxy.https), noProxy: this.proxy.noProxyList, proxied: this.proxied } } : {}),
+      ...(this.cookies ? { cookies: { ...this.cookies.counts, kept: this.cookies.size } } : {}),
+    };
+  }
+
+  /** Why a proxied request to `u` may not go: its name does not resolve, or to an internal address. */
+  private async checkTarget(u: URL): Promise<{ kind: FetchErrorKind; message: string } | null> {
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
+    let r;
+    try { r = await this.resolver.resolve(host, port); } catch (err) { return { kind: 'dns', message: `dns: ${(err as Error).message}` }; }
+    // A --resolve rule is the operator's own choice of address, as on a direct connection.
+    const blocked = this.resolver.fromRule(r) ? null : this.addresses.check(r.address);
+    return blocked ? { kind: 'blocked-address', message: `blocked-address: ${blocked.reason}; --allow-address opens a range` } : null;
+  }
+
+  private proxyAgent(choice: ProxyChoice): ProxyAgent {
+    let agent = this.proxyAgents.get(choice.url.href);
+    if (agent) return agent;
+    const cfg = this.cfg;
+    const onWire = this.onWire;
+    agent = new ProxyAgent({
+      uri: choice.url.href,
+      // An http:// target goes to an http:// proxy in absolute-form (RFC 9112 §3.2.2), as curl and wget send it:
+      // proxies commonly refuse CONNECT to ports other than 443. https:// targets go through a CONNECT tunnel.
+      proxyTunnel: false,
+      proxyTls: { timeout: cfg.connectTimeoutMs },
+      requestTls: { timeout: cfg.connectTimeoutMs, ...this.tunnelTls },
+      // One connection per target origin, as without a proxy; each socket's exchanges are captured for the WARC.
+      factory: (origin: string | URL, opts: object) => {
+        const given = (opts as { connect?: buildConnector.connector | buildConnector.BuildOptions }).connect;
+        const connect = typeof given === 'function' ? given : buildConnector({ timeout: cfg.connectTimeoutMs, ...given });
+        return new Client(origin, {
+          pipelining: 1, headersTimeout: cfg.headersTimeoutMs, bodyTimeout: cfg.readTimeoutMs, keepAliveTimeout: 10_000,
+          connect: (o, cb) => connect(o, (err, socket) => {
+            if (!err && socket && typeof socket.read === 'function') tapSocket(socket, onWire);
+            (cb as (e: Error | null, s: typeof socket | null) => void)(err, socket);
+          }),
+        });
+      },
+    });
+    this.proxyAgents.set(choice.url.href, agent);
+    return agent;
+  }
 }
+
+/** The fields every request carries unless the operator's --header replaces one. */
+const DEFAULT_HEADERS = (userAgent: string): HeaderField[] => [
+  ['User-Agent', userAgent],
+  ['Accept', 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'],
+  ['Accept-Encoding', 'gzip, deflate, br'],
+];
 
 /**
  * What the WARC response record holds for a fetch (docs/warc.md "Faithful records"): with
@@ -229,6 +335,8 @@ function classify(err: unknown): FetchErrorKind {
   const code = (err as NodeJS.ErrnoException)?.code ?? '';
   const name = (err as Error)?.name ?? '';
   if (code === BLOCKED_CODE) return 'blocked-address';
+  // undici's ProxyAgent: the proxy refused the tunnel or the credentials (a 407): the target could not be reached.
+  if (/^Proxy (response \(\d+\) !== 200|Authentication Required)/.test((err as Error)?.message ?? '')) return 'connect';
   if (code === 'UBI_DNS' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns';
   if (code === 'ECONNREFUSED' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'connect';
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ETIMEDOUT') return 'timeout';

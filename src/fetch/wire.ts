@@ -51,7 +51,7 @@ type Tapped = Socket & { [TAP]?: SocketTap };
 let subscribed = false;
 
 function onSendHeaders(message: unknown): void {
-  const m = message as { request?: { origin?: unknown; method?: string }; headers?: unknown; socket?: Tapped };
+  const m = message as { request?: { origin?: unknown; path?: unknown; method?: string }; headers?: unknown; socket?: Tapped };
   const tap = m.socket?.[TAP];
   if (!tap || typeof m.headers !== 'string') return;
   // undici ends a body-less request's head with one more CRLF (client-h1 writeBuffer); a
@@ -64,7 +64,19 @@ function onSendHeaders(message: unknown): void {
   };
   tap.current = cap;
   tap.pending = null;
-  tap.sink(String(m.request?.origin ?? ''), cap);
+  tap.sink(targetOrigin(m.request), cap);
+}
+
+/**
+ * The origin a request is for: a request in absolute-form (to a proxy, RFC 9112 §3.2.2)
+ * names it in its target, as the client it went through is the proxy's.
+ */
+function targetOrigin(request: { origin?: unknown; path?: unknown } | undefined): string {
+  const path = request?.path;
+  if (typeof path === 'string' && /^https?:\/\//i.test(path)) {
+    try { return new URL(path).origin; } catch { /* not a URL: the client's origin */ }
+  }
+  return String(request?.origin ?? '');
 }
 
 /** TLS version as a WARC-Protocol value: `TLSv1.3` → `tls/1.3`. */
@@ -137,4 +149,16 @@ export function headStatus(head: Buffer): number {
   if (sp < 0 || sp + 4 > head.length) return -1;
   const code = Number(head.toString('latin1', sp + 1, sp + 4));
   return Number.isInteger(code) ? code : -1;
+}
+
+/**
+ * A captured request head without the fields of one name (case-insensitive), the
+ * rest byte for byte. The request line is never a field, so it is kept.
+ */
+export function withoutField(head: Buffer, name: string): Buffer {
+  const text = head.toString('latin1');
+  const lines = text.split('\r\n');
+  const lower = name.toLowerCase();
+  const kept = lines.filter((l, i) => i === 0 || l.slice(0, l.indexOf(':')).trim().toLowerCase() !== lower || l.indexOf(':') < 0);
+  return kept.length === lines.length ? head : Buffer.from(kept.join('\r\n'), 'latin1');
 }
