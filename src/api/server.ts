@@ -24,6 +24,7 @@ import { ApiError, DEFAULT_API_LISTEN, type ApiBackend, type HostPolicy, type St
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
 import { readTokenFile } from './token.js';
 import { silentLogger, type Logger } from '../util/log.js';
+import { unbracketHost } from '../url/host.js';
 
 export interface ApiServerOptions {
   /** `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (the last two mean 127.0.0.1). Port 0 picks a free one. */
@@ -87,8 +88,7 @@ export function parseListen(listen: string): { host: string; port: number } {
 
 /** 127.0.0.0/8, ::1, their IPv4-mapped form, and `localhost` (RFC 6761 §6.3). */
 export function isLoopbackHost(host: string): boolean {
-  let h = host.toLowerCase();
-  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
+  let h = unbracketHost(host.toLowerCase());
   if (h === 'localhost' || h.endsWith('.localhost')) return true;
   if (h.startsWith('::ffff:')) h = h.slice(7);
   if (isIP(h) === 4) return h.startsWith('127.');

@@ -12,6 +12,7 @@ import type { FetchConfig } from '../config.js';
 import { HostResolver } from './dns.js';
 import { AddressPolicy } from './address.js';
 import { decodeBody } from './decode.js';
+import { unbracketHost } from '../url/host.js';
 import { tapSocket, headStatus, type WireCapture } from './wire.js';
 
 export type Truncation = false | 'length' | 'time' | 'disconnect';
@@ -181,7 +182,7 @@ export class Fetcher {
         ok: true, url, status: res.statusCode, statusText, httpVersion: '1.1', method: 'GET',
         requestHeaders, responseHeaders, body: decoded.body, rawBody, rawBytes: raw, truncated, rawTruncated,
         ...(wireOk ? { wire: wire as WireCapture & { responseHead: Buffer } } : {}),
-        contentEncodingError: decoded.error, ip: this.ipOf.get(u.hostname.replace(/^\[|\]$/g, '')) ?? this.ipOf.get(u.hostname),
+        contentEncodingError: decoded.error, ip: this.ipOf.get(unbracketHost(u.hostname)) ?? this.ipOf.get(u.hostname),
         startedAt, durationMs: performance.now() - t0, header,
       };
     } catch (err) {

@@ -13,5 +13,5 @@ export { UrlExchange, type UrlExchangeOptions, type AcceptFn, type AcceptMeta, t
 export {
   PROTOCOL_URLS, membersTopic, isWireUrl, isWireItem, MAX_BATCH_BYTES, MAX_BATCH_URLS, MAX_URL_BYTES, MAX_HOPS, MAX_DEPTH, SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK,
   HANDOFF_MARKER_HOPS, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker,
-  classifyItem, encodeItem, type WireItem, type BadItemReason, type UrlItem, type Heartbeat, type MemberCounters, type MemberState,
+  classifyItem, encodeItem, shortPeerId, type WireItem, type BadItemReason, type UrlItem, type Heartbeat, type MemberCounters, type MemberState,
 } from './wire.js';

@@ -120,6 +120,14 @@ export function isPeerIdString(s: unknown): s is string {
   return typeof s === 'string' && s.length >= 32 && s.length <= MAX_ID_CHARS && BASE58.test(s);
 }
 
+/**
+ * How logs, metric labels and the API name a peer: the last 12 characters of
+ * its id (the first ones are the same for every Ed25519 key; 58^12 tails).
+ */
+export function shortPeerId(id: string): string {
+  return id.slice(-12);
+}
+
 function isAddr(s: unknown): s is string {
   if (typeof s !== 'string' || s.length < 2 || s.length > MAX_ADDR_CHARS || s.charCodeAt(0) !== 47 /* / */) return false;
   for (let i = 0; i < s.length; i++) {
