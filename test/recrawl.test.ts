@@ -139,7 +139,7 @@ test('LevelDB encoding: round trip, versioned, bounded, damage → null', () => 
   }
 });
 
-test('issue 7: over a simulated week, fast-changing pages are fetched far more often than static ones, which are mostly 304s', () => {
+test('over a simulated week, fast-changing pages are fetched far more often than static ones, which are mostly 304s', () => {
   // Page A changes every 2 h, page B never. The server answers 304 when the ETag matches.
   const changeEvery = { A: 2 * H, B: Infinity } as const;
   const counts = { A: { fetches: 0, notModified: 0 }, B: { fetches: 0, notModified: 0 } };

@@ -1,4 +1,4 @@
-// The agent's HTTP API (issue 6 item 1) on node:http, no framework: a fixed route
+// The agent's HTTP API (docs/operations.md) on node:http, no framework: a fixed route
 // table, JSON in and out, every input validated before the backend sees it.
 //
 // Security model (docs/operations.md "API security"):
@@ -96,7 +96,7 @@ export function isLoopbackHost(host: string): boolean {
   return false;
 }
 
-/** Throws unless `host` is loopback or a token will be required (issue 6: no open API beyond this machine). */
+/** Throws unless `host` is loopback or a token will be required (no open API beyond this machine: docs/operations.md "API security"). */
 export function assertListenAllowed(host: string, hasToken: boolean): void {
   if (!hasToken && !isLoopbackHost(host)) {
     throw new Error(`refusing to serve the API on ${host}, which is not a loopback address, without a bearer token: give a token file (--api-token-file FILE), or listen on 127.0.0.1`);

@@ -1,4 +1,4 @@
-// One crawling agent: wires the pipeline of DESIGN.md together.
+// One crawling agent: wires the pipeline of docs/architecture.md together.
 //
 //   candidates ─► scope/traps ─► seen-set (DRUM) ─► frontier (disk) ─► robots ─► fetch
 //        ▲                                                                         │
@@ -530,7 +530,7 @@ class Agent implements AgentHandle, AgentView {
     const self = mesh.id;
     for (const c of cands) {
       const owner = mesh.ownerOf(c.host);
-      // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
+      // Past the hop limit a URL stays where it is: views disagree only for a moment (docs/mesh.md "In the agent").
       if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
       const items = byOwner.get(owner);
       const item = encodeItem({ kind: 'crawl', url: c.url, depth: c.depth, hops: c.hops + 1, sitemap: c.kind === 'sitemap', grant: c.grant });

@@ -1,4 +1,4 @@
-// Host name resolution for the fetcher (issue 7, DESIGN.md "Politeness and robots").
+// Host name resolution for the fetcher (docs/politeness.md "DNS").
 //
 // Order of precedence for a name:
 //   1. an IP literal is used as is (in any notation a URL accepts: src/fetch/address.ts);

@@ -1,4 +1,4 @@
-// URL exchange on /ubicrawl/urls/1.0.0 (DESIGN.md "URL exchange"): the
+// URL exchange on /ubicrawl/urls/1.0.0 (docs/mesh.md "URL exchange"): the
 // sender streams length-prefixed batches from its durable outbox, up to
 // `window` unacknowledged at a time; the receiver validates each batch, hands
 // its items to the agent's accept() (which resolves only once they are
@@ -281,7 +281,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   }
 
   /**
-   * The two counters mesh-wide idle detection compares (issue 5 §6): `sent` =
+   * The two counters mesh-wide idle detection compares (src/crawl/mesh.ts checkIdle): `sent` =
    * URLs this agent's peers acknowledged, `received` = URLs this agent
    * consumed from peers (accepted, or dropped for a bad URL; re-sends are not
    * counted twice). Summed over all members, sent = received exactly when no

@@ -1,4 +1,4 @@
-// The mesh layer (issue 5): libp2p node, gossip membership, durable outbox,
+// The mesh layer: libp2p node, gossip membership, durable outbox,
 // URL exchange. See docs/mesh.md for the formats and the integration steps.
 export {
   createMeshNode, parsePeerSpec, loadOrCreatePeerKey, bumpIncarnation, generateSwarmKey, writeSwarmKeyFile, checkSwarmKey, silentLogger,

@@ -1,4 +1,4 @@
-// Per-peer durable outboxes (DESIGN.md "URL exchange": the sender keeps
+// Per-peer durable outboxes (docs/mesh.md "URL exchange": the sender keeps
 // per-peer outboxes on disk until acked; a crash on either side loses
 // nothing). One LevelDB key range per peer, keys peer ‖ seq, so a peer's
 // queue is read in order by a range scan and a slow or unreachable peer makes

@@ -1,4 +1,4 @@
-// The recrawl edge (issue 7): keeps each fetched URL's RecrawlState in LevelDB,
+// The recrawl edge (docs/recrawl.md): keeps each fetched URL's RecrawlState in LevelDB,
 // finds due URLs with one range scan of a due-time index, and moves them back
 // into the frontier in bounded batches, bypassing the seen-set. The decisions
 // themselves are the pure functions of schedule.ts.

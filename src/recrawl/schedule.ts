@@ -1,4 +1,4 @@
-// Recrawl scheduling core (issue 7): when to fetch a URL again, how urgent a
+// Recrawl scheduling core (docs/recrawl.md): when to fetch a URL again, how urgent a
 // due URL is, how to split fetches between revisits and discovery, and the
 // per-URL state that makes revisits cheap (conditional GET).
 //

@@ -1,4 +1,4 @@
-// URL scope and crawler-trap defences (issue 3, item 5). Runs on every
+// URL scope and crawler-trap defences (docs/standards.md "Scope and trap defences"). Runs on every
 // extracted link, so it is a handful of linear scans over the URL string, no
 // URL object, no per-call allocation on the accept path.
 //
