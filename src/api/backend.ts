@@ -5,6 +5,7 @@
 // their unit in the name.
 import type { MetricsSource } from './metrics.js';
 import type { SeenState } from '../seen/state.js';
+import type { MemberCounters } from '../mesh/wire.js';
 
 /** Where the API listens unless told otherwise (loopback only): src/config.ts. */
 export { DEFAULT_API_LISTEN } from '../config.js';
@@ -32,13 +33,6 @@ export interface AgentCounters {
   /** URLs forwarded to peers / received from peers (mesh exchange). */
   urlsSent: number;
   urlsReceived: number;
-}
-
-export interface MemberCounters {
-  fetched: number;
-  queued: number;
-  sent: number;
-  received: number;
 }
 
 export interface MemberReport {

@@ -23,6 +23,7 @@
 // or leave.
 
 import { xxh64 } from '../hash/xxhash.js';
+import { hostWithoutPort } from '../url/host.js';
 
 export const DEFAULT_REPLICAS = 2048;
 /** Capacities above this are clamped: a member (or a hostile peer's heartbeat)
@@ -47,16 +48,7 @@ const scratch32 = new Uint32Array(scratch64.buffer);
  * name). Accepts `example.com`, `Example.COM:8080`, `[::1]:443`, `[::1]`.
  */
 export function ringHostName(host: string): string {
-  let h = host;
-  if (h.charCodeAt(0) === 91 /* [ */) {
-    const close = h.indexOf(']');
-    if (close > 0) h = h.slice(0, close + 1);
-  } else {
-    const colon = h.indexOf(':');
-    // One colon: host:port. Several: an unbracketed IPv6 literal, kept whole.
-    if (colon >= 0 && h.indexOf(':', colon + 1) < 0) h = h.slice(0, colon);
-  }
-  return h.toLowerCase();
+  return hostWithoutPort(host).toLowerCase();
 }
 
 /** The ring point of a host (xxhash64 of {@link ringHostName}). */

@@ -7,3 +7,17 @@
 export function unbracketHost(host: string): string {
   return host.length > 1 && host.charCodeAt(0) === 0x5b /* [ */ && host.charCodeAt(host.length - 1) === 0x5d /* ] */ ? host.slice(1, -1) : host;
 }
+
+/**
+ * A `host[:port]` without its port: `Example.com:8080` → `Example.com`,
+ * `[::1]:443` → `[::1]` (brackets kept, case kept). With several colons and
+ * no brackets it is an IPv6 literal written bare, and kept whole.
+ */
+export function hostWithoutPort(host: string): string {
+  if (host.charCodeAt(0) === 0x5b /* [ */) {
+    const close = host.indexOf(']');
+    return close > 0 ? host.slice(0, close + 1) : host;
+  }
+  const colon = host.indexOf(':');
+  return colon >= 0 && host.indexOf(':', colon + 1) < 0 ? host.slice(0, colon) : host;
+}
