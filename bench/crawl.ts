@@ -70,12 +70,29 @@ async function startWeb(a: Args): Promise<WebInfo> {
 }
 
 
-interface RunResult { pages: number; pagesPerSec: number; cpuMsPerPage: number; peakRssMb: number }
+interface RunResult {
+  pages: number; pagesPerSec: number; cpuMsPerPage: number; peakRssMb: number;
+  /** Seconds from the start to the first page fetched (agent and, in join mode, mesh start-up). */
+  startSecs: number;
+  /** Seconds from the last page fetched to the end (idle detection: in join mode, mesh-wide over heartbeats). */
+  tailSecs: number;
+}
 
 async function runOnce(a: Args, web: WebInfo, mode: RunMode): Promise<RunResult> {
   const dir = mkdtempSync(join(tmpdir(), 'ubicrawl-bench-'));
   let peak = process.memoryUsage().rss;
-  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 50);
+  let stats: { fetched: number } | undefined;
+  let fetched = 0;
+  let firstAt = NaN;
+  let lastAt = NaN;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+    if (stats && stats.fetched !== fetched) {
+      fetched = stats.fetched;
+      lastAt = performance.now();
+      if (Number.isNaN(firstAt)) firstAt = lastAt;
+    }
+  }, 50);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   try {
@@ -86,8 +103,10 @@ async function runOnce(a: Args, web: WebInfo, mode: RunMode): Promise<RunResult>
       // As `ubicrawl join` (src/cli/main.ts): always a mesh member; here alone, on an ephemeral loopback port.
       ...(mode === 'join' ? { mesh: { enabled: true, listen: ['/ip4/127.0.0.1/tcp/0'] } } : {}),
     });
+    stats = agent.stats;
     const summary = await agent.done;
-    const secs = (performance.now() - t0) / 1000;
+    const end = performance.now();
+    const secs = (end - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const pages = summary.pages as number;
     return {
@@ -95,6 +114,8 @@ async function runOnce(a: Args, web: WebInfo, mode: RunMode): Promise<RunResult>
       pagesPerSec: pages / secs,
       cpuMsPerPage: (cpu.user + cpu.system) / 1000 / pages,
       peakRssMb: peak / 1048576,
+      startSecs: (firstAt - t0) / 1000,
+      tailSecs: (end - lastAt) / 1000,
     };
   } finally {
     clearInterval(sampler);
@@ -103,11 +124,13 @@ async function runOnce(a: Args, web: WebInfo, mode: RunMode): Promise<RunResult>
 }
 
 const line = (r: RunResult): string =>
-  `${r.pages} pages  ${r.pagesPerSec.toFixed(0)} pages/s  ${r.cpuMsPerPage.toFixed(3)} CPU-ms/page  peak RSS ${r.peakRssMb.toFixed(0)} MB`;
+  `${r.pages} pages  ${r.pagesPerSec.toFixed(0)} pages/s  ${r.cpuMsPerPage.toFixed(3)} CPU-ms/page  peak RSS ${r.peakRssMb.toFixed(0)} MB  ` +
+  `first page ${r.startSecs.toFixed(1)} s, last page to end ${r.tailSecs.toFixed(1)} s`;
 
 const medians = (rs: readonly RunResult[]): string =>
   `${median(rs.map((r) => r.pagesPerSec)).toFixed(0)} pages/s  ${median(rs.map((r) => r.cpuMsPerPage)).toFixed(3)} CPU-ms/page  ` +
-  `peak RSS ${median(rs.map((r) => r.peakRssMb)).toFixed(0)} MB`;
+  `peak RSS ${median(rs.map((r) => r.peakRssMb)).toFixed(0)} MB  first page ${median(rs.map((r) => r.startSecs)).toFixed(1)} s  ` +
+  `last page to end ${median(rs.map((r) => r.tailSecs)).toFixed(1)} s`;
 
 const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
 
