@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   onOutcome, newHostPoliteness, shouldRetry, retryDelayMs, backoffMs, kindOfStatus, kindOfFailure, unpark, describeHost,
-  politenessConfig, seededRandom, IpClock, DEFAULT_POLITENESS, type PolitenessConfig, type Outcome,
+  politenessConfig, IpClock, DEFAULT_POLITENESS, type PolitenessConfig, type Outcome,
 } from '../src/politeness/host.js';
 import { parseRetryAfter } from '../src/politeness/delay.js';
+import { seededRandom } from './helpers.js';
 
 const T0 = 1_700_000_000_000;
 const noJitter = () => 0;

@@ -337,9 +337,6 @@ export function describeHost(s: HostPoliteness, now: number): Record<string, unk
   };
 }
 
-/** Deterministic random in [0, 1) for tests and reproducible runs. */
-export { mulberry32 as seededRandom } from '../hash/mix.js';
-
 // ---- per-IP clock -----------------------------------------------------------
 
 interface IpSlot { busy: boolean; nextAllowed: number }
