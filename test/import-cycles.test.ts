@@ -40,8 +40,11 @@ function isTypeOnly(n: ts.ImportDeclaration | ts.ExportDeclaration): boolean {
   return !!x && ts.isNamedExports(x) && x.elements.length > 0 && x.elements.every((e) => e.isTypeOnly);
 }
 
-/** Every relative import of src/ that crosses from one node to another. */
+let parsed: Edge[] | undefined;
+
+/** Every relative import of src/ that crosses from one node to another (parsed once). */
 function importEdges(): Edge[] {
+  if (parsed) return parsed;
   const edges: Edge[] = [];
   for (const file of tsFiles(SRC)) {
     const sf = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
@@ -65,6 +68,7 @@ function importEdges(): Edge[] {
     };
     visit(sf);
   }
+  parsed = edges;
   return edges;
 }
 
