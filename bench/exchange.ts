@@ -1,4 +1,4 @@
-// Throughput of URL forwarding between two agents on loopback (issue 5: goal
+// Throughput of URL forwarding between two agents on loopback (docs/mesh.md "Throughput"; goal
 // ≥ 50 k URLs/s). Run with
 //   npx tsc -p . && node --import ./dist/src/polyfill.js dist/bench/exchange.js [urls] [--inproc]
 // The sender queues realistic ~80-byte URLs in its durable outbox (LevelDB),

@@ -1,4 +1,4 @@
-// Frontier benchmark (issue 4, item 5): N URLs queued over H hosts through the
+// Frontier benchmark (docs/performance.md "Frontier"): N URLs queued over H hosts through the
 // same path the agent uses (enqueueOps → one LevelDB batch → committed, in
 // DRUM-sized rounds), the store closed and reopened (recovery), then drained
 // with politeness delay 0 (nextReady → take → one batch of doneOps →

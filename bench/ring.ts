@@ -1,4 +1,4 @@
-// HostRing figures (issue 5 item 3, DESIGN.md "Host ownership"):
+// HostRing figures (src/assign/ring.ts states the contract and the goal):
 //   - balance: max/mean hosts per agent over 1 M synthetic hosts, equal
 //     capacities, at 10 / 100 / 1,000 agents (median and worst over several
 //     identifier sets);

@@ -1,4 +1,4 @@
-// Seen-set benchmark (issue 4 item 5): N distinct URLs inserted through the
+// Seen-set benchmark (docs/performance.md): N distinct URLs inserted through the
 // DRUM seen-set (src/seen/drum.ts) into a real LevelDB, then N lookups of
 // which half are hits (URLs inserted before, picked at random) and half
 // misses (never-seen URLs). Keys are host-hash ‖ url-hash (src/store/keys.ts),
@@ -8,7 +8,7 @@
 // directory, so peak RSS (getrusage maxrss) and the page cache state of one
 // run do not leak into the next. Figures are medians over --runs.
 //
-// Goal (issue 4): ≥ 100 k ops/s, and the rate at 10 M within 2× of the rate
+// Goal: ≥ 100 k ops/s, and the rate at 10 M within 2× of the rate
 // at 1 M.
 //
 //   node dist/bench/seen.js [--sizes 1e6,1e7] [--runs 3] [--batch 4096]

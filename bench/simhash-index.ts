@@ -1,4 +1,4 @@
-// LevelDB SimHash index benchmark (issue 4 item 5): N fingerprints indexed
+// LevelDB SimHash index benchmark (docs/performance.md "SimHash index"): N fingerprints indexed
 // with SimhashStore (src/dedup/index.ts) in a fresh LevelDB, then a query mix:
 //   - planted near-duplicates: an indexed fingerprint with 0..3 random bits
 //     flipped (recall must be 100 %);

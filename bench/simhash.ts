@@ -1,4 +1,4 @@
-// SimHash figures (issue 4 item 3):
+// SimHash figures (docs/performance.md "Content dedup in the crawl"):
 //   1. simhash64 throughput on 15 KB texts (English-like and non-Latin):
 //      MB/s and µs/doc, median of 5 runs, CPU time of this process;
 //   2. near-duplicate behaviour: Hamming distance between two copies of a

@@ -8,6 +8,8 @@ import type { SitemapLimits } from './sitemap/limits.js';
 import type { DigestAlgo } from './warc/digest.js';
 import type { CrawlScopeConfig } from './scope/crawl-scope.js';
 import type { CookieJarLimits } from './fetch/cookies.js';
+import { SOFTWARE } from './version.js';
+import { unbracketHost } from './url/host.js';
 
 // The one place for configuration defaults. Every module takes its settings
 // from an AgentConfig built by `resolveConfig`, and a module used on its own
@@ -254,7 +256,8 @@ export const DEFAULT_DATA_DIR = './ubicrawl-data';
 /** The product token robots.txt groups are matched on (RFC 9309 §2.2.1); the first word of the User-Agent. */
 export const DEFAULT_ROBOTS_TOKEN = 'ubicrawl';
 
-export const DEFAULT_USER_AGENT = `${DEFAULT_ROBOTS_TOKEN}/0.1 (+https://github.com/ubicrawl/ubicrawl)`;
+/** `ubicrawl/<package version> (+…)`: its product token is DEFAULT_ROBOTS_TOKEN. */
+export const DEFAULT_USER_AGENT = `${SOFTWARE} (+https://github.com/ubicrawl/ubicrawl)`;
 
 /** Where the API listens unless told otherwise: loopback only (no token needed there). */
 export const DEFAULT_API_LISTEN = '127.0.0.1:7070';
@@ -587,7 +590,7 @@ export function parseResolveRule(spec: string): ResolveRule {
   if (!m) throw new Error(`--resolve expects HOST:PORT:ADDR (e.g. '*.web.test:8080:127.0.0.1'), got '${spec}'`);
   const port = Number(m[2]);
   if (port < 1 || port > 65535) throw new Error(`--resolve port out of range in '${spec}'`);
-  const address = m[3]!.startsWith('[') ? m[3]!.slice(1, -1) : m[3]!;
+  const address = unbracketHost(m[3]!);
   return { host: m[1]!.toLowerCase(), port, address };
 }
 

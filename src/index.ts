@@ -1,4 +1,4 @@
-// Public library API of ubicrawl (DESIGN.md "Programmatic API"). Keep this file a list of re-exports.
+// Public library API of ubicrawl (docs/architecture.md maps the folders). Keep this file a list of re-exports.
 import './polyfill.js';
 
 // The agent
@@ -53,7 +53,7 @@ export { PolitenessControl, type Verdict, type PolitenessCounts } from './polite
 export { startApiServer, DEFAULT_API_LISTEN } from './api/server.js';
 export { createMetrics } from './api/metrics.js';
 
-// Recrawl (issue 7)
+// Recrawl (docs/recrawl.md)
 export {
   recordFetch, seedInterval, conditionalHeaders, revisitPriority, nextKind, newShare, encodeRecrawlState, decodeRecrawlState,
   DEFAULT_RECRAWL, type RecrawlState, type RecrawlConfig,

@@ -1,4 +1,4 @@
-// Issue 6 acceptance with real agents: three agent processes with their APIs,
+// The API with real agents (docs/operations.md): three agent processes with their APIs,
 // every endpoint answering, `inspect` naming owner and WARC location, `warc get`
 // returning the served bytes; and pausing a host stopping its fetches.
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// The agent HTTP API (issue 6 items 1-2): every route, validation, limits, the
+// The agent HTTP API (docs/operations.md): every route, validation, limits, the
 // security rules, /metrics as valid Prometheus text, and the CLI client.
 // The backend is an in-memory fixture (test/api-fixture.ts); servers listen on 127.0.0.1 only.
 import { test, describe, before, after } from 'node:test';
@@ -58,7 +58,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
   });
   after(() => server.close());
 
-  test('issue 6 §1: GET /status answers this agent, the mesh, and the dashboard series', async () => {
+  test('GET /status answers this agent, the mesh, and the dashboard series', async () => {
     const r = await call(server.url, 'GET', '/status');
     assert.equal(r.status, 200);
     assert.match(String(r.headers['content-type']), /^application\/json; charset=utf-8$/);
@@ -76,7 +76,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.ok(Math.abs(s.now - Date.now()) < 5000);
   });
 
-  test('issue 6 §1: /status?hosts=&errors= bound the lists; bad counts are 400', async () => {
+  test('/status?hosts=&errors= bound the lists; bad counts are 400', async () => {
     const s = (await call(server.url, 'GET', '/status?hosts=1&errors=1')).json as StatusResponse;
     assert.equal(s.topHosts.length, 1);
     assert.equal(s.recentErrors.length, 1);
@@ -94,7 +94,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.ok(Number(r.headers['content-length']) > 0);
   });
 
-  test('issue 6 §1: GET /hosts/:host reports owner, robots, politeness, queue, last fetches, errors', async () => {
+  test('GET /hosts/:host reports owner, robots, politeness, queue, last fetches, errors', async () => {
     const r = await call(server.url, 'GET', '/hosts/www.example.com');
     assert.equal(r.status, 200);
     const h = r.json as HostReport;
@@ -107,7 +107,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.deepEqual(h.errors, { timeout: 1 });
   });
 
-  test('issue 6 §1: host names are canonicalised (case, percent-encoding, IDNA) before the backend sees them', async () => {
+  test('host names are canonicalised (case, percent-encoding, IDNA) before the backend sees them', async () => {
     assert.equal((await call(server.url, 'GET', '/hosts/WWW.Example.COM')).status, 200);
     assert.equal((await call(server.url, 'GET', '/hosts/www%2Eexample%2Ecom')).status, 200);
     assert.equal(canonicalHost('B%C3%BCcher.example'), 'xn--bcher-kva.example');
@@ -115,7 +115,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.equal(canonicalHost('192.168.000.001'), '192.168.0.1');
   });
 
-  test('issue 6 §1: an unknown host is 404, a malformed one 400, both with a JSON message', async () => {
+  test('an unknown host is 404, a malformed one 400, both with a JSON message', async () => {
     const r = await call(server.url, 'GET', '/hosts/unknown.example.net');
     assert.equal(r.status, 404);
     assert.match(r.json.error, /unknown\.example\.net/);
@@ -126,7 +126,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     }
   });
 
-  test('issue 6 §1: GET /urls?url= names the owner, digest, simhash, WARC file and offset', async () => {
+  test('GET /urls?url= names the owner, digest, simhash, WARC file and offset', async () => {
     const r = await call(server.url, 'GET', `/urls?url=${encodeURIComponent(FETCHED_URL)}`);
     assert.equal(r.status, 200);
     const u = r.json as UrlReport;
@@ -139,7 +139,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.equal((r2.json as UrlReport).fetched?.warc?.offset, 12345);
   });
 
-  test('issue 6 §1: /urls rejects a missing, repeated, relative, non-http, over-long or uncrawlable url with 400', async () => {
+  test('/urls rejects a missing, repeated, relative, non-http, over-long or uncrawlable url with 400', async () => {
     const cases = ['/urls', '/urls?url=', '/urls?url=a&url=b', '/urls?url=%2Fpath', `/urls?url=${encodeURIComponent('ftp://x.example/')}`,
       `/urls?url=${encodeURIComponent('http://x.example/' + 'a'.repeat(9000))}`, `/urls?url=${encodeURIComponent('http:///x')}`];
     for (const path of cases) {
@@ -149,7 +149,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     }
   });
 
-  test('issue 6 §1: POST /seeds routes URLs to their owners and lists rejections', async () => {
+  test('POST /seeds routes URLs to their owners and lists rejections', async () => {
     const urls = ['http://a.example/', 'https://b.example/x', 'http://c.example/y', 'http:///broken'];
     const r = await call(server.url, 'POST', '/seeds', { body: JSON.stringify({ urls }), headers: jsonHeaders });
     assert.equal(r.status, 200);
@@ -159,7 +159,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.ok(backend.seeded.includes('http://a.example/'));
   });
 
-  test('issue 6 §1: POST /seeds validates its body (shape, types, sizes, unknown fields)', async () => {
+  test('POST /seeds validates its body (shape, types, sizes, unknown fields)', async () => {
     const bad: Array<[unknown, RegExp]> = [
       [[], /JSON object/], [null, /JSON object/], ['x', /JSON object/], [{}, /urls/], [{ urls: [] }, /urls/],
       [{ urls: 'http://a.example/' }, /urls/], [{ urls: ['http://a.example/', 5] }, /urls\[1\]/], [{ urls: [''] }, /urls\[0\]/],
@@ -202,7 +202,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.equal((await call(server.url, 'GET', '/status')).status, 200);
   });
 
-  test('issue 6 §1: pause, resume and policy change a host and answer its new state', async () => {
+  test('pause, resume and policy change a host and answer its new state', async () => {
     let r = await call(server.url, 'POST', '/hosts/www.example.com/pause', { headers: auth });
     assert.equal(r.status, 200);
     assert.equal(r.json.paused, true);
@@ -216,7 +216,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.deepEqual(r.json.policy, { minDelayMs: null, pageBudget: 100 });
   });
 
-  test('issue 6 §1: PUT /hosts/:host/policy validates every field', async () => {
+  test('PUT /hosts/:host/policy validates every field', async () => {
     for (const body of [{}, { minDelayMs: -1 }, { minDelayMs: 1.5 }, { minDelayMs: '100' }, { pageBudget: 1e12 }, { minDelayMs: 10, other: 1 }, { minDelayMs: 86_400_001 }]) {
       const r = await call(server.url, 'PUT', '/hosts/www.example.com/policy', { body: JSON.stringify(body), headers: jsonHeaders });
       assert.equal(r.status, 400, JSON.stringify(body));
@@ -224,7 +224,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     }
   });
 
-  test('issue 6 §1: a backend ApiError keeps its status; any other failure is a 500 without detail', async () => {
+  test('a backend ApiError keeps its status; any other failure is a 500 without detail', async () => {
     const r = await call(server.url, 'POST', '/hosts/docs.example.org/pause', { headers: auth });
     assert.equal(r.status, 409);
     assert.match(r.json.error, /owned by/);
@@ -234,7 +234,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.doesNotMatch(f.text, /secret/);
   });
 
-  test('issue 6 §1: unknown routes are 404, wrong methods 405 with Allow (RFC 9110 §15.5.6)', async () => {
+  test('unknown routes are 404, wrong methods 405 with Allow (RFC 9110 §15.5.6)', async () => {
     for (const path of ['/nope', '/status/', '/hosts', '/hosts/a/b/c', '/hosts/a.example/stop', '/metrics.json']) {
       const r = await call(server.url, 'GET', path);
       assert.equal(r.status, 404, path);
@@ -265,7 +265,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.match(text, /^HTTP\/1\.1 400 /);
   });
 
-  test('issue 6 §1: POST /leave answers 202 and starts the leave', async () => {
+  test('POST /leave answers 202 and starts the leave', async () => {
     const r = await call(server.url, 'POST', '/leave', { headers: auth });
     assert.equal(r.status, 202);
     assert.deepEqual(r.json, { state: 'leaving' });
@@ -273,7 +273,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     backend.state = 'active';
   });
 
-  test('issue 6 §2: GET /metrics is valid Prometheus text exposition 0.0.4 with every metric the issue lists', async () => {
+  test('GET /metrics is valid Prometheus text exposition 0.0.4 with every metric docs/operations.md lists', async () => {
     const r = await call(server.url, 'GET', '/metrics');
     assert.equal(r.status, 200);
     assert.equal(r.headers['content-type'], 'text/plain; version=0.0.4; charset=utf-8');
@@ -307,7 +307,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
     assert.equal(v('ubicrawl_urls_rejected_total', { reason: 'odd "reason" \\ with\nnewline' }), 1);
   });
 
-  test('issue 6 §3: GET / serves the dashboard with a CSP that allows exactly its inline style and script', async () => {
+  test('GET / serves the dashboard with a CSP that allows exactly its inline style and script', async () => {
     const r = await call(server.url, 'GET', '/');
     assert.equal(r.status, 200);
     assert.equal(r.headers['content-type'], 'text/html; charset=utf-8');
@@ -346,7 +346,7 @@ describe('API server on loopback, reads open (changes take the token)', () => {
 });
 
 describe('API security: listen address and bearer token', () => {
-  test('issue 6 §1: a non-loopback listen without a token file is refused with a clear error', async () => {
+  test('a non-loopback listen without a token file is refused with a clear error', async () => {
     for (const listen of ['0.0.0.0:0', '[::]:0', '192.0.2.1:7070', 'example.com:7070']) {
       await assert.rejects(startApiServer({ listen, backend: new MemoryBackend() }), /not a loopback address, without a bearer token/, listen);
     }
@@ -355,7 +355,7 @@ describe('API security: listen address and bearer token', () => {
     assert.throws(() => assertListenAllowed('10.0.0.1', false), /token/);
   });
 
-  test('issue 6 §1: a missing, short or multi-word token file is refused', async () => {
+  test('a missing, short or multi-word token file is refused', async () => {
     const dir = tempDir();
     const short = join(dir, 'short');
     writeFileSync(short, 'abc\n');

@@ -257,7 +257,7 @@ async function writeFixture(dir: string, maxFileBytes = 7000, opts: { collect?: 
   };
   const results: Record<string, WriteResult> = {};
   for (const k of ['home1', 'json', 'missing', 'png', 'idn', 'home2']) results[k] = await w.writeExchange(inputs[k]);
-  // identical-payload-digest revisit of home1 under another URL (issue 4's dedup).
+  // identical-payload-digest revisit of home1 under another URL (the crawl's dedup).
   results.copy = await w.writeRevisit({
     url: 'http://example.com/copy',
     date: new Date('2024-02-02T00:00:00Z'),

@@ -1,4 +1,4 @@
-// docs/cli.md must describe every command and option the program has (issue 6 §6).
+// docs/cli.md must describe every command and option the program has.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

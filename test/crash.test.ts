@@ -1,4 +1,4 @@
-// Issue 4 acceptance, crash safety of the whole agent: `ubicrawl join
+// Crash safety of the whole agent (docs/storage.md "What a SIGKILL can cost"): `ubicrawl join
 // --until-idle` crawls the synthetic web and is SIGKILLed at seeded random
 // points, several times, each time restarted on the same data dir. What a kill
 // may cost is written down in docs/storage.md ("What a SIGKILL can cost"): the
@@ -42,7 +42,7 @@ async function completedIn(dataDir: string, urls: string[]): Promise<{ done: Set
   }
 }
 
-test(`issue 4 crash safety: SIGKILL at ${KILLS} random points of a crawl (seed ${SEED}), restart on the same data dir each time: store opens, every reachable page fetched, none twice outside the in-flight window`, async (t) => {
+test(`crash safety: SIGKILL at ${KILLS} random points of a crawl (seed ${SEED}), restart on the same data dir each time: store opens, every reachable page fetched, none twice outside the in-flight window`, async (t) => {
   const web = await startSyntheticWeb({
     seed: 23, hosts: 30, pagesPerHost: 40, outLinks: 6, crossHostShare: 0.2, pageBytes: { min: 2000, max: 4000 },
     // 5xx pages are retried on purpose (src/politeness/control.ts): the checks below tell retries from refetches.

@@ -1,5 +1,4 @@
-// End-to-end crawls of the synthetic web by one in-process agent (issue 2
-// acceptance): coverage, no duplicate fetches, politeness, robots, WARC output,
+// End-to-end crawls of the synthetic web by one in-process agent: coverage, no duplicate fetches, politeness, robots, WARC output,
 // and hostile input that must not crash the agent.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,7 +23,7 @@ test('50 hosts × 40 pages: every allowed reachable page fetched exactly once, p
       dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: MIN_DELAY, delayFactor: 0,
       concurrency: 50, resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
       sitemaps: { enabled: false }, // this test checks link discovery and robots exactly; sitemaps have their own test
-      // 500s are retried (issue 7); shorter waits than the defaults keep the test quick.
+      // 500s are retried (docs/politeness.md "Retries of one URL"); shorter waits than the defaults keep the test quick.
       politeness: { retryBaseMs: 50, pauseBaseMs: 300 },
     });
     const summary = await agent.done;

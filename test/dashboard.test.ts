@@ -1,4 +1,4 @@
-// The dashboard in a real browser (issue 6 item 3, acceptance): Debian's headless
+// The dashboard in a real browser (docs/operations.md "Dashboard"): Debian's headless
 // chromium driven by playwright-core loads `GET /`, sees the mesh members and a
 // throughput figure that changes, and finds a URL and a host through the search box.
 // The page must also run under its own Content-Security-Policy without a single
@@ -61,7 +61,7 @@ describe('dashboard in headless chromium', () => {
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
   });
 
-  test('issue 6 §3: the page shows the members and a throughput figure that changes', { skip }, async () => {
+  test('the page shows the members and a throughput figure that changes', { skip }, async () => {
     const page = await ctx.newPage();
     const problems = watch(page);
     await page.goto(server.url);
@@ -86,7 +86,7 @@ describe('dashboard in headless chromium', () => {
     await page.close();
   });
 
-  test('issue 6 §3: the search box finds a URL (owner, WARC file, offset) and a host', { skip }, async () => {
+  test('the search box finds a URL (owner, WARC file, offset) and a host', { skip }, async () => {
     const page = await ctx.newPage();
     const problems = watch(page);
     await page.goto(server.url);
@@ -118,7 +118,7 @@ describe('dashboard in headless chromium', () => {
     await page.close();
   });
 
-  test('issue 6 §1: behind a bearer token the page asks for it, then works', { skip }, async () => {
+  test('behind a bearer token the page asks for it, then works', { skip }, async () => {
     const file = join(tempDir(), 'token');
     const token = 'f00d'.repeat(10);
     writeFileSync(file, token);

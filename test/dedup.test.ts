@@ -1,4 +1,4 @@
-// Content dedup wired into the crawl (issue 4 item 3): exact duplicates as WARC
+// Content dedup wired into the crawl (docs/warc.md "Duplicates in the crawl"): exact duplicates as WARC
 // revisit records (WARC/1.1 §6.7.2), their links not extracted again; near
 // duplicates found with SimHash and the permuted-table index (Manku, Jain, Das
 // Sarma 2007); distinct pages never merged; `ubicrawl simhash`.

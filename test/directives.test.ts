@@ -1,4 +1,4 @@
-// HTML and header directives in a real crawl (issue 3 item 4): meta robots,
+// HTML and header directives in a real crawl (docs/standards.md): meta robots,
 // X-Robots-Tag, rel=nofollow, rel=canonical, meta refresh, charset.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,9 +1,9 @@
-// The package's public API (DESIGN.md "Programmatic API"), imported as a user would.
+// The package's public API (src/index.ts), imported as a user would.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as ubicrawl from '../src/index.js';
 
-test('library: the DESIGN.md contract is exported and works', () => {
+test('library: the public API is exported and works', () => {
   const r = ubicrawl.RobotsTxt.parse('User-agent: *\nDisallow: /private\nCrawl-delay: 2\nSitemap: http://h/s.xml\n');
   assert.equal(r.isAllowed('http://h/private/x', 'ubicrawl/0.1'), false);
   assert.equal(r.isAllowed('http://h/public', 'ubicrawl/0.1'), true);

@@ -1,4 +1,4 @@
-// Issue 5 acceptance, crash cases (docs/mesh.md "Crashes"): an agent process is
+// Crash cases (docs/mesh.md "Crashes"): an agent process is
 // SIGKILLed mid-crawl, and either restarted with its data dir or never again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

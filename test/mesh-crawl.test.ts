@@ -1,4 +1,4 @@
-// Issue 5 acceptance: several agent processes on loopback crawl one synthetic
+// Several agent processes on loopback crawl one synthetic
 // web as a mesh (helpers in mesh-agents.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

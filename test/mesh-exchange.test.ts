@@ -55,7 +55,7 @@ async function receiver(dir: string, listen: string[] | undefined, counts: Map<s
   };
 }
 
-test('DESIGN "URL exchange": every URL reaches the receiver\'s accept exactly once across a receiver restart; the outbox keeps unacked batches', async () => {
+test('docs/mesh.md "URL exchange": every URL reaches the receiver\'s accept exactly once across a receiver restart; the outbox keeps unacked batches', async () => {
   const rDir = tempDir();
   const counts = new Map<string, number>();
   let injected = false;
@@ -128,7 +128,7 @@ async function raw(from: MeshNode, to: MeshNode, chunks: Uint8Array[]): Promise<
   return { acks, error };
 }
 
-test('DESIGN "URL exchange": garbage on the protocol is rejected and counted, the stream reset, and the receiver keeps accepting good batches', async () => {
+test('docs/mesh.md "URL exchange": garbage on the protocol is rejected and counted, the stream reset, and the receiver keeps accepting good batches', async () => {
   const counts = new Map<string, number>();
   const r = await receiver(tempDir(), undefined, counts);
   const evil = await createMeshNode({ dataDir: tempDir() });

@@ -41,7 +41,7 @@ async function agent(seed?: MeshNode): Promise<Agent> {
   const m = new Membership({ node, crawlId: 'it', intervalMs: 150, deadAfterMs: 900, ring: { replicas: 256 } });
   const kept = new Map<string, number>();
   const keep = async (items: UrlItem[]) => { for (const it of items) kept.set(it.url, (kept.get(it.url) ?? 0) + 1); };
-  // The agent's routing rule (DESIGN.md "Host ownership"): own → keep; else forward, hops + 1, up to a limit.
+  // The agent's routing rule (docs/mesh.md "In the agent"): own → keep; else forward, hops + 1, up to a limit.
   const route = async (items: UrlItem[]) => {
     const mine: UrlItem[] = [];
     const out = new Map<string, UrlItem[]>();
@@ -86,7 +86,7 @@ async function agent(seed?: MeshNode): Promise<Agent> {
 
 const urls = (tag: string, n: number): UrlItem[] => Array.from({ length: n }, (_, i) => ({ url: `http://h${i % 300}.test/${tag}/${i}`, depth: 1, hops: 0 }));
 
-test('DESIGN "URL exchange" + "Host ownership": URLs reach their hosts\' owners exactly once; a dead member\'s queue is re-routed to the new owners', async () => {
+test('docs/mesh.md "URL exchange", host ownership: URLs reach their hosts\' owners exactly once; a dead member\'s queue is re-routed to the new owners', async () => {
   const a = await agent();
   const b = await agent(a.node);
   const c = await agent(a.node);

@@ -102,7 +102,7 @@ async function shutdown(...as: Agent[]): Promise<void> {
   }));
 }
 
-test('DESIGN "Membership": three agents meet through one seed, agree on the member set and on every host\'s owner; failure detection drops a stopped agent', async () => {
+test('docs/mesh.md "Membership": three agents meet through one seed, agree on the member set and on every host\'s owner; failure detection drops a stopped agent', async () => {
   const a = await agent();
   const b = await agent(a.node);
   const c = await agent(a.node, 2);
@@ -138,7 +138,7 @@ test('DESIGN "Membership": three agents meet through one seed, agree on the memb
   }
 });
 
-test('DESIGN "Membership": a leaving agent leaves every ring at once but stays listed as leaving; its restart (higher incarnation) supersedes it', async () => {
+test('docs/mesh.md "Membership": a leaving agent leaves every ring at once but stays listed as leaving; its restart (higher incarnation) supersedes it', async () => {
   const a = await agent();
   const bDir = tempDir();
   const b = await agent(a.node, 1, bDir);

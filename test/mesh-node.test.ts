@@ -13,7 +13,7 @@ function portOf(n: MeshNode): number {
   return Number(a.split('/')[4]);
 }
 
-test('DESIGN "Host ownership": the agent identifier (PeerId) persists in the data dir; incarnation grows per start', async () => {
+test('docs/mesh.md "Identity and the node": the agent identifier (PeerId) persists in the data dir; incarnation grows per start', async () => {
   const dir = tempDir();
   const a = await createMeshNode({ dataDir: dir });
   const id = a.id;

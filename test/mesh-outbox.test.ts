@@ -4,12 +4,13 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { ClassicLevel } from 'classic-level';
 import { tempDir } from './helpers.js';
-import { Outbox, batchItems, type OutboxDb } from '../src/mesh/outbox.js';
+import { Outbox, batchItems, batchLimits, type OutboxDb } from '../src/mesh/outbox.js';
 import { RecentHashes } from '../src/mesh/recent.js';
 import {
-  decodeAck, decodeBatch, encodeAckFrame, encodeBatchFrame, isWireUrl, MAX_BATCH_URLS, MAX_URL_BYTES, type UrlItem,
+  decodeAck, decodeBatch, encodeAckFrame, encodeBatchFrame, isWireUrl, MAX_BATCH_BYTES, MAX_BATCH_URLS, MAX_URL_BYTES, type UrlItem,
   decodeSegment, encodeSegment, isWireItem, GRANT_FLAG, SITEMAP_FLAG, HOPS_MASK,
 } from '../src/mesh/wire.js';
+import { DEFAULT_MESH_EXCHANGE } from '../src/config.js';
 
 const P1 = '12D3KooWB92f6rzMWUvLZHsGqKLY1SpAavAFS9ZWYRFQGQZRfN9E';
 const P2 = '12D3KooWKEipnGNqSH84wnUumPDZRmgz1T7rGv7Rq7fY5Yk1KP1Z';
@@ -268,4 +269,10 @@ test('outbox: drainPeer deletes a chunk only once the consumer asks for the next
   } finally {
     await db.close();
   }
+});
+
+test('batchLimits: the defaults of src/config.ts, never over what a receiver accepts', () => {
+  assert.deepEqual(batchLimits(), { maxUrls: DEFAULT_MESH_EXCHANGE.batchMaxUrls, maxBytes: DEFAULT_MESH_EXCHANGE.batchMaxBytes });
+  assert.deepEqual(batchLimits({ maxUrls: 7, maxBytes: 4096 }), { maxUrls: 7, maxBytes: 4096 });
+  assert.deepEqual(batchLimits({ maxUrls: MAX_BATCH_URLS * 2, maxBytes: MAX_BATCH_BYTES * 2 }), { maxUrls: MAX_BATCH_URLS, maxBytes: MAX_BATCH_BYTES });
 });

@@ -1,4 +1,4 @@
-// Issue 7 acceptance, against the synthetic web's request log: adaptive
+// Against the synthetic web's request log (docs/politeness.md): adaptive
 // politeness as real crawls see it (Retry-After, Mercator's k × response time,
 // the per-IP clock, slow and missing DNS names, failing hosts parked).
 // Only lower bounds on spacing are asserted (the machine is shared).
@@ -14,7 +14,7 @@ import { tempDir } from './helpers.js';
 const TOL = 15;
 const isPage = (r: RequestRecord) => !r.path.startsWith('/robots') && !r.path.startsWith('/sitemap');
 
-test('RFC 9110 §10.2.3 / issue 7: a host answering 429 with Retry-After: 5 is not contacted again for 5 s', async () => {
+test('RFC 9110 §10.2.3: a host answering 429 with Retry-After: 5 is not contacted again for 5 s', async () => {
   let served429: RequestRecord | undefined;
   const web = await startSyntheticWeb({
     seed: 11, hosts: 2, pagesPerHost: 4, outLinks: 3, crossHostShare: 0, pageBytes: { min: 500, max: 800 }, sitemap: false,
@@ -57,7 +57,7 @@ test('RFC 9110 §10.2.3 / issue 7: a host answering 429 with Retry-After: 5 is n
   }
 });
 
-test('Mercator (k = 10) / issue 7: a host whose latency rises to 500 ms is fetched no more often than every 5 s; fast again, the spacing returns to the floor; one kept-alive connection', async () => {
+test('Mercator (k = 10): a host whose latency rises to 500 ms is fetched no more often than every 5 s; fast again, the spacing returns to the floor; one kept-alive connection', async () => {
   const FLOOR = 300;
   const slowFrom = 2, slowTo = 5; // the 3rd to 5th page requests of host 0 take 500 ms
   let n = 0;
@@ -102,7 +102,7 @@ test('Mercator (k = 10) / issue 7: a host whose latency rises to 500 ms is fetch
   }
 });
 
-test('issue 7 / DESIGN.md per-IP limit: hosts sharing a loopback address never get concurrent or too-close requests', async () => {
+test('per-IP limit (docs/politeness.md): hosts sharing a loopback address never get concurrent or too-close requests', async () => {
   const IP_DELAY = 150;
   const make = () => startSyntheticWeb({
     seed: 13, hosts: 6, pagesPerHost: 6, outLinks: 3, crossHostShare: 0.2, pageBytes: { min: 500, max: 800 }, sitemap: false,
@@ -135,7 +135,7 @@ test('issue 7 / DESIGN.md per-IP limit: hosts sharing a loopback address never g
   assert.ok(checkPolitenessPerIp(off.log, IP_DELAY, { measure: 'end' }).length > 0, 'without the limit, hosts on one IP overlap');
 });
 
-test('issue 7 DNS: a name whose DNS answer takes 3 s does not slow the other hosts; NXDOMAIN parks its host at once', async () => {
+test('DNS: a name whose DNS answer takes 3 s does not slow the other hosts; NXDOMAIN parks its host at once', async () => {
   const web = await startSyntheticWeb({ seed: 14, hosts: 5, pagesPerHost: 6, outLinks: 3, crossHostShare: 0, pageBytes: { min: 500, max: 800 }, sitemap: false });
   const names: Record<string, { a: string[]; delayMs?: number }> = {};
   for (let i = 0; i < 5; i++) names[web.hostName(i)] = { a: ['127.0.0.1'], ...(i === 0 ? { delayMs: 3000 } : {}) };
@@ -179,7 +179,7 @@ test('issue 7 DNS: a name whose DNS answer takes 3 s does not slow the other hos
   }
 });
 
-test('RFC 9110 §15.6.4 / issue 7: a host answering only 503 is backed off, paused, probed and parked; its URLs are recorded as failed; the API shows why', async () => {
+test('RFC 9110 §15.6.4: a host answering only 503 is backed off, paused, probed and parked; its URLs are recorded as failed; the API shows why', async () => {
   const web = await startSyntheticWeb({
     seed: 15, hosts: 2, pagesPerHost: 8, outLinks: 7, crossHostShare: 0, pageBytes: { min: 500, max: 800 }, sitemap: false,
     intercept: (req) => (req.hostIndex === 0 && req.path !== '/' && !req.path.startsWith('/robots')

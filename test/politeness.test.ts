@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   onOutcome, newHostPoliteness, shouldRetry, retryDelayMs, backoffMs, kindOfStatus, kindOfFailure, unpark, describeHost,
-  politenessConfig, seededRandom, IpClock, DEFAULT_POLITENESS, type PolitenessConfig, type Outcome,
+  politenessConfig, IpClock, DEFAULT_POLITENESS, type PolitenessConfig, type Outcome,
 } from '../src/politeness/host.js';
 import { parseRetryAfter } from '../src/politeness/delay.js';
+import { seededRandom } from './helpers.js';
 
 const T0 = 1_700_000_000_000;
 const noJitter = () => 0;
@@ -29,7 +30,7 @@ test('Mercator (Heydon & Najork 1999): next allowed = max(floor, Crawl-delay, k 
   assert.equal(d.retry, false);
 });
 
-test('issue 7: a host whose latency rises to 500 ms is fetched at most every 5 s, and returns to the floor when fast again', () => {
+test('a host whose latency rises to 500 ms is fetched at most every 5 s, and returns to the floor when fast again', () => {
   const s = newHostPoliteness();
   let now = T0;
   const starts: number[] = [];
@@ -246,7 +247,7 @@ test('IpClock: one request per IP at a time; the next waits for the released tim
   assert.equal(clock.size, 0);
 });
 
-test('issue 7: hosts sharing an IP never get concurrent or too-close requests (simulated scheduler)', () => {
+test('hosts sharing an IP never get concurrent or too-close requests (simulated scheduler)', () => {
   const c = cfg({ minDelayMs: 1000, ipMinDelayMs: 500 });
   const clock = new IpClock(c.ipMinDelayMs);
   const rand = seededRandom(7);

@@ -1,4 +1,4 @@
-// Issue 7 acceptance (recrawl): a crawl with recrawl on, over a simulated week
+// Recrawl (docs/recrawl.md): a crawl with recrawl on, over a simulated week
 // of the synthetic web (1 simulated hour = 100 ms), where some pages change
 // every simulated hour and the others never. Checked against the web's request
 // log and the WARC files as the project's reader reads them.
@@ -26,7 +26,7 @@ function isFast(path: string): boolean {
   return m !== null && Number(m[1]) % 3 === 1;
 }
 
-test('issue 7 acceptance: over a simulated week, fast-changing pages are fetched several times more often than static ones; static ones are mostly 304s, stored as WARC/1.1 §6.7.3 server-not-modified revisit records', async (t) => {
+test('recrawl: over a simulated week, fast-changing pages are fetched several times more often than static ones; static ones are mostly 304s, stored as WARC/1.1 §6.7.3 server-not-modified revisit records', async (t) => {
   const web = await startSyntheticWeb({
     seed: 21, hosts: 4, pagesPerHost: 6, outLinks: 3, crossHostShare: 0, pageBytes: { min: 1500, max: 3000 },
     changeEveryMs: (_host, path) => (isFast(path) ? HOUR / SPEEDUP : undefined),

@@ -56,7 +56,7 @@ function queuedUrl(url: string): QueuedUrl {
   return new QueuedUrl(Buffer.alloc(8), url, 'page', 2, 0, 4, 0);
 }
 
-test('issue 7: due URLs come back from one range scan of the due index, oldest first, with a priority that grows with overdue time', async () => {
+test('due URLs come back from one range scan of the due index, oldest first, with a priority that grows with overdue time', async () => {
   const { store, rc, queued } = await harness();
   const now = Date.now();
   await plant(store, 'http://a.test/late', now - 10 * H, H);
@@ -77,7 +77,7 @@ test('issue 7: due URLs come back from one range scan of the due index, oldest f
   await store.close();
 });
 
-test('issue 7: a completed revisit replaces its lease with the next due time; 304 doubles the interval, 404 drops the URL', async () => {
+test('a completed revisit replaces its lease with the next due time; 304 doubles the interval, 404 drops the URL', async () => {
   const { store, rc } = await harness();
   const now = Date.now();
   const k1 = await plant(store, 'http://a.test/one', now - 1, 4 * H);
@@ -99,7 +99,7 @@ test('issue 7: a completed revisit replaces its lease with the next due time; 30
   await store.close();
 });
 
-test('issue 7: with discovery waiting, revisits get revisitShare of the slots (70/30); alone, all of them', async () => {
+test('with discovery waiting, revisits get revisitShare of the slots (70/30); alone, all of them', async () => {
   const { store, rc, queued, frontierQueued } = await harness({ revisitShare: 0.7, batchSize: 10_000 });
   const now = Date.now();
   for (let i = 0; i < 200; i++) await plant(store, `http://h${i % 7}.test/p${i}`, now - 1000 - i);
@@ -116,7 +116,7 @@ test('issue 7: with discovery waiting, revisits get revisitShare of the slots (7
   await store.close();
 });
 
-test('issue 7: a host another agent owns now loses its recrawl state here (no transfer)', async () => {
+test('a host another agent owns now loses its recrawl state here (no transfer)', async () => {
   const h = await harness();
   const now = Date.now();
   const k = await plant(h.store, 'http://gone.test/a', now - 1);

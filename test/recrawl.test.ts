@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  recordFetch, seedInterval, nextFetchAt, isDue, overduePriority, applySitemapHint, nextKind, newShare, conditionalHeaders,
-  encodeRecrawlState, decodeRecrawlState, parseHttpDate, DEFAULT_RECRAWL, RECRAWL_STATE_MAX_BYTES, OVERDUE_CLASSES,
+  recordFetch, seedInterval, nextFetchAt, applySitemapHint, nextKind, newShare, conditionalHeaders,
+  encodeRecrawlState, decodeRecrawlState, parseHttpDate, DEFAULT_RECRAWL, RECRAWL_STATE_MAX_BYTES,
   type RecrawlState, type RecrawlConfig,
 } from '../src/recrawl/schedule.js';
 import { xxh64 } from '../src/hash/xxhash.js';
@@ -76,17 +76,6 @@ test('a sitemap <lastmod> newer than the capture makes the URL due now', () => {
   assert.equal(applySitemapHint(s, { changefreq: 'hourly' }, now), s);
 });
 
-test('overdue priority: 0 until due, then grows with the time overdue (log scale, capped)', () => {
-  assert.equal(overduePriority(T0 + 1, T0), 0);
-  assert.equal(overduePriority(T0, T0), 1);
-  const classes = [30_000, 60_000, 5 * 60_000, H, D, 7 * D, 60 * D].map((o) => overduePriority(T0, T0 + o));
-  for (let i = 1; i < classes.length; i++) assert.ok(classes[i]! > classes[i - 1]!, `monotone: ${classes}`);
-  assert.equal(overduePriority(T0, T0 + 365 * D), OVERDUE_CLASSES - 1);
-  assert.equal(overduePriority(NaN, T0), 0);
-  assert.ok(isDue({ nextDueAt: T0 }, T0));
-  assert.ok(!isDue({ nextDueAt: T0 + 1 }, T0));
-});
-
 test('budget share: 70/30 between revisits and discovery, evenly interleaved; no debt while one side is empty', () => {
   const sh = newShare();
   const picks: string[] = [];
@@ -150,7 +139,7 @@ test('LevelDB encoding: round trip, versioned, bounded, damage → null', () => 
   }
 });
 
-test('issue 7: over a simulated week, fast-changing pages are fetched far more often than static ones, which are mostly 304s', () => {
+test('over a simulated week, fast-changing pages are fetched far more often than static ones, which are mostly 304s', () => {
   // Page A changes every 2 h, page B never. The server answers 304 when the ETag matches.
   const changeEvery = { A: 2 * H, B: Infinity } as const;
   const counts = { A: { fetches: 0, notModified: 0 }, B: { fetches: 0, notModified: 0 } };

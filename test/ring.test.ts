@@ -19,7 +19,7 @@ function loads(ring: HostRing, hs: string[]): Map<string, number> {
   return m;
 }
 
-test('DESIGN.md host ownership: host point = xxhash64 of the lower-cased host name, port excluded', () => {
+test('host ownership: host point = xxhash64 of the lower-cased host name, port excluded', () => {
   assert.equal(hostPoint('Example.COM'), xxh64('example.com'));
   assert.equal(hostPoint('example.com:8080'), xxh64('example.com'));
   assert.equal(ringHostName('[2001:DB8::1]:443'), '[2001:db8::1]');
@@ -32,7 +32,7 @@ test('DESIGN.md host ownership: host point = xxhash64 of the lower-cased host na
   }
 });
 
-test('DESIGN.md host ownership: agent points derive from the identifier alone; owner = first point clockwise, wrapping', () => {
+test('host ownership: agent points derive from the identifier alone; owner = first point clockwise, wrapping', () => {
   const ring = new HostRing({ replicas: 8 });
   ring.add('agent-x', 1.5);
   const pts = ring.pointsOf('agent-x');
@@ -114,7 +114,7 @@ test('UbiCrawler §4: deterministic across processes (a child process computes t
   assert.equal(child.stdout, here);
 });
 
-test(`DESIGN.md balance: max/mean ≤ 1.10 with 100 equal agents over 1 M hosts (replicas = ${DEFAULT_REPLICAS})`, () => {
+test(`balance: max/mean ≤ 1.10 with 100 equal agents over 1 M hosts (replicas = ${DEFAULT_REPLICAS})`, () => {
   const ring = new HostRing();
   for (const id of agents(100)) ring.add(id);
   const n = 1_000_000;

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  classifyItem, encodeItem, encodeHandoffMarker, decodeBatch, decodeSegment, encodeBatchFrame, encodeSegment, isWireItem,
+  classifyItem, encodeItem, encodeHandoffMarker, decodeBatch, decodeSegment, encodeBatchFrame, encodeSegment, isWireItem, shortPeerId,
   SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS, HANDOFF_MARKER_HOPS,
   type UrlItem, type WireItem,
 } from '../src/mesh/wire.js';
@@ -125,4 +125,10 @@ test('wire items: a malformed marker is a bad item, not a marker and not a URL',
   ];
   for (const it of bad) assert.deepEqual(classifyItem(it), { kind: 'bad', reason: 'marker' }, it.url);
   assert.deepEqual(classifyItem(m), { kind: 'marker', ringId: 0x1234n });
+});
+
+test('shortPeerId: the last 12 characters, as logs, metric labels and the API name a peer', () => {
+  const id = '12D3KooWHFrmLWTTDD4NodngtRMEVYgxrsDHp7fYbyE9Jh8b9z6B';
+  assert.equal(shortPeerId(id), 'byE9Jh8b9z6B');
+  assert.equal(shortPeerId('short'), 'short');
 });

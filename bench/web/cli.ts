@@ -53,7 +53,7 @@ const program = new Command('synthetic-web')
   .option('--cache-mb <n>', 'rendered-page cache size in MiB', num('cache-mb'), 0)
   .option('--json', 'print one JSON line {port, resolve, roots, traps} instead of text', false);
 
-// Usage errors exit 2, as ubicrawl's own CLI does (DESIGN.md "CLI").
+// Usage errors exit 2, as ubicrawl's own CLI does (docs/cli.md).
 program.exitOverride();
 try {
   program.parse();

@@ -1,4 +1,4 @@
-// Politeness checks over a request log (DESIGN.md "Politeness and robots":
+// Politeness checks over a request log (docs/politeness.md, docs/synthetic-web.md "Politeness checks":
 // one connection per host, a minimum delay between requests to a host, and
 // optionally the same per IP address).
 import type { RequestRecord, Violation } from './types.js';

@@ -1,6 +1,6 @@
 // The coverage oracle: which URLs a correct crawler fetches, by breadth-first
 // search over the synthetic web as the server would answer it. Definitions
-// (docs/synthetic-web.md, "What reachable means"):
+// (docs/synthetic-web.md, 'What "reachable" means'):
 //  - a URL is fetched when it is a seed, a link target on a fetched 200 HTML
 //    page, or the Location of a fetched 3xx (redirects are followed as new
 //    URLs, each hop is one fetch);

@@ -1,6 +1,6 @@
 // Trap hosts: hostile or endless content a robust crawler must survive
-// (issue 2 acceptance: malformed HTML, a body that never ends, a gzip bomb, a
-// redirect loop, a non-HTML content type; issue 3: endless calendars). Each
+// (malformed HTML, a body that never ends, a gzip bomb, a redirect loop, a
+// non-HTML content type, endless calendars: docs/synthetic-web.md "Traps"). Each
 // trap lives on its own host so per-host politeness does not serialise them.
 import zlib from 'node:zlib';
 import { Rng, fmix32 } from './prng.js';

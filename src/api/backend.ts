@@ -1,10 +1,11 @@
-// The agent's side of the HTTP API (issue 6): what the server asks an agent for.
+// The agent's side of the HTTP API (docs/operations.md): what the server asks an agent for.
 // Everything crossing this interface is plain JSON data (numbers, strings, arrays,
 // plain objects, null) so the server can serialise it as is and the CLI and the
 // dashboard read the same shapes. Times are epoch milliseconds; durations say
 // their unit in the name.
 import type { MetricsSource } from './metrics.js';
 import type { SeenState } from '../seen/state.js';
+import type { MemberCounters } from '../mesh/wire.js';
 
 /** Where the API listens unless told otherwise (loopback only): src/config.ts. */
 export { DEFAULT_API_LISTEN } from '../config.js';
@@ -12,7 +13,7 @@ export { DEFAULT_API_LISTEN } from '../config.js';
 /** Lifecycle of this agent as the API reports it. */
 export type AgentState = 'starting' | 'active' | 'leaving' | 'stopped';
 
-/** A mesh member as this agent sees it (DESIGN.md "Membership"). */
+/** A mesh member as this agent sees it (docs/mesh.md "Membership"). */
 /** `joining`: a member that has not finished its first handoff round (it owns no host yet; docs/mesh.md "Admission"). */
 export type MemberState = 'active' | 'joining' | 'leaving' | 'suspect' | 'dead';
 
@@ -32,13 +33,6 @@ export interface AgentCounters {
   /** URLs forwarded to peers / received from peers (mesh exchange). */
   urlsSent: number;
   urlsReceived: number;
-}
-
-export interface MemberCounters {
-  fetched: number;
-  queued: number;
-  sent: number;
-  received: number;
 }
 
 export interface MemberReport {
@@ -128,7 +122,7 @@ export interface RobotsSummary {
 export interface PolitenessState {
   /** The host is not contacted before this time; null when it has no pending turn. */
   nextAllowedAt: number | null;
-  /** Delay the last turn was charged (max of the rules in DESIGN.md "Politeness"). */
+  /** Delay the last turn was charged (max of the rules in docs/politeness.md). */
   delayMs: number;
   /** Effective minimum delay (the agent's default or this host's policy override). */
   minDelayMs: number;
@@ -145,7 +139,7 @@ export interface PolitenessState {
   adaptive?: AdaptivePoliteness;
 }
 
-/** Why a host waits and how hard it is backed off (issue 7). */
+/** Why a host waits and how hard it is backed off (docs/politeness.md "Visibility"). */
 export interface AdaptivePoliteness {
   /** ms until the host may be contacted; null when parked. */
   nextInMs: number | null;
@@ -263,7 +257,7 @@ export interface ApiBackend {
   pauseHost(name: string): Promise<HostControlResult>;
   resumeHost(name: string): Promise<HostControlResult>;
   setHostPolicy(name: string, policy: HostPolicy): Promise<HostControlResult>;
-  /** Starts the graceful leave (DESIGN.md "Membership"); the API answers 202 without waiting for it. */
+  /** Starts the graceful leave (docs/mesh.md "Membership"); the API answers 202 without waiting for it. */
   leave(): Promise<void>;
   /** What `GET /metrics` renders (see `createMetrics`). */
   readonly metrics: MetricsSource;

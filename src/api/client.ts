@@ -1,7 +1,7 @@
 // Client side of the agent API for the CLI (`ubicrawl status | seed | leave | inspect`):
 // one request helper and human-readable formatters; `--json` prints the answer as is.
 // The run* functions return exit codes (0 success, 1 runtime failure, 2 usage error)
-// and write one clear line on stderr when something fails (DESIGN.md "CLI").
+// and write one clear line on stderr when something fails (docs/cli.md).
 import { readFileSync } from 'node:fs';
 import { DEFAULT_API_LISTEN, type HostReport, type SeedResult, type StatusResponse, type UrlReport } from './backend.js';
 import { isLoopbackHost } from './server.js';

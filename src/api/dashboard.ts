@@ -1,4 +1,4 @@
-// The live dashboard served at `GET /` (issue 6 item 3): one self-contained page,
+// The live dashboard served at `GET /` (docs/operations.md "Dashboard"): one self-contained page,
 // no build step, no CDN, kept as a string module so `tsc` output is all the
 // server needs. It polls `/status` every second and draws the throughput chart
 // as inline SVG. Everything that comes from the crawl (URLs, host names, error

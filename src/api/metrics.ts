@@ -1,4 +1,4 @@
-// Prometheus metrics of one agent (issue 6 item 2), on prom-client 15.
+// Prometheus metrics of one agent (docs/operations.md "Metrics"), on prom-client 15.
 // The agent sees only `AgentMetrics` and its plain methods; prom-client types stay
 // in here. Label sets are bounded on purpose: status classes, failure kinds from
 // the fetcher's fixed list, dedup kinds, member states, heartbeat refusal

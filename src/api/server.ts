@@ -1,4 +1,4 @@
-// The agent's HTTP API (issue 6 item 1) on node:http, no framework: a fixed route
+// The agent's HTTP API (docs/operations.md) on node:http, no framework: a fixed route
 // table, JSON in and out, every input validated before the backend sees it.
 //
 // Security model (docs/operations.md "API security"):
@@ -24,6 +24,7 @@ import { ApiError, DEFAULT_API_LISTEN, type ApiBackend, type HostPolicy, type St
 import { DASHBOARD_CSP, DASHBOARD_HTML } from './dashboard.js';
 import { readTokenFile } from './token.js';
 import { silentLogger, type Logger } from '../util/log.js';
+import { unbracketHost } from '../url/host.js';
 
 export interface ApiServerOptions {
   /** `HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (the last two mean 127.0.0.1). Port 0 picks a free one. */
@@ -87,8 +88,7 @@ export function parseListen(listen: string): { host: string; port: number } {
 
 /** 127.0.0.0/8, ::1, their IPv4-mapped form, and `localhost` (RFC 6761 §6.3). */
 export function isLoopbackHost(host: string): boolean {
-  let h = host.toLowerCase();
-  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
+  let h = unbracketHost(host.toLowerCase());
   if (h === 'localhost' || h.endsWith('.localhost')) return true;
   if (h.startsWith('::ffff:')) h = h.slice(7);
   if (isIP(h) === 4) return h.startsWith('127.');
@@ -96,7 +96,7 @@ export function isLoopbackHost(host: string): boolean {
   return false;
 }
 
-/** Throws unless `host` is loopback or a token will be required (issue 6: no open API beyond this machine). */
+/** Throws unless `host` is loopback or a token will be required (no open API beyond this machine: docs/operations.md "API security"). */
 export function assertListenAllowed(host: string, hasToken: boolean): void {
   if (!hasToken && !isLoopbackHost(host)) {
     throw new Error(`refusing to serve the API on ${host}, which is not a loopback address, without a bearer token: give a token file (--api-token-file FILE), or listen on 127.0.0.1`);

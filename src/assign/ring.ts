@@ -1,7 +1,7 @@
 // Host ownership: identifier-seeded consistent hashing with capacity weights
 // (UbiCrawler, Boldi, Codenotti, Santini, Vigna 2004, §4 "Assignment
-// function"; consistent hashing per Karger et al. 1997). DESIGN.md "Host
-// ownership" fixes the contract:
+// function"; consistent hashing per Karger et al. 1997). The contract
+// (docs/mesh.md "Membership" derives the ring from it):
 //   - agent points: xxhash64(`${id}#${i}`) for i < round(replicas × capacity),
 //     computed from the identifier alone, so every agent derives every other
 //     agent's points;
@@ -16,13 +16,14 @@
 // imbalance of consistent hashing shrinks like 1/√replicas. Measured over 1 M
 // hosts with 100 equal agents, 20 different identifier sets each (max/mean,
 // median and worst): 1024 → 1.084 / 1.106 (2 of 20 sets above 1.10),
-// 1536 → 1.071 / 1.082, 2048 → 1.060 / 1.079. DESIGN.md asks ≤ 1.10, so 2048
+// 1536 → 1.071 / 1.082, 2048 → 1.060 / 1.079. The goal is ≤ 1.10, so 2048
 // keeps a margin for any identifier set. Cost: 12 bytes per point plus a
 // bucket table of ≤ 4 bytes per point (100 agents → 3.2 MB; 1,000 agents →
 // 32 MB), a one-off 2048 hashes per joining member, and an O(N) merge per join
 // or leave.
 
 import { xxh64 } from '../hash/xxhash.js';
+import { hostWithoutPort } from '../url/host.js';
 
 export const DEFAULT_REPLICAS = 2048;
 /** Capacities above this are clamped: a member (or a hostile peer's heartbeat)
@@ -47,16 +48,7 @@ const scratch32 = new Uint32Array(scratch64.buffer);
  * name). Accepts `example.com`, `Example.COM:8080`, `[::1]:443`, `[::1]`.
  */
 export function ringHostName(host: string): string {
-  let h = host;
-  if (h.charCodeAt(0) === 91 /* [ */) {
-    const close = h.indexOf(']');
-    if (close > 0) h = h.slice(0, close + 1);
-  } else {
-    const colon = h.indexOf(':');
-    // One colon: host:port. Several: an unbracketed IPv6 literal, kept whole.
-    if (colon >= 0 && h.indexOf(':', colon + 1) < 0) h = h.slice(0, colon);
-  }
-  return h.toLowerCase();
+  return hostWithoutPort(host).toLowerCase();
 }
 
 /** The ring point of a host (xxhash64 of {@link ringHostName}). */

@@ -6,12 +6,11 @@ import { writeFileSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { DEFAULT_ROBOTS_TOKEN, type AgentOptions, type ResolveRule } from '../config.js';
 import { UsageError } from './seeds.js';
+import { VERSION } from '../version.js';
 import {
   addOptions, toAgentOptions, API_CLIENT_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
   WARC_GET_OPTIONS, type ParsedOptions,
 } from './options.js';
-
-const VERSION = '0.1.0';
 
 export function buildProgram(): Command {
   const program = new Command('ubicrawl')

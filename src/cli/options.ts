@@ -9,6 +9,7 @@ import {
   DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
 } from '../config.js';
 import { parseCidr } from '../fetch/address.js';
+import { DIGEST_ALGOS } from '../warc/digest.js';
 import { DEFAULT_HEAP_HEADROOM_BYTES } from '../util/memory.js';
 import { classifySeed, type SeedSet } from './seeds.js';
 import { compilePatterns, SCOPE_MODES } from '../scope/crawl-scope.js';
@@ -204,7 +205,7 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--warc-max-size <bytes>', help: 'rotate WARC files at this size', config: 'warc.maxFileBytes', parse: intArg('--warc-max-size', 1024) },
   {
     flags: '--warc-digest <algo>', help: 'WARC digest algorithm, also the exact-duplicate key (sha1: as Common Crawl and Heritrix archives; see docs/warc.md)',
-    config: 'warc.digest', choices: ['sha1', 'sha256'],
+    config: 'warc.digest', choices: DIGEST_ALGOS,
   },
   { flags: '--operator <text>', help: 'who runs the crawl, for the warcinfo record (e.g. "Jane Doe <jane@example.org>")', config: 'warc.operator', noDefault: true },
   { flags: '--no-warc', help: 'do not write WARC files', config: 'warc.enabled' },

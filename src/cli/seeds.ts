@@ -1,4 +1,4 @@
-// `--seed` means what it looks like (DESIGN.md "CLI"): an http(s) URL is a crawl
+// `--seed` means what it looks like (docs/cli.md): an http(s) URL is a crawl
 // seed; a multiaddr or host:port is a peer to join; a path names a file holding
 // either, one per line ('#' starts a comment).
 import { readFileSync, statSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// One crawling agent: wires the pipeline of DESIGN.md together.
+// One crawling agent: wires the pipeline of docs/architecture.md together.
 //
 //   candidates ─► scope/traps ─► seen-set (DRUM) ─► frontier (disk) ─► robots ─► fetch
 //        ▲                                                                         │
@@ -38,14 +38,16 @@ import { ThroughputHistory, RecentErrors } from '../api/history.js';
 import type { ApiServer } from '../api/server.js';
 import { preflight, StartupError } from './preflight.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
-import { AgentBackend, VERSION, type AgentView } from './backend.js';
+import { AgentBackend, type AgentView } from './backend.js';
+import { SOFTWARE, VERSION } from '../version.js';
 import { AgentMesh } from './mesh.js';
 import { HandoffGate } from './handoff.js';
 import { Ownership } from './ownership.js';
 import { HostTurn, BLOCKED, noteRecent } from './host-turn.js';
-import { classifyItem, encodeItem, type UrlItem } from '../mesh/index.js';
+import { classifyItem, encodeItem, shortPeerId, type UrlItem } from '../mesh/index.js';
 import { parseSitemap } from '../sitemap/parse.js';
 import { robotsGrantPrefix } from '../sitemap/scope.js';
+import { sitemapDepthOk } from '../sitemap/limits.js';
 import { SitemapGrants } from '../sitemap/grants.js';
 import type { UrlKind } from '../frontier/frontier.js';
 import { decodeEntry } from '../frontier/frontier.js';
@@ -59,7 +61,7 @@ import { CrawlStats, bump } from './stats.js';
 import { ContentDedup, revisitFor, nearDupFields, type ExactCheck } from '../dedup/content.js';
 import { warcinfoFields } from '../warc/warcinfo.js';
 import { Fingerprinter } from '../dedup/fingerprinter.js';
-import type { FingerprintJob } from '../parse/html.js';
+import type { FingerprintJob } from '../dedup/simhash.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
 import { Recrawler, payloadDigestBytes, type RecrawlOutcome, type RevisitUrl } from '../recrawl/recrawler.js';
 import { serverNotModifiedRevisit } from '../warc/notmodified.js';
@@ -347,11 +349,11 @@ class Agent implements AgentHandle, AgentView {
         created: (m) => ownership.attach(m),
       }, this.log);
       this.mesh.on('idle', () => { if (this.config.untilIdle) void this.stop(); });
-      this.mesh.on('forget', (peer) => this.metrics.removePeer(peer.slice(-12)));
+      this.mesh.on('forget', (peer) => this.metrics.removePeer(shortPeerId(peer)));
       this.mesh.exchange.on('rejected', (reason) => this.metrics.meshRefused(reason));
       await ownership.start(this.mesh);
     }
-    this.shortId = this.mesh ? this.mesh.id.slice(-12) : await this.agentShortId();
+    this.shortId = this.mesh ? shortPeerId(this.mesh.id) : await this.agentShortId();
     if (this.config.warc.enabled) {
       this.warc = await WarcWriter.open({
         dir: join(this.config.dataDir, 'warc'),
@@ -366,7 +368,7 @@ class Agent implements AgentHandle, AgentView {
         indexMissing: true,
         digest: this.config.warc.digest,
         warcinfo: warcinfoFields({
-          software: 'ubicrawl/0.1', userAgent: this.config.userAgent, operator: this.config.warc.operator,
+          software: SOFTWARE, userAgent: this.config.userAgent, operator: this.config.warc.operator,
           crawlId: this.config.mesh.crawlId, description: this.config.warc.description, digest: this.config.warc.digest,
           exactDedup: this.config.dedup.enabled, nearDedup: this.config.dedup.near, maxDistance: this.config.dedup.maxDistance,
           recrawl: this.config.recrawl.enabled,
@@ -390,8 +392,8 @@ class Agent implements AgentHandle, AgentView {
           joining: members.filter((m) => m.state === 'active' && !this.mesh!.membership.isVouched(m.id)).length,
           leaving: members.filter((m) => m.state === 'leaving').length,
         });
-        this.metrics.retainPeers(members.filter((m) => !m.self).map((m) => m.id.slice(-12)));
-        for (const m of members) if (!m.self) this.metrics.setOutboxDepth(m.id.slice(-12), this.mesh.outbox.queued(m.id));
+        this.metrics.retainPeers(members.filter((m) => !m.self).map((m) => shortPeerId(m.id)));
+        for (const m of members) if (!m.self) this.metrics.setOutboxDepth(shortPeerId(m.id), this.mesh.outbox.queued(m.id));
         this.metrics.heartbeatsRefusedTotals(this.mesh.membership.refusals());
       } else {
         this.metrics.setMembers({ active: 1 });
@@ -438,7 +440,7 @@ class Agent implements AgentHandle, AgentView {
   state(): AgentState { return this.lifecycle; }
   inFlightCount(): number { return this.inFlight; }
   crawlId(): string | null { return this.mesh ? this.config.mesh.crawlId : null; }
-  ownerOf(host: string): string { return this.mesh ? this.mesh.ownerOf(host).slice(-12) : this.shortId; }
+  ownerOf(host: string): string { return this.mesh ? shortPeerId(this.mesh.ownerOf(host)) : this.shortId; }
   urlsSent(): number { return this.forwarded + (this.ownership?.handedOver ?? 0); }
   urlsReceived(): number { return this.ownership?.received ?? 0; }
 
@@ -447,7 +449,7 @@ class Agent implements AgentHandle, AgentView {
     if (mesh) {
       const shares = mesh.membership.ring.shares();
       return mesh.members().map((m) => ({
-        id: m.id.slice(-12), self: m.self, addrs: m.addrs, state: m.state === 'active' && !mesh.membership.isVouched(m.id) ? 'joining' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
+        id: shortPeerId(m.id), self: m.self, addrs: m.addrs, state: m.state === 'active' && !mesh.membership.isVouched(m.id) ? 'joining' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
         counters: { ...m.counters }, lastSeen: m.lastHeard,
       }));
     }
@@ -529,7 +531,7 @@ class Agent implements AgentHandle, AgentView {
     const self = mesh.id;
     for (const c of cands) {
       const owner = mesh.ownerOf(c.host);
-      // Past the hop limit a URL stays where it is: views disagree only for a moment (DESIGN.md).
+      // Past the hop limit a URL stays where it is: views disagree only for a moment (docs/mesh.md "In the agent").
       if (owner === self || c.hops >= this.config.mesh.maxHops) { local.push(c); continue; }
       const items = byOwner.get(owner);
       const item = encodeItem({ kind: 'crawl', url: c.url, depth: c.depth, hops: c.hops + 1, sitemap: c.kind === 'sitemap', grant: c.grant });
@@ -538,7 +540,7 @@ class Agent implements AgentHandle, AgentView {
     await this.keepGrants(local);
     const jobs: Promise<unknown>[] = [this.drum.submit(local, sync)];
     for (const [owner, items] of byOwner) {
-      jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.metrics.urlsForwarded(owner.slice(-12), n); }));
+      jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.metrics.urlsForwarded(shortPeerId(owner), n); }));
     }
     await Promise.all(jobs);
     if (sync && byOwner.size > 0) await this.barrier.sync(); // the outbox writes
@@ -746,7 +748,7 @@ class Agent implements AgentHandle, AgentView {
       into.push(c);
       if (this.recrawl) this.recrawl.noteHint(c.key, u); // lastmod/changefreq/priority seed its first interval
     }
-    if (q.depth + 1 > this.config.sitemaps.maxIndexDepth) { st.tooDeep += sm.sitemaps.length; return; }
+    if (!sitemapDepthOk(q.depth + 1, this.config.sitemaps.maxIndexDepth)) { st.tooDeep += sm.sitemaps.length; return; }
     for (const child of sm.sitemaps) {
       const c = this.candidate(child.loc, undefined, q.depth + 1, 'sitemap');
       if (this.follows(c, q.url)) into.push(c);

@@ -14,8 +14,7 @@ import { seenStateOf } from '../seen/state.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
 import { describeHost, unpark } from '../politeness/host.js';
-
-export const VERSION = '0.1.0';
+import { VERSION } from '../version.js';
 
 /** What the adapter needs from an agent. */
 export interface AgentView {

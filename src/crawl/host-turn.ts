@@ -17,6 +17,7 @@ import type { Fetcher, FetchFailure, FetchOutcome, FetchResponse } from '../fetc
 import type { BlockedAddress } from '../fetch/address.js';
 import type { RobotsCache, RobotsEntry } from '../robots/cache.js';
 import { hostOf } from '../url/normalize.js';
+import { unbracketHost } from '../url/host.js';
 import { retryDelayMs, type HostPoliteness } from '../politeness/host.js';
 import type { PolitenessControl, Verdict } from '../politeness/control.js';
 import type { SideClocks } from '../politeness/side-clocks.js';
@@ -342,7 +343,7 @@ export class HostTurn {
    */
   private beforeRequest(h: HostState<HostData>, q: QueuedUrl, u: URL): string | undefined | null | BlockedAddress {
     const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
-    const host = u.hostname.charCodeAt(0) === 91 ? u.hostname.slice(1, -1) : u.hostname;
+    const host = unbracketHost(u.hostname);
     const resolver = this.fetcher.resolver;
     const known = resolver.cached(host, port);
     if (known === undefined) {
@@ -461,7 +462,7 @@ function hostPort(url: string): { host: string; port: number } | undefined {
   const hp = at >= 0 ? auth.slice(at + 1) : auth;
   const colon = hp.lastIndexOf(':');
   if (colon > 0 && hp.indexOf(']') < colon) {
-    return { host: hp.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(hp.slice(colon + 1)) || (https ? 443 : 80) };
+    return { host: unbracketHost(hp.slice(0, colon)), port: Number(hp.slice(colon + 1)) || (https ? 443 : 80) };
   }
-  return { host: hp.replace(/^\[|\]$/g, ''), port: https ? 443 : 80 };
+  return { host: unbracketHost(hp), port: https ? 443 : 80 };
 }

@@ -171,7 +171,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   }
 
   /**
-   * Mesh-wide idle (issue 5 item 6). Every member's heartbeat reports its
+   * Mesh-wide idle (docs/mesh.md "In the agent"). Every member's heartbeat reports its
    * frontier *plus its outbox* as `queued`, and a URL leaves a sender's outbox
    * only when the receiver acknowledged it after writing it durably — so
    * "every member reports queued = 0" already means "every URL sent has been

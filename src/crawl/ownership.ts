@@ -26,7 +26,7 @@ import { RecentRings, type HandoffGate } from './handoff.js';
 import { HostRing } from '../assign/ring.js';
 import { RateLimitedLog } from '../mesh/admission.js';
 import {
-  classifyItem, encodeItem, encodeHandoffMarker,
+  classifyItem, encodeItem, encodeHandoffMarker, shortPeerId,
   type UrlItem, type MembershipChange, type MemberInfo, type Outbox, type UrlExchange,
 } from '../mesh/index.js';
 import type { Logger } from '../util/log.js';
@@ -259,11 +259,11 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       this.c.gate.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
       // Its first marker shows the sender finished a handoff round towards us: it may own hosts now.
       mesh?.membership.vouch(from);
-      this.c.log.info({ from: from.slice(-12), ring: rid.toString(16), waitingFor: this.c.gate.waitingFor().map((p) => p.slice(-12)) }, 'handoff marker received');
+      this.c.log.info({ from: shortPeerId(from), ring: rid.toString(16), waitingFor: this.c.gate.waitingFor().map(shortPeerId) }, 'handoff marker received');
     }
     if (markers.length) this.c.schedulePump();
     this.received += items.length;
-    if (!local) this.c.metrics.urlsReceived(from.slice(-12), items.length - bad, bad);
+    if (!local) this.c.metrics.urlsReceived(shortPeerId(from), items.length - bad, bad);
   }
 
   /**
@@ -284,24 +284,24 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private refuse(reason: string, from: string, n: number): void {
     this.refused[reason] = (this.refused[reason] ?? 0) + n;
     this.c.metrics.meshRefused(reason, n);
-    this.refusalLog.warn(reason, { peer: from.slice(-12), items: n }, 'refused items from a peer');
+    this.refusalLog.warn(reason, { peer: shortPeerId(from), items: n }, 'refused items from a peer');
   }
 
   onMembershipChange(c: MembershipChange): void {
     const mesh = this.mesh;
     if (!mesh) return;
     const { log, metrics, frontier, gate } = this.c;
-    log.info({ members: c.members.length, added: c.added.map((x) => x.slice(-12)), removed: c.removed.map((x) => x.slice(-12)) }, 'membership changed');
+    log.info({ members: c.members.length, added: c.added.map(shortPeerId), removed: c.removed.map(shortPeerId) }, 'membership changed');
     metrics.setMembers({ active: c.members.length });
     this.pushRing(mesh);
-    metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => m.id.slice(-12)));
+    metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => shortPeerId(m.id)));
     const now = Date.now();
     for (const d of c.dead) gate.gone(d, now); // crash: take over at once
     // Only members in our ring (or leaving it) may hold our hosts' data: one we left out (it acknowledges
     // nothing) or one that has not sent its first marker yet (it owned nothing) is not waited for.
     const alive = this.markerPeers(mesh, true);
     gate.ringChanged(mesh.membership.ring, alive, c.added, now);
-    log.info({ ring: gate.ringId.toString(16), waitingFor: gate.waitingFor().map((p) => p.slice(-12)) }, 'handoff gate');
+    log.info({ ring: gate.ringId.toString(16), waitingFor: gate.waitingFor().map(shortPeerId) }, 'handoff gate');
     // Hosts go back to earlier owners, which may have handed on URLs we sent them.
     if (c.removed.length) mesh.outbox.forgetRecent();
     for (const id of c.removed) this.rerouteOutbox(id);
@@ -354,7 +354,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     if (!mesh || rid === undefined || rid !== gate.ringId) return;
     // Joiners too: our marker is what lets them into our peers' rings, and theirs into ours.
     const due = gate.markersDue(this.markerPeers(mesh, false));
-    if (due.length) this.c.log.info({ ring: rid.toString(16), to: due.map((p) => p.slice(-12)) }, 'handoff markers sent');
+    if (due.length) this.c.log.info({ ring: rid.toString(16), to: due.map(shortPeerId) }, 'handoff markers sent');
     await Promise.all(due.map((p) => mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => gate.markerSent(p, rid))));
   }
 

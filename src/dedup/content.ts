@@ -1,4 +1,4 @@
-// Content dedup in the crawl pipeline (issue 4 item 3): what the agent asks
+// Content dedup in the crawl pipeline (docs/warc.md "Duplicates in the crawl"): what the agent asks
 // about each fetched page, and the WARC records it writes as a consequence.
 //
 // 1. Exact duplicates. The payload digest of a 200 response (the same

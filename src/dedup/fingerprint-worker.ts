@@ -1,11 +1,11 @@
 // The fingerprint thread (src/dedup/fingerprinter.ts): simhashPieces over pages
 // the parser has handed out as pieces, so the SimHash scan and vote (≈ 90 µs a
 // page) do not run on the agent's event loop. The page comes as the string the
-// parser decoded (html.ts FingerprintJob explains why not as bytes).
+// parser decoded (simhash.ts FingerprintJob explains why not as bytes).
 import { parentPort } from 'node:worker_threads';
 import { simhashPieces } from './simhash.js';
 
-/** A page as the parser left it (html.ts FingerprintJob): the pieces index `text`. */
+/** A page as the parser left it (simhash.ts FingerprintJob): the pieces index `text`. */
 export interface FingerprintRequest { id: number; text: string; pieces: Int32Array; count: number }
 /** `hex` null: the text needs simhash64's reference path (the caller computes it itself). */
 export interface FingerprintReply { id: number; hex: string | null }

@@ -13,7 +13,7 @@
 // to null: the caller then fingerprints inline as before, so results never
 // depend on where they were computed.
 import { Worker } from 'node:worker_threads';
-import type { FingerprintJob } from '../parse/html.js';
+import type { FingerprintJob } from './simhash.js';
 import type { FingerprintReply, FingerprintRequest } from './fingerprint-worker.js';
 
 interface Pending { resolve(fp: bigint | null): void; deadline: number }

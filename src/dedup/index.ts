@@ -1,4 +1,4 @@
-// LevelDB-backed SimHash index (DESIGN.md "Storage": the `simhash` sublevel)
+// LevelDB-backed SimHash index (docs/storage.md: the `simhash` sublevel)
 // with the permuted-table layout of src/dedup/simhash.ts (Manku, Jain, Das
 // Sarma 2007, §3): to find every fingerprint within distance k of a query,
 // each table groups fingerprints by the leading `prefixBits` of their

@@ -38,6 +38,8 @@
 // bit positions per add (nibble then byte lanes), the low and high halves in
 // separate passes — no BigInt per bit, no string or buffer per shingle.
 
+import { fmix32 } from '../hash/mix.js';
+
 /** Words per shingle by default. 3 keeps word order (a bag of words would
  * match reordered pages) while one edited word touches only 3 features. */
 export const DEFAULT_SHINGLE = 3;
@@ -90,16 +92,7 @@ function wordUnits(s: string, i: number, c: number): number {
   return isWordCodePoint(c) ? 1 : 0;
 }
 
-/** MurmurHash3's 32-bit finaliser (a bijection with full avalanche). */
-export function fmix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
-/** fmix32 as a signed 32-bit value (same bits): for the hot loops, which only mask, shift and store it. */
+/** fmix32 (src/hash/mix.ts) as a signed 32-bit value (same bits): for the hot loops, which only mask, shift and store it. */
 function fmix32i(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
@@ -398,6 +391,16 @@ export function simhash64(text: string, opts?: SimhashOptions): bigint {
 /** Record tags of a text-piece list (see {@link simhashPieces}). */
 export const PIECE_ENTITY = -1;
 export const PIECE_BREAK = -2;
+
+/**
+ * The visible text as pieces of the decoded page (simhashPieces's arguments), as src/parse/html.ts leaves it:
+ * `pieces` index `text`, the page as the parser decoded it. The string is
+ * copied to the fingerprint thread rather than the bytes decoded again there:
+ * decoding a 20 KB page with a few non-ASCII letters costs ≈ 30 µs (V8 builds
+ * a two-byte string one code point at a time), copying it ≈ 8 µs more on the
+ * main thread and a memcpy on the other (docs/performance.md "Crawl").
+ */
+export interface FingerprintJob { text: string; pieces: Int32Array; count: number }
 
 /**
  * simhash64 of a text given as pieces of `src`, without building it: `pieces`

@@ -13,6 +13,7 @@
 //
 // Pure functions and one small class; no I/O.
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
+import { unbracketHost } from '../url/host.js';
 
 export type AddressRange =
   | 'public'
@@ -137,7 +138,7 @@ function parseIPv4Part(part: string): number | null {
 
 /** The eight 16-bit groups of an IPv6 address (brackets and a zone id allowed), or null. */
 export function parseIPv6(text: string): number[] | null {
-  let s = text.charCodeAt(0) === 91 /* [ */ && text.endsWith(']') ? text.slice(1, -1) : text;
+  let s = unbracketHost(text);
   const zone = s.indexOf('%');
   if (zone >= 0) s = s.slice(0, zone);
   if (!isIPv6(s)) return null;
@@ -285,8 +286,7 @@ export interface Cidr { address: string; prefix: number; family: 4 | 6 }
 export function parseCidr(spec: string): Cidr {
   const s = spec.trim();
   const slash = s.lastIndexOf('/');
-  let addr = slash >= 0 ? s.slice(0, slash) : s;
-  if (addr.startsWith('[') && addr.endsWith(']')) addr = addr.slice(1, -1);
+  const addr = unbracketHost(slash >= 0 ? s.slice(0, slash) : s);
   const family = isIPv4(addr) ? 4 : isIPv6(addr) && !addr.includes('%') ? 6 : 0;
   if (!family) throw new Error(`--allow-address expects an address range such as 10.0.0.0/8 or fd00::/8, got '${spec}'`);
   const max = family === 4 ? 32 : 128;

@@ -1,4 +1,4 @@
-// Host name resolution for the fetcher (issue 7, DESIGN.md "Politeness and robots").
+// Host name resolution for the fetcher (docs/politeness.md "DNS").
 //
 // Order of precedence for a name:
 //   1. an IP literal is used as is (in any notation a URL accepts: src/fetch/address.ts);
@@ -24,6 +24,7 @@
 import { lookup, Resolver } from 'node:dns/promises';
 import { DEFAULT_DNS_CONFIG, matchResolveRule, type ResolveRule } from '../config.js';
 import { parseIpLiteral } from './address.js';
+import { unbracketHost } from '../url/host.js';
 
 export interface Resolved { address: string; family: 4 | 6 }
 
@@ -214,7 +215,7 @@ export class HostResolver {
   // ---- internals --------------------------------------------------------
 
   private fixed(host: string, port: number): Resolved | undefined {
-    const h = host.charCodeAt(0) === 91 /* [ */ ? host.slice(1, -1) : host;
+    const h = unbracketHost(host);
     // Any notation a URL accepts (2130706433, 0x7f.1, 127.1): never a name to look up.
     const lit = parseIpLiteral(h);
     if (lit) return lit;

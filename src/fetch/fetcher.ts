@@ -17,6 +17,7 @@ import type { FetchConfig } from '../config.js';
 import { HostResolver } from './dns.js';
 import { AddressPolicy } from './address.js';
 import { decodeBody } from './decode.js';
+import { unbracketHost } from '../url/host.js';
 import { tapSocket, headStatus, withoutField, type WireCapture } from './wire.js';
 import { mergeHeaderFields, type HeaderField } from './headers.js';
 import { proxyFor, redactProxy, type ProxyChoice, type ProxyPlan } from './proxy.js';
@@ -229,7 +230,7 @@ export class Fetcher {
         ...(wireOk ? { wire: wire as WireCapture & { responseHead: Buffer } } : {}),
         contentEncodingError: decoded.error,
         // Through a proxy the address contacted is the proxy's: WARC-IP-Address is left out (docs/warc.md).
-        ip: proxy ? undefined : this.ipOf.get(u.hostname.replace(/^\[|\]$/g, '')) ?? this.ipOf.get(u.hostname),
+        ip: proxy ? undefined : this.ipOf.get(unbracketHost(u.hostname)) ?? this.ipOf.get(u.hostname),
         startedAt, durationMs: performance.now() - t0, header,
       };
     } catch (err) {
@@ -260,7 +261,7 @@ export class Fetcher {
 
   /** Why a proxied request to `u` may not go: its name does not resolve, or to an internal address. */
   private async checkTarget(u: URL): Promise<{ kind: FetchErrorKind; message: string } | null> {
-    const host = u.hostname.replace(/^\[|\]$/g, '');
+    const host = unbracketHost(u.hostname);
     const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
     let r;
     try { r = await this.resolver.resolve(host, port); } catch (err) { return { kind: 'dns', message: `dns: ${(err as Error).message}` }; }

@@ -16,7 +16,7 @@
 //  - in-link hints: how many distinct pages were seen linking to the URL (cheap
 //    backlink count, Cho, Garcia-Molina & Page, "Efficient crawling through URL
 //    ordering", WWW 1998);
-//  - recrawl overdue-ness (issue 7): a revisit whose due time has passed gains
+//  - recrawl overdue-ness (docs/recrawl.md): a revisit whose due time has passed gains
 //    classes the longer it waits, so revisits never starve behind discovery.
 
 /** Number of classes; classes are 0 (lowest) … PRIORITY_CLASSES − 1 (highest). */

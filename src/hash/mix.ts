@@ -1,4 +1,4 @@
-// Integer mixing shared by hash tables and the synthetic web's PRNG.
+// Integer mixing shared by SimHash (src/dedup/simhash.ts), hash tables and the synthetic web's PRNG.
 
 /** MurmurHash3's 32-bit finaliser (Appleby, smhasher): a cheap permutation of uint32 in which every output bit depends on every input bit. */
 export function fmix32(h: number): number {

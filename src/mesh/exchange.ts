@@ -1,4 +1,4 @@
-// URL exchange on /ubicrawl/urls/1.0.0 (DESIGN.md "URL exchange"): the
+// URL exchange on /ubicrawl/urls/1.0.0 (docs/mesh.md "URL exchange"): the
 // sender streams length-prefixed batches from its durable outbox, up to
 // `window` unacknowledged at a time; the receiver validates each batch, hands
 // its items to the agent's accept() (which resolves only once they are
@@ -21,7 +21,7 @@ import {
   MAX_ACK_BYTES, MAX_BATCH_BYTES, PROTOCOL_URLS, FLAG_REPLICA, classifyItem, decodeAck, decodeBatch, encodeAckFrame, encodeRunsFrame,
   outboxPrefix, readU53At, type UrlItem,
 } from './wire.js';
-import type { Outbox, OutboxBatch, OutboxDb } from './outbox.js';
+import { batchLimits, type Outbox, type OutboxBatch, type OutboxDb } from './outbox.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
 import { RateLimitedLog, TokenBucket } from './admission.js';
 import { DEFAULT_MESH_EXCHANGE as D } from '../config.js';
@@ -58,9 +58,9 @@ export interface UrlExchangeOptions {
   replicaOutbox?: Outbox;
   /** Durable store for the receiver's per-sender high-water marks (a sublevel). In memory if omitted. */
   inbox?: OutboxDb;
-  /** URLs per batch. Default 500 (≤ MAX_BATCH_URLS). */
+  /** URLs per batch; default and bound: batchLimits (./outbox.ts). */
   batchMaxUrls?: number;
-  /** Bytes per batch frame. Default 256 KiB (≤ MAX_BATCH_BYTES). */
+  /** Bytes per batch frame; default and bound: batchLimits (./outbox.ts). */
   batchMaxBytes?: number;
   /** A partial batch waits this long for more URLs. Default 50 ms. */
   lingerMs?: number;
@@ -194,9 +194,10 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     this.warnings = new RateLimitedLog(this.log);
     this.admit = opts.admit ?? (() => null);
     this.limits = opts.limits;
+    const batch = batchLimits({ maxUrls: opts.batchMaxUrls, maxBytes: opts.batchMaxBytes });
     this.o = {
-      batchMaxUrls: opts.batchMaxUrls ?? D.batchMaxUrls,
-      batchMaxBytes: opts.batchMaxBytes ?? D.batchMaxBytes,
+      batchMaxUrls: batch.maxUrls,
+      batchMaxBytes: batch.maxBytes,
       lingerMs: opts.lingerMs ?? D.lingerMs,
       window: Math.max(1, opts.window ?? D.window),
       ackTimeoutMs: opts.ackTimeoutMs ?? D.ackTimeoutMs,
@@ -280,7 +281,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   }
 
   /**
-   * The two counters mesh-wide idle detection compares (issue 5 §6): `sent` =
+   * The two counters mesh-wide idle detection compares (src/crawl/mesh.ts checkIdle): `sent` =
    * URLs this agent's peers acknowledged, `received` = URLs this agent
    * consumed from peers (accepted, or dropped for a bad URL; re-sends are not
    * counted twice). Summed over all members, sent = received exactly when no

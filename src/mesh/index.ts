@@ -1,4 +1,4 @@
-// The mesh layer (issue 5): libp2p node, gossip membership, durable outbox,
+// The mesh layer: libp2p node, gossip membership, durable outbox,
 // URL exchange. See docs/mesh.md for the formats and the integration steps.
 export {
   createMeshNode, parsePeerSpec, loadOrCreatePeerKey, bumpIncarnation, generateSwarmKey, writeSwarmKeyFile, checkSwarmKey, silentLogger,
@@ -14,5 +14,5 @@ export { UrlExchange, type UrlExchangeOptions, type AcceptFn, type AcceptMeta, t
 export {
   PROTOCOL_URLS, membersTopic, isWireUrl, isWireItem, MAX_BATCH_BYTES, MAX_BATCH_URLS, MAX_URL_BYTES, MAX_HOPS, MAX_DEPTH, SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK,
   HANDOFF_MARKER_HOPS, REPLICA_SEEN_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker,
-  classifyItem, encodeItem, type WireItem, type BadItemReason, type UrlItem, type Heartbeat, type MemberCounters, type MemberState,
+  classifyItem, encodeItem, shortPeerId, type WireItem, type BadItemReason, type UrlItem, type Heartbeat, type MemberCounters, type MemberState,
 } from './wire.js';

@@ -1,4 +1,4 @@
-// Gossip membership (DESIGN.md "Membership"): every agent publishes a signed
+// Gossip membership (docs/mesh.md "Membership"): every agent publishes a signed
 // heartbeat on `ubicrawl/<crawl-id>/members` every interval; every agent keeps
 // the table of members it hears from and derives the HostRing of live active
 // members from it. A member is dead once it has been silent for deadAfterMs
@@ -488,7 +488,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   /**
-   * Announces `leaving` (graceful leave, DESIGN.md "Membership"): published at
+   * Announces `leaving` (graceful leave, docs/mesh.md "Membership"): published at
    * once; others drop us from their rings, and so does our own ring, so
    * ring.ownerOf() names each of our hosts' new owner for the handoff.
    */

@@ -1,4 +1,4 @@
-// The libp2p node of one agent (DESIGN.md "Stack", "Host ownership": agent
+// The libp2p node of one agent (docs/mesh.md "Identity and the node": agent
 // identifier = PeerId persisted in the data dir). TCP + Noise + Yamux +
 // identify + gossipsub (StrictSign), and a libp2p private network (pnet) when
 // a swarm key is given.

@@ -1,4 +1,4 @@
-// Per-peer durable outboxes (DESIGN.md "URL exchange": the sender keeps
+// Per-peer durable outboxes (docs/mesh.md "URL exchange": the sender keeps
 // per-peer outboxes on disk until acked; a crash on either side loses
 // nothing). One LevelDB key range per peer, keys peer ‖ seq, so a peer's
 // queue is read in order by a range scan and a slow or unreachable peer makes
@@ -83,6 +83,18 @@ export interface ReadOptions {
   maxBytes?: number;
   /** Hold back a partial batch until its oldest item waited this long (batching by time). */
   lingerMs?: number;
+}
+
+/**
+ * URLs and bytes per batch frame: the given limits or the defaults
+ * (src/config.ts), never over what every receiver accepts (MAX_BATCH_URLS,
+ * MAX_BATCH_BYTES in src/mesh/wire.ts).
+ */
+export function batchLimits(o: { maxUrls?: number; maxBytes?: number } = {}): { maxUrls: number; maxBytes: number } {
+  return {
+    maxUrls: Math.min(o.maxUrls ?? DEFAULT_MESH_EXCHANGE.batchMaxUrls, MAX_BATCH_URLS),
+    maxBytes: Math.min(o.maxBytes ?? DEFAULT_MESH_EXCHANGE.batchMaxBytes, MAX_BATCH_BYTES),
+  };
 }
 
 export interface OutboxStats {
@@ -384,9 +396,10 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   async read(peer: string, afterSeq: number, o: ReadOptions = {}): Promise<{ batch: OutboxBatch | null; waitMs: number }> {
     const st = this.peersState.get(peer);
     if (!st || st.count === 0 || st.paused > 0) return { batch: null, waitMs: 0 };
-    const maxUrls = Math.min(o.maxUrls ?? DEFAULT_MESH_EXCHANGE.batchMaxUrls, MAX_BATCH_URLS);
+    const limits = batchLimits(o);
+    const maxUrls = limits.maxUrls;
     // Frame header: 4 + 128 (from) + 16 + 3 bytes at most.
-    const maxBytes = Math.min(o.maxBytes ?? DEFAULT_MESH_EXCHANGE.batchMaxBytes, MAX_BATCH_BYTES) - 160;
+    const maxBytes = limits.maxBytes - 160;
     const gen = st.gen;
     const runs: EncodedRun[] = [];
     const keys: Buffer[] = [];

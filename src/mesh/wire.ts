@@ -1,4 +1,4 @@
-// The one place for ubicrawl's wire formats (docs/mesh.md "Wire formats"):
+// The one place for ubicrawl's wire formats (docs/mesh.md "Membership", "URL exchange"):
 //   - membership heartbeats (gossipsub payload, JSON, ≤ MAX_HEARTBEAT_BYTES);
 //   - URL exchange frames on /ubicrawl/urls/1.0.0 (compact binary inside an
 //     unsigned-varint length prefix, the multiformats framing libp2p uses);
@@ -6,7 +6,7 @@
 // The crawl policy topic's messages are framed in src/policy/sync.ts, around the
 // document codec of src/policy/document.ts (also the store's format).
 // Decoders never throw on bad input: they return a reason that callers count
-// (DESIGN.md "Hostile peers: bounded everything").
+// (docs/mesh.md "Admission", "Memory bounds").
 
 import { parsePolicySummary } from '../policy/document.js';
 
@@ -56,7 +56,7 @@ export const HANDOFF_MARKER_HOPS = SEEN_ONLY_FLAG | SITEMAP_FLAG;
  * A *replica* seen entry: the sender owns the host and settled this URL; the
  * receiver is the host's next owner on the ring and keeps the entry (never
  * passes it on) so that, should the sender die, it does not fetch the page
- * again (DESIGN.md "Replicated handoff", seen entries only).
+ * again (docs/mesh.md "Crashes": replicated seen entries).
  */
 export const REPLICA_SEEN_HOPS = SEEN_ONLY_FLAG | HOPS_MASK;
 // A reserved name (RFC 6761 §6.4: .invalid never resolves), so a marker can
@@ -132,6 +132,14 @@ export function isPeerIdString(s: unknown): s is string {
   return typeof s === 'string' && s.length >= 32 && s.length <= MAX_ID_CHARS && BASE58.test(s);
 }
 
+/**
+ * How logs, metric labels and the API name a peer: the last 12 characters of
+ * its id (the first ones are the same for every Ed25519 key; 58^12 tails).
+ */
+export function shortPeerId(id: string): string {
+  return id.slice(-12);
+}
+
 function isAddr(s: unknown): s is string {
   if (typeof s !== 'string' || s.length < 2 || s.length > MAX_ADDR_CHARS || s.charCodeAt(0) !== 47 /* / */) return false;
   for (let i = 0; i < s.length; i++) {
@@ -183,7 +191,7 @@ export interface UrlItem {
   url: string;
   /** Link depth from a seed. */
   depth: number;
-  /** How many times this URL has been forwarded between agents (DESIGN.md "Host ownership": hop limit), with flag bits. */
+  /** How many times this URL has been forwarded between agents (the hop limit: docs/mesh.md "In the agent"), with flag bits. */
   hops: number;
   /** With GRANT_FLAG in `hops`: the origin prefix (a wire URL) a robots.txt granted to this sitemap. */
   grant?: string;

@@ -27,17 +27,6 @@ export function emptyDirectives(): RobotsDirectives {
   return { noindex: false, nofollow: false, noarchive: false, nosnippet: false };
 }
 
-/** Union of restrictions (Google: "the more restrictive rule applies"). Mutates and returns `into`. */
-export function mergeDirectives(into: RobotsDirectives, d: RobotsDirectives): RobotsDirectives {
-  into.noindex ||= d.noindex;
-  into.nofollow ||= d.nofollow;
-  into.noarchive ||= d.noarchive;
-  into.nosnippet ||= d.nosnippet;
-  if (d.unavailableAfter !== undefined && (into.unavailableAfter === undefined || d.unavailableAfter < into.unavailableAfter)) {
-    into.unavailableAfter = d.unavailableAfter;
-  }
-  return into;
-}
 
 // Rules that take a value after a colon. Anything else followed by a colon at the start of an
 // X-Robots-Tag item is a user-agent name.

@@ -18,7 +18,7 @@ import { emptyDirectives, parseMetaRobots, parseXRobotsTag, productToken, type R
 import { parseLinkHeader } from './linkheader.js';
 import { isHtmlEssence, isUnknownEssence, parseContentType, sniffHtml } from './mime.js';
 import { parseRefresh } from './refresh.js';
-import { PIECE_BREAK, PIECE_ENTITY, simhash64, simhashPieces } from '../dedup/simhash.js';
+import { PIECE_BREAK, PIECE_ENTITY, simhash64, simhashPieces, type FingerprintJob } from '../dedup/simhash.js';
 
 export type LinkTag = 'a' | 'area' | 'link' | 'frame' | 'iframe' | 'refresh' | 'canonical';
 
@@ -94,16 +94,6 @@ export interface PageExtract {
   fingerprintJob?: FingerprintJob;
   isHtml: boolean;
 }
-
-/**
- * The visible text as pieces of the decoded page (simhashPieces's arguments):
- * `pieces` index `text`, the page as the parser decoded it. The string is
- * copied to the fingerprint thread rather than the bytes decoded again there:
- * decoding a 20 KB page with a few non-ASCII letters costs ≈ 30 µs (V8 builds
- * a two-byte string one code point at a time), copying it ≈ 8 µs more on the
- * main thread and a memcpy on the other (docs/performance.md "Crawl").
- */
-export interface FingerprintJob { text: string; pieces: Int32Array; count: number }
 
 // ---------------------------------------------------------------------------------------------
 // Tag and attribute identification without allocating: compare the decoded string in place.

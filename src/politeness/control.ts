@@ -1,4 +1,4 @@
-// The agent's side of adaptive politeness (issue 7): turns fetch results into
+// The agent's side of adaptive politeness (docs/politeness.md): turns fetch results into
 // outcomes for the per-host state machine (./host.ts), keeps the crawl-wide
 // counters the summary reports, and owns the optional per-IP clock.
 //

@@ -1,4 +1,4 @@
-// Per-host politeness (DESIGN.md "Politeness and robots"): the next request to a
+// Per-host politeness (docs/politeness.md): the next request to a
 // host waits for the largest of
 //   - the configured floor,
 //   - the site's Crawl-delay (advisory, non-standard, capped),

@@ -1,4 +1,4 @@
-// Adaptive per-host politeness (issue 7, DESIGN.md "Politeness and robots").
+// Adaptive per-host politeness (docs/politeness.md).
 //
 // A pure state machine over plain data: the agent keeps one HostPoliteness per
 // host, reports every exchange with `onOutcome` (robots.txt fetches included),
@@ -337,15 +337,12 @@ export function describeHost(s: HostPoliteness, now: number): Record<string, unk
   };
 }
 
-/** Deterministic random in [0, 1) for tests and reproducible runs. */
-export { mulberry32 as seededRandom } from '../hash/mix.js';
-
 // ---- per-IP clock -----------------------------------------------------------
 
 interface IpSlot { busy: boolean; nextAllowed: number }
 
 /**
- * One clock per IP address (DESIGN.md: "optional per-IP limit as well"): hosts
+ * One clock per IP address (docs/politeness.md "Hosts that share an address"): hosts
  * that share an address share it, so a server with a thousand virtual hosts is
  * not sent a thousand requests at once. Never two requests to one IP at a time.
  *

@@ -1,4 +1,4 @@
-// The recrawl edge (issue 7): keeps each fetched URL's RecrawlState in LevelDB,
+// The recrawl edge (docs/recrawl.md): keeps each fetched URL's RecrawlState in LevelDB,
 // finds due URLs with one range scan of a due-time index, and moves them back
 // into the frontier in bounded batches, bypassing the seen-set. The decisions
 // themselves are the pure functions of schedule.ts.
@@ -19,7 +19,7 @@ import { hostOf } from '../url/normalize.js';
 import { xxh64Bytes } from '../hash/xxhash.js';
 import { unbase32, base32 } from '../warc/digest.js';
 import {
-  recordFetch, applySitemapHint, conditionalHeaders, revisitPriority, nextKind, newShare, encodeRecrawlState, decodeRecrawlState,
+  recordFetch, applySitemapHint, conditionalHeaders, nextFetchAt, revisitPriority, nextKind, newShare, encodeRecrawlState, decodeRecrawlState,
   encodeHints, decodeHints, type RecrawlConfig, type RecrawlState, type StoredHints, type ShareState,
 } from './schedule.js';
 import { scheduleConfig, scanInterval, type RecrawlSettings } from './settings.js';
@@ -176,7 +176,7 @@ export class Recrawler {
       return ops;
     } else if (prev) {
       // Any other answer or none: try again after one interval, the interval unchanged.
-      next = { ...prev, fetchedAt: o.at, nextDueAt: o.at + prev.intervalMs };
+      next = { ...prev, fetchedAt: o.at, nextDueAt: nextFetchAt(prev, o.at) };
     } else {
       return ops; // first fetch without a 2xx: nothing to revisit
     }

@@ -1,4 +1,4 @@
-// Recrawl scheduling core (issue 7): when to fetch a URL again, how urgent a
+// Recrawl scheduling core (docs/recrawl.md): when to fetch a URL again, how urgent a
 // due URL is, how to split fetches between revisits and discovery, and the
 // per-URL state that makes revisits cheap (conditional GET).
 //
@@ -24,7 +24,7 @@ export interface RecrawlConfig {
   /**
    * Real ms per simulated ms (default 1). Bounds above are given already scaled
    * (see scaleRecrawlConfig); this only scales the fixed periods that come from
-   * outside the config: sitemap <changefreq>, and the minutes of overduePriority.
+   * outside the config: sitemap <changefreq>, and the recrawler's scan horizon.
    */
   timeScale?: number;
 }
@@ -119,10 +119,6 @@ export function nextFetchAt(state: Pick<RecrawlState, 'intervalMs'>, fetchedAt: 
   return fetchedAt + state.intervalMs;
 }
 
-export function isDue(state: Pick<RecrawlState, 'nextDueAt'>, now: number): boolean {
-  return state.nextDueAt <= now;
-}
-
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -186,22 +182,6 @@ export function applySitemapHint(state: RecrawlState, hints: SitemapHints, now: 
   const t = typeof hints.lastmod === 'number' ? hints.lastmod : Date.parse(hints.lastmod);
   if (!Number.isFinite(t) || t <= state.capturedAt || t > now || state.nextDueAt <= now) return state;
   return { ...state, nextDueAt: now };
-}
-
-/** Number of priority classes overduePriority returns (0 … OVERDUE_CLASSES − 1). */
-export const OVERDUE_CLASSES = 16;
-
-/**
- * Priority class of a revisit: 0 while not due, then 1 + ⌊log2(1 + minutes
- * overdue)⌋, capped at 15 (≈ 11 days overdue). Higher is more urgent. It only
- * grows while a URL waits, so no due URL starves behind newer ones; the log
- * scale keeps a week-overdue page from monopolising the crawl.
- */
-export function overduePriority(dueAt: number, now: number, timeScale = 1): number {
-  const over = now - dueAt;
-  if (!(over >= 0)) return 0;
-  const c = 1 + Math.floor(Math.log2(1 + over / (60_000 * timeScale)));
-  return c < OVERDUE_CLASSES ? c : OVERDUE_CLASSES - 1;
 }
 
 /** Frontier priority classes (src/frontier/priority.ts: 0 lowest … 7 fetched first). */

@@ -1,4 +1,4 @@
-// URL scope and crawler-trap defences (issue 3, item 5). Runs on every
+// URL scope and crawler-trap defences (docs/standards.md "Scope and trap defences"). Runs on every
 // extracted link, so it is a handful of linear scans over the URL string, no
 // URL object, no per-call allocation on the accept path.
 //
@@ -37,6 +37,7 @@ import { hasFarFutureDate } from './calendar.js';
 import { CountMin, hostHashes, pathStartOf, patternHashes, urlPattern } from './pattern.js';
 import { compileSessionIdMatcher, SESSION_ID_PARAMS, SESSION_ID_TOKEN_PARAMS, type SessionIdMatcher } from './session.js';
 import { DEFAULT_SCOPE_LIMITS } from '../config.js';
+import { hostWithoutPort } from '../url/host.js';
 
 export type ScopeReason =
   | 'too-long'
@@ -135,14 +136,7 @@ class HostSet {
 
 /** Host name without port, lower-cased, for scope matching. */
 function bareHost(host: string): string {
-  let h = host;
-  if (h.charCodeAt(0) === 91) {
-    const close = h.indexOf(']');
-    if (close > 0) h = h.slice(0, close + 1);
-  } else {
-    const colon = h.indexOf(':');
-    if (colon >= 0 && h.indexOf(':', colon + 1) < 0) h = h.slice(0, colon);
-  }
+  let h = hostWithoutPort(host);
   if (h.endsWith('.')) h = h.slice(0, -1);
   return h.toLowerCase();
 }

@@ -2,8 +2,8 @@
 // file holds at most 50,000 URLs and 50 MiB (52,428,800 bytes) uncompressed; a
 // sitemap index at most 50,000 sitemaps under the same size limit. The
 // protocol does not provide for an index listing indexes, but the web does
-// it, so the fetcher follows nested indexes down to a fixed depth and never
-// twice.
+// it, so the agent follows nested indexes down to a fixed depth
+// (sitemapDepthOk); its seen-set fetches none twice, so cycles end.
 import { DEFAULT_SITEMAP_LIMITS } from '../config.js';
 
 export interface SitemapLimits {
@@ -24,39 +24,4 @@ export { DEFAULT_SITEMAP_LIMITS };
  */
 export function sitemapDepthOk(depth: number, maxDepth: number = DEFAULT_SITEMAP_LIMITS.maxIndexDepth): boolean {
   return Number.isInteger(depth) && depth >= 0 && depth <= maxDepth;
-}
-
-export interface ChildSitemapPlan {
-  /** Child sitemap URLs to fetch next, at `depth`. */
-  follow: string[];
-  /** Depth of the children. */
-  depth: number;
-  /** Children skipped because they were already seen (an index listing itself, or a cycle). */
-  skippedSeen: number;
-  /** Children skipped because of the depth bound. */
-  skippedDepth: number;
-}
-
-/**
- * Which children of a sitemap index at `parentDepth` to fetch. `seen` holds
- * the normalised URLs of every sitemap already fetched or queued in this
- * discovery round (include the index itself); it is updated in place, so an
- * index that lists itself, or two indexes that list each other, terminate.
- */
-export function planChildSitemaps(
-  children: ReadonlyArray<{ loc: string }>,
-  parentDepth: number,
-  seen: Set<string>,
-  maxDepth: number = DEFAULT_SITEMAP_LIMITS.maxIndexDepth,
-): ChildSitemapPlan {
-  const depth = parentDepth + 1;
-  const plan: ChildSitemapPlan = { follow: [], depth, skippedSeen: 0, skippedDepth: 0 };
-  const depthOk = sitemapDepthOk(depth, maxDepth);
-  for (const c of children) {
-    if (seen.has(c.loc)) { plan.skippedSeen++; continue; }
-    if (!depthOk) { plan.skippedDepth++; continue; }
-    seen.add(c.loc);
-    plan.follow.push(c.loc);
-  }
-  return plan;
 }

@@ -47,13 +47,6 @@ export function robotsGrantPrefix(robotsTxtUrl: string, opts?: Partial<Normalize
   return n === null ? null : originPrefix(n);
 }
 
-/** Where sitemap discovery looks when robots.txt names none: /sitemap.xml at the root. */
-export function defaultSitemapUrl(siteUrl: string, opts?: Partial<NormalizeOptions>): string | null {
-  const n = normalizeUrl(siteUrl, undefined, opts);
-  const o = n === null ? null : originPrefix(n);
-  return o === null ? null : o + 'sitemap.xml';
-}
-
 export interface SitemapScope {
   /** Prefixes a listed page URL must start with. */
   readonly urlPrefixes: readonly string[];

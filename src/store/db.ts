@@ -1,4 +1,4 @@
-// One LevelDB per agent (DESIGN.md "Storage"), one sublevel per concern.
+// One LevelDB per agent (docs/storage.md), one sublevel per concern.
 // Keys and values are raw bytes: the layouts live in the modules that own them
 // (seen: src/seen/, frontier: src/frontier/), this file only opens the store.
 import { mkdirSync } from 'node:fs';

@@ -1,4 +1,4 @@
-// Key layouts shared by the seen-set and the frontier (DESIGN.md "Storage"):
+// Key layouts shared by the seen-set and the frontier (docs/storage.md):
 // a host's entries share an 8-byte host-hash prefix, so all of them form one
 // key range that can be scanned, counted or handed off to another agent.
 import { xxh64 } from '../hash/xxhash.js';

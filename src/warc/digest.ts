@@ -51,8 +51,8 @@ export function unbase32(text: string): Uint8Array | null {
 }
 
 /** The digest algorithms a crawl can write (`--warc-digest`). */
-export type DigestAlgo = 'sha1' | 'sha256';
-export const DIGEST_ALGOS: readonly DigestAlgo[] = ['sha1', 'sha256'];
+export const DIGEST_ALGOS = ['sha1', 'sha256'] as const;
+export type DigestAlgo = (typeof DIGEST_ALGOS)[number];
 
 /** `<algo>:<BASE32>` of the concatenation of `parts` (WARC/1.1 §5.8 labelled-digest). */
 export function labelledDigest(algo: DigestAlgo, ...parts: Uint8Array[]): string {
@@ -73,11 +73,6 @@ const EMPTY: Record<DigestAlgo, string> = { sha1: labelledDigest('sha1'), sha256
 /** The digest of no bytes, per algorithm (constant). */
 export function emptyDigest(algo: DigestAlgo): string {
   return EMPTY[algo] ?? EMPTY_SHA256;
-}
-
-/** The algorithm of a `sha1:`/`sha256:` label we write, else undefined. */
-export function digestAlgoOf(label: string): DigestAlgo | undefined {
-  return label.startsWith('sha1:') ? 'sha1' : label.startsWith('sha256:') ? 'sha256' : undefined;
 }
 
 const ALGOS: Record<string, { node: string; len: number }> = {

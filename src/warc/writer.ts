@@ -326,7 +326,7 @@ export async function recoverWarcFile(path: string): Promise<string | null> {
 }
 
 export class WarcWriter {
-  /** Called with the final path of each completed file (issue 6 builds its CDXJ here). */
+  /** Called with the final path of each completed file (the agent builds its CDXJ here: docs/warc.md). */
   onFileClosed?: (path: string, cdxjLines?: string[]) => void;
 
   private readonly dir: string;
