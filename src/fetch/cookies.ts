@@ -9,6 +9,7 @@
 // not domain-match, or that names a public suffix, is ignored (§5.3 steps 5–6).
 import { getPublicSuffix } from 'tldts';
 import { DEFAULT_COOKIE_LIMITS } from '../config.js';
+import { unbracketHost } from '../url/host.js';
 
 export interface Cookie {
   name: string;
@@ -264,5 +265,5 @@ export class CookieJar {
 
 /** The jar's key: the host name as the URL writes it, lower case, without brackets. */
 function hostKey(url: URL): string {
-  return url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return unbracketHost(url.hostname).toLowerCase();
 }

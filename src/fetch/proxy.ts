@@ -5,6 +5,7 @@
 // targets when HTTPS_PROXY is unset; NO_PROXY entries name a host and the names
 // under it, optionally with a port, `*` alone bypassing every proxy), so the crawler
 // and Node's own fetch agree on one machine. Pure: the environment is a parameter.
+import { unbracketHost } from '../url/host.js';
 
 export interface ProxySettings {
   /** Proxy for every target (http:// or https:// URL, or host:port); unset: the environment's, when proxyFromEnv. */
@@ -127,7 +128,7 @@ export function proxyFor(plan: ProxyPlan | undefined, url: URL): ProxyChoice | u
   if (!plan || plan.bypassAll) return undefined;
   const choice = url.protocol === 'https:' ? plan.https : url.protocol === 'http:' ? plan.http : undefined;
   if (!choice) return undefined;
-  const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const host = unbracketHost(url.hostname).toLowerCase();
   const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);
   for (const e of plan.noProxy) {
     if (e.port && e.port !== port) continue;
