@@ -269,7 +269,10 @@ export class RenderPool {
     let finished = false;
     let pageCrashed = false;
     let mainServed = false;
-    let inflight = 0;
+    // Requests the page has open (by object: a request may end without a matching event of each
+    // kind), and route handlers still working (waiting for the host's clock included).
+    const open = new Set<unknown>();
+    let handling = 0;
     let lastNetwork = Date.now();
     let context: BrowserContext | undefined;
 
@@ -328,11 +331,22 @@ export class RenderPool {
       context = await g.browser.newContext({ userAgent: this.cfg.userAgent, serviceWorkers: 'block', acceptDownloads: false });
       const page: Page = await context.newPage();
       page.on('crash', () => { pageCrashed = true; });
-      page.on('request', () => { inflight++; lastNetwork = Date.now(); });
-      const done = () => { inflight = Math.max(0, inflight - 1); lastNetwork = Date.now(); };
+      page.on('request', (r) => { open.add(r); lastNetwork = Date.now(); });
+      const done = (r: unknown) => { open.delete(r); lastNetwork = Date.now(); };
       page.on('requestfinished', done);
       page.on('requestfailed', done);
-      await page.route('**/*', (route) => handle(route).catch(() => route.abort('failed').catch(() => {})));
+      await page.route('**/*', async (route) => {
+        handling++;
+        lastNetwork = Date.now();
+        try {
+          await handle(route);
+        } catch {
+          await route.abort('failed').catch(() => {});
+        } finally {
+          handling--;
+          lastNetwork = Date.now();
+        }
+      });
 
       let timedOut = false;
       try {
@@ -346,7 +360,7 @@ export class RenderPool {
       while (!timedOut && !g.dead && !pageCrashed) {
         const now = Date.now();
         if (now >= deadline) { timedOut = true; break; }
-        if (inflight === 0 && now - lastNetwork >= this.cfg.networkIdleMs) break;
+        if (open.size === 0 && handling === 0 && now - lastNetwork >= this.cfg.networkIdleMs) break;
         await sleep(Math.min(50, deadline - now));
       }
       finished = true;
@@ -468,7 +482,12 @@ export function findProcessByArg(arg: string): number | undefined {
   return undefined;
 }
 
-/** Sum of VmRSS over a process and its descendants, bytes (0 when it is gone). Shared pages count once per process. */
+/**
+ * Memory of a process and its descendants, bytes (0 when it is gone): the sum of their PSS
+ * (/proc/<pid>/smaps_rollup), where a page shared by k processes counts 1/k in each, so the
+ * sum is what the tree holds; VmRSS where smaps_rollup is missing (Linux < 4.14), which counts a
+ * shared page once per process (Chromium's helpers share most of their code: about 2× too much).
+ */
 export function processTreeRss(root: number): number {
   const children = new Map<number, number[]>();
   for (const pid of pids()) {
@@ -482,8 +501,10 @@ export function processTreeRss(root: number): number {
   const stack = [root];
   for (let n = 0; stack.length > 0 && n < 10_000; n++) {
     const pid = stack.pop()!;
-    const status = readProc(`/proc/${pid}/status`);
-    const m = status === undefined ? null : /^VmRSS:\s+(\d+) kB/m.exec(status);
+    const rollup = readProc(`/proc/${pid}/smaps_rollup`);
+    const pss = rollup === undefined ? null : /^Pss:\s+(\d+) kB/m.exec(rollup);
+    const status = pss !== null ? undefined : readProc(`/proc/${pid}/status`);
+    const m = pss ?? (status === undefined ? null : /^VmRSS:\s+(\d+) kB/m.exec(status));
     if (m !== null) total += Number(m[1]) * 1024;
     for (const c of children.get(pid) ?? []) stack.push(c);
   }
