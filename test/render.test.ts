@@ -137,6 +137,22 @@ describe('render pool in headless chromium', { skip }, () => {
     }
   });
 
+  test('budgets: past the request budget requests are refused; past the wall time the DOM is taken as it is', { timeout: 120_000 }, async () => {
+    hits.length = 0;
+    const r = await pool.render({ ...job('/', SHELL), limits: { maxRequests: 1 } });
+    assert.equal(r.outcome, 'budget', r.error);
+    assert.equal(count('/lib.js') + count('/app.js'), 1, 'one request within the budget');
+    assert.equal(count('/nav.json'), 0);
+    assert.deepEqual(r.links, [`${origin}/static`]);
+    assert.equal(r.subresources.length, 1);
+
+    hits.length = 0;
+    const t = await pool.render({ ...job('/slow', SLOW_SHELL), limits: { timeoutMs: 1_500 } });
+    assert.equal(t.outcome, 'timeout', t.error);
+    assert.match(t.dom, /<script src="\/slow.js"><\/script>/, 'the DOM as it stood');
+    assert.ok(t.ms < 1_500 + 6_000, `${t.ms} ms`);
+  });
+
   test('a browser killed mid-render: the job is crashed, the next render gets a new browser', { timeout: 180_000 }, async () => {
     hits.length = 0;
     const launches = pool.stats().launches;
@@ -154,7 +170,7 @@ describe('render pool in headless chromium', { skip }, () => {
     assert.equal(s.launches, launches + 1);
     assert.equal(s.crashes, 1);
     assert.notEqual(pool.browserPid(), pid);
-    assert.ok(s.outcomes.crashed === 1 && s.outcomes.rendered >= 4);
+    assert.ok(s.outcomes.crashed === 1 && s.outcomes.rendered >= 4 && s.outcomes.budget === 1 && s.outcomes.timeout === 1, JSON.stringify(s.outcomes));
   });
 });
 

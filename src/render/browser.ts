@@ -22,6 +22,8 @@ export interface RenderJob {
   status: number;
   headers: Record<string, string>;
   body: Uint8Array;
+  /** This page's budget where it differs from the pool's (a host rule, a retry). */
+  limits?: Partial<Pick<RenderConfig, 'timeoutMs' | 'maxRequests' | 'maxBytes'>>;
 }
 
 export interface Subresource {
@@ -259,7 +261,10 @@ export class RenderPool {
   }
 
   private async renderOn(g: Generation, job: RenderJob, started: number): Promise<RenderResult> {
-    const deadline = started + this.cfg.timeoutMs;
+    const timeoutMs = job.limits?.timeoutMs ?? this.cfg.timeoutMs;
+    const maxRequests = job.limits?.maxRequests ?? this.cfg.maxRequests;
+    const maxBytes = job.limits?.maxBytes ?? this.cfg.maxBytes;
+    const deadline = started + timeoutMs;
     const remaining = () => Math.max(1, deadline - Date.now());
     const result = this.empty(job, 'rendered', started);
     const fetched = new Map<string, Subresource>();
@@ -298,7 +303,7 @@ export class RenderPool {
       const method = req.method();
       const known = method === 'GET' ? fetched.get(url) : undefined;
       if (known !== undefined) return route.fulfill({ status: known.status, headers: fulfilHeaders(known.headers), body: known.body });
-      if (requests >= this.cfg.maxRequests || bytes >= this.cfg.maxBytes) {
+      if (requests >= maxRequests || bytes >= maxBytes) {
         overBudget = true;
         return refuse(route);
       }
@@ -319,7 +324,7 @@ export class RenderPool {
         this.components.release(host);
       }
       bytes += sub.body.length;
-      if (bytes > this.cfg.maxBytes) overBudget = true;
+      if (bytes > maxBytes) overBudget = true;
       if (!fetched.has(url)) {
         fetched.set(url, sub);
         result.subresources.push(sub);
@@ -366,7 +371,7 @@ export class RenderPool {
       finished = true;
       if (g.dead || pageCrashed) throw new Error('browser crashed');
       // A page stuck in a script loop answers nothing: the DOM is taken with a short bound of its own.
-      const grace = Math.max(1_000, Math.min(5_000, this.cfg.timeoutMs / 4));
+      const grace = Math.max(1_000, Math.min(5_000, timeoutMs / 4));
       result.dom = await withTimeout(page.content(), grace);
       const hrefs = await withTimeout(page.evaluate(LINKS_SCRIPT) as Promise<unknown>, grace);
       result.links = cleanLinks(hrefs);
