@@ -575,7 +575,9 @@ class Extractor implements TokenizerCallbacks {
   }
 
   onattribname(start: number, end: number): void {
-    this.attr = this.interesting ? attrId(this.s, start, end) : A_NONE;
+    const id = this.interesting ? attrId(this.s, start, end) : A_NONE;
+    // id matters on <div> only (render signals): no string for the ids of links and metas.
+    this.attr = id === A_ID && this.tag !== T_DIV ? A_NONE : id;
     this.val = '';
   }
 
