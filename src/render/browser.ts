@@ -111,6 +111,7 @@ export class RenderPool {
   private launching: Promise<Generation | undefined> | undefined;
   private unavailable: string | undefined;
   private launchFailures = 0;
+  private lastLaunchError = '';
   private closed = false;
   private waiting: Array<() => void> = [];
   private lastRssCheck = 0;
@@ -139,7 +140,7 @@ export class RenderPool {
     try {
       gen = this.closed ? undefined : await this.current();
       const result = gen === undefined
-        ? this.empty(job, 'unavailable', started, this.unavailable ?? 'pool closed')
+        ? this.empty(job, 'unavailable', started, this.unavailable ?? (this.closed ? 'pool closed' : this.lastLaunchError))
         : await this.renderOn(gen, job, started);
       this.counters.outcomes[result.outcome]++;
       return result;
@@ -206,6 +207,10 @@ export class RenderPool {
       const browser = await chromium.launch({
         executablePath: this.cfg.chromiumPath, headless: true, args: [...CHROMIUM_ARGS, marker], timeout: 60_000,
       });
+      if (this.closed) {
+        await browser.close().catch(() => {});
+        return undefined;
+      }
       const g: Generation = { browser, pid: findProcessByArg(marker), active: 0, retiring: false, dead: false };
       browser.on('disconnected', () => {
         g.dead = true;
@@ -223,6 +228,7 @@ export class RenderPool {
     } catch (err) {
       this.launchFailures++;
       const msg = (err as Error).message.split('\n')[0]!;
+      this.lastLaunchError = `chromium failed to start: ${msg}`;
       if (this.launchFailures >= MAX_LAUNCH_FAILURES) this.disable(`chromium failed to start ${this.launchFailures} times: ${msg}`);
       else this.components.logger?.warn({ err: msg }, 'render: chromium failed to start');
       return undefined;
@@ -371,7 +377,7 @@ export class RenderPool {
       finished = true;
       if (g.dead || pageCrashed) throw new Error('browser crashed');
       // A page stuck in a script loop answers nothing: the DOM is taken with a short bound of its own.
-      const grace = Math.max(1_000, Math.min(5_000, timeoutMs / 4));
+      const grace = Math.max(3_000, Math.min(5_000, timeoutMs / 4));
       result.dom = await withTimeout(page.content(), grace);
       const hrefs = await withTimeout(page.evaluate(LINKS_SCRIPT) as Promise<unknown>, grace);
       result.links = cleanLinks(hrefs);
