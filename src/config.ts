@@ -80,6 +80,8 @@ export interface AgentConfig {
   configFile?: string;
   /** The mesh (libp2p). Off: a lone agent without networking (library use, benchmarks). */
   mesh: MeshConfig;
+  /** The render tier: headless Chromium for pages built by JavaScript (src/render/, docs/render.md). Off by default. */
+  render: RenderConfig;
   /** Agent HTTP API (`--api HOST:PORT`): off when `listen` is unset. */
   api: { listen?: string; tokenFile?: string };
   /** Progress display: 'auto' = live line on a TTY, JSON logs otherwise. */
@@ -217,6 +219,39 @@ export interface RobotsConfig {
   maxBytes: number;
   /** RFC 9309 §2.3.1.2: follow at least five consecutive redirects. */
   maxRedirects: number;
+}
+
+/** never: no browser; auto: pages whose static parse looks like an empty shell (src/render/decide.ts); always: every HTML page. */
+export type RenderMode = 'never' | 'auto' | 'always';
+
+export interface RenderConfig {
+  mode: RenderMode;
+  /** Hosts always rendered whatever the mode: exact name or `*.suffix`. */
+  hosts: string[];
+  /** Browser pages rendering at once (one Chromium process for all of them). */
+  concurrency: number;
+  /** Wall time of one render, from navigation to the serialised DOM, ms. */
+  timeoutMs: number;
+  /** After the network has been quiet this long, the page is taken as settled, ms. */
+  networkIdleMs: number;
+  /** Requests one render may make besides the page itself; more are refused (outcome 'budget'). */
+  maxRequests: number;
+  /** Bytes of subresource bodies one render may fetch; past it, further requests are refused (outcome 'budget'). */
+  maxBytes: number;
+  /** The browser is restarted once its process tree's RSS exceeds this, bytes (checked between renders). */
+  maxBrowserRssBytes: number;
+  /** Chromium to launch (Debian: apt-get install chromium). Missing: rendering is off, said once. */
+  chromiumPath: string;
+  /** auto: below this many characters of visible text, a page with scripts is an empty shell. */
+  minTextChars: number;
+  /** auto: an app root (<div id=root|app|__next…>) with at most this many characters of text is empty. */
+  appRootMaxChars: number;
+  /** auto: the first this-many pages of a host settle its verdict (majority; a tie renders). */
+  settleAfter: number;
+  /** auto: hosts whose verdict is remembered (least recently used forgotten). */
+  maxHosts: number;
+  /** Pages waiting in the durable render queue; more are dropped and counted. */
+  maxQueued: number;
 }
 
 export interface WarcConfig {
@@ -388,6 +423,23 @@ export const DEFAULT_ROBOTS: Readonly<RobotsConfig> = Object.freeze({
   maxRedirects: 5,
 });
 
+export const DEFAULT_RENDER: Readonly<Omit<RenderConfig, 'hosts'>> & { readonly hosts: readonly string[] } = Object.freeze({
+  mode: 'never',
+  hosts: Object.freeze([]) as readonly string[],
+  concurrency: 2,
+  timeoutMs: 20_000,
+  networkIdleMs: 500,
+  maxRequests: 100,
+  maxBytes: 10 * 1024 * 1024,
+  maxBrowserRssBytes: 1024 * 1024 * 1024,
+  chromiumPath: '/usr/bin/chromium',
+  minTextChars: 200,
+  appRootMaxChars: 64,
+  settleAfter: 5,
+  maxHosts: 100_000,
+  maxQueued: 100_000,
+});
+
 export const DEFAULT_WARC: Readonly<WarcConfig> = Object.freeze({
   enabled: true,
   prefix: DEFAULT_ROBOTS_TOKEN,
@@ -536,6 +588,7 @@ export function defaultConfig(): AgentConfig {
       receiveLimits: { ...DEFAULT_MESH.receiveLimits },
       admission: defaultMeshAdmission(),
     },
+    render: { ...DEFAULT_RENDER, hosts: [...DEFAULT_RENDER.hosts] },
     api: {},
     progress: 'auto',
     logLevel: 'info',

@@ -66,6 +66,25 @@ export interface ExtractOptions {
   maxTextChars?: number;
   /** Clock for `unavailable_after` (epoch ms). Default Date.now(). */
   now?: number;
+  /** Collect `renderSignals` (what src/render/decide.ts needs). Default false. */
+  wantRenderSignals?: boolean;
+}
+
+/**
+ * What the static parse saw that tells whether a page is built in the browser
+ * (src/render/decide.ts, docs/render.md "When to turn it on").
+ */
+export interface RenderSignals {
+  /** Characters of visible text (text nodes outside head, script, style, noscript, template; whitespace runs excluded). */
+  textChars: number;
+  /** <script> elements (inline or src). */
+  scripts: number;
+  /** id of the first client-side app root (<div id=root|app|__next|__nuxt|___gatsby>), if any. */
+  appRoot?: string;
+  /** Visible text characters inside that app root. */
+  appRootTextChars: number;
+  /** Text of the <noscript> elements, collapsed, first 256 characters. */
+  noscriptText: string;
 }
 
 export interface PageExtract {
@@ -93,6 +112,8 @@ export interface PageExtract {
   /** fingerprintLater: what simhashPieces needs to compute `fingerprint` elsewhere. */
   fingerprintJob?: FingerprintJob;
   isHtml: boolean;
+  /** With wantRenderSignals (HTML only). */
+  renderSignals?: RenderSignals;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -117,6 +138,7 @@ const T_HEAD = 15;
 const T_BODY = 16;
 const T_HTML = 17;
 const T_INTEGRATION = 18; // foreignObject, desc, mi, mo, mn, ms, mtext, annotation-xml: HTML inside svg/math
+const T_DIV = 19; // only for render signals (client-side app roots)
 
 const A_NONE = 0;
 const A_HREF = 1;
@@ -125,6 +147,7 @@ const A_NAME = 3;
 const A_CONTENT = 4;
 const A_HTTP_EQUIV = 5;
 const A_SRC = 6;
+const A_ID = 7;
 
 /** `s[a..a+lit.length)` equals `lit` (lower-case ASCII) ignoring ASCII case. */
 function eq(s: string, a: number, lit: string): boolean {
@@ -158,6 +181,7 @@ function tagId(s: string, a: number, e: number): number {
         case 0x62:
           return eq(s, a, 'bdi') || eq(s, a, 'bdo') || eq(s, a, 'big') ? T_INLINE : T_OTHER;
         case 0x64:
+          if (eq(s, a, 'div')) return T_DIV;
           return eq(s, a, 'del') || eq(s, a, 'dfn') ? T_INLINE : T_OTHER;
         case 0x69:
           return eq(s, a, 'ins') ? T_INLINE : T_OTHER;
@@ -242,6 +266,8 @@ function tagId(s: string, a: number, e: number): number {
 
 function attrId(s: string, a: number, e: number): number {
   switch (e - a) {
+    case 2:
+      return eq(s, a, 'id') ? A_ID : A_NONE;
     case 3:
       if (eq(s, a, 'rel')) return A_REL;
       return eq(s, a, 'src') ? A_SRC : A_NONE;
@@ -395,6 +421,18 @@ class Extractor implements TokenizerCallbacks {
   content: string | null = null;
   httpEquiv: string | null = null;
   src: string | null = null;
+  id: string | null = null;
+
+  // render signals (wantSignals): see RenderSignals
+  wantSignals = false;
+  scripts = 0;
+  textChars = 0;
+  appRoot: string | null = null;
+  /** Open <div>s inside the app root, the root included; 0 = outside it. */
+  appRootDepth = 0;
+  appRootTextChars = 0;
+  noscriptParts: string[] = [];
+  noscriptLen = 0;
 
   // document state
   raw = RAW_NONE;
@@ -473,6 +511,13 @@ class Extractor implements TokenizerCallbacks {
     this.textDone = false;
     this.pieceMode = false;
     this.pieceCount = 0;
+    this.scripts = 0;
+    this.textChars = 0;
+    this.appRoot = null;
+    this.appRootDepth = 0;
+    this.appRootTextChars = 0;
+    this.noscriptParts = [];
+    this.noscriptLen = 0;
     this.tokenizer.reset();
   }
 
@@ -483,6 +528,7 @@ class Extractor implements TokenizerCallbacks {
     this.content = null;
     this.httpEquiv = null;
     this.src = null;
+    this.id = null;
   }
 
   run(s: string): void {
@@ -508,7 +554,7 @@ class Extractor implements TokenizerCallbacks {
   onopentagname(start: number, end: number): void {
     const t = tagId(this.s, start, end);
     this.tag = t;
-    this.interesting = t >= T_A && t <= T_META;
+    this.interesting = (t >= T_A && t <= T_META) || (t === T_DIV && this.wantSignals);
     this.attr = A_NONE;
     if (t !== T_INLINE) this.textBreak();
     // HTML §13.2.6.4.4 "in head": anything but head content ends the head (approximation of the
@@ -519,7 +565,9 @@ class Extractor implements TokenizerCallbacks {
   }
 
   onattribname(start: number, end: number): void {
-    this.attr = this.interesting ? attrId(this.s, start, end) : A_NONE;
+    const id = this.interesting ? attrId(this.s, start, end) : A_NONE;
+    // id matters on <div> only (render signals): no string for the ids of links and metas.
+    this.attr = id === A_ID && this.tag !== T_DIV ? A_NONE : id;
     this.val = '';
   }
 
@@ -554,6 +602,9 @@ class Extractor implements TokenizerCallbacks {
       case A_SRC:
         if (this.src === null) this.src = this.val;
         break;
+      case A_ID:
+        if (this.id === null) this.id = this.val;
+        break;
     }
     this.attr = A_NONE;
     this.val = '';
@@ -586,6 +637,7 @@ class Extractor implements TokenizerCallbacks {
       case T_SCRIPT:
       case T_STYLE:
         if (!this.isInForeignContext()) this.raw = RAW_SKIP;
+        if (t === T_SCRIPT) this.scripts++;
         break;
       case T_NOSCRIPT:
         if (!selfClosing) this.noscript++;
@@ -636,6 +688,9 @@ class Extractor implements TokenizerCallbacks {
       case T_HEAD:
         this.inHead = false;
         break;
+      case T_DIV:
+        if (this.appRootDepth > 0) this.appRootDepth--;
+        break;
     }
     if (t !== T_INLINE) this.textBreak();
   }
@@ -650,6 +705,7 @@ class Extractor implements TokenizerCallbacks {
       }
       return;
     }
+    if (this.wantSignals) this.signalText(start, end);
     const want = this.wantText && !this.textDone && this.noscript === 0 && this.template === 0;
     if (!this.inHead && !want) return;
     if (isAllWhitespace(this.s, start, end)) {
@@ -734,7 +790,29 @@ class Extractor implements TokenizerCallbacks {
       case T_META:
         if (this.template === 0) this.meta();
         return;
+      case T_DIV:
+        if (this.appRootDepth > 0) this.appRootDepth++;
+        else if (this.appRoot === null && this.id !== null && this.template === 0 && APP_ROOT_IDS.has(this.id)) {
+          this.appRoot = this.id;
+          this.appRootDepth = 1;
+        }
+        return;
     }
+  }
+
+  /** Render signals from one text node: visible length, app-root content, noscript wording. */
+  signalText(start: number, end: number): void {
+    if (this.template > 0 || isAllWhitespace(this.s, start, end)) return;
+    if (this.noscript > 0) {
+      if (this.noscriptLen < NOSCRIPT_MAX) {
+        this.noscriptParts.push(this.s.slice(start, Math.min(end, start + NOSCRIPT_MAX)));
+        this.noscriptLen += end - start;
+      }
+      return;
+    }
+    const n = end - start;
+    this.textChars += n;
+    if (this.appRootDepth > 0) this.appRootTextChars += n;
   }
 
   linkElement(href: string, rel: string): void {
@@ -921,6 +999,11 @@ function isAllWhitespace(s: string, a: number, e: number): boolean {
   return true;
 }
 
+// Mount points of the common client-side frameworks (React/CRA and Vite templates: root; Vue: app;
+// Next.js: __next; Nuxt: __nuxt; Gatsby: ___gatsby).
+const APP_ROOT_IDS = new Set(['root', 'app', '__next', '__nuxt', '___gatsby']);
+const NOSCRIPT_MAX = 256;
+
 let shared: Extractor | null = null;
 
 /**
@@ -1070,6 +1153,7 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
     ex.maxText = opts.maxTextChars !== undefined && opts.maxTextChars >= 0 ? opts.maxTextChars : 200_000;
     ex.pageNofollowKnown = directives.nofollow;
     ex.directives = directives;
+    ex.wantSignals = opts.wantRenderSignals === true;
     try {
       ex.run(html);
     } catch {
@@ -1101,6 +1185,15 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
     };
     if (ex.title !== null) out.title = ex.title;
     if (opts.wantText === true) out.text = ex.text();
+    if (ex.wantSignals) {
+      out.renderSignals = {
+        textChars: ex.textChars,
+        scripts: ex.scripts,
+        appRootTextChars: ex.appRootTextChars,
+        noscriptText: collapse(ex.noscriptParts.join(' ')).trim().slice(0, NOSCRIPT_MAX),
+      };
+      if (ex.appRoot !== null) out.renderSignals.appRoot = ex.appRoot;
+    }
     const fpPieces = ex.fpPieces as Int32Array | undefined; // set by run()
     if (fpPieces !== undefined) {
       out.fingerprintJob = { text: html, pieces: fpPieces, count: fpPieces.length >> 1 };

@@ -47,6 +47,8 @@ export interface Store {
   recrawlDue: Sublevel;
   /** Sitemap hints not yet used, seen key → lastmod/changefreq/priority (src/recrawl/recrawler.ts). */
   recrawlHints: Sublevel;
+  /** Pages waiting for the browser, FIFO by sequence number (src/render/queue.ts). */
+  render: Sublevel;
   close(): Promise<void>;
 }
 
@@ -111,6 +113,7 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     recrawl: sub('recrawl'),
     recrawlDue: sub('recrawl-due'),
     recrawlHints: sub('recrawl-hints'),
+    render: sub('render'),
     close: () => db.close(),
   };
 }

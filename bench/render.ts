@@ -1,0 +1,107 @@
+// Cost of the render tier (src/render/browser.ts) on a simple page: a shell that
+// builds its navigation from a JSON file with two scripts, served on loopback.
+//   npx tsc -p . && node dist/bench/render.js [--renders N] [--concurrency C]
+// Prints the first render (browser launch included), then medians over N renders
+// one at a time: wall ms per render, CPU ms per render (Chromium's whole process
+// tree from /proc, exited helpers included through their parents' cutime/cstime,
+// plus this process), browser RSS (process tree, PSS summed) after the renders;
+// then pages/s with C renders at once.
+import { createServer } from 'node:http';
+import { readdirSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { RenderPool, processTreeRss } from '../src/render/browser.js';
+import { median } from './measure.js';
+
+function arg(name: string, def: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 && i + 1 < process.argv.length ? Number(process.argv[i + 1]) : def;
+}
+
+const N = arg('renders', 20);
+const C = arg('concurrency', 2);
+const CLK_TCK = 100; // Linux USER_HZ
+
+const SHELL = `<!doctype html><html><head><title>Shop</title><script src="/lib.js"></script><script src="/app.js"></script></head>
+<body><a href="/static">static</a><div id="root"></div></body></html>`;
+const APP_JS = `fetch('/nav.json').then((r) => r.json()).then((nav) => { const root = document.getElementById('root');
+  for (const href of nav) { const a = document.createElement('a'); a.href = href; a.textContent = href; root.appendChild(a); } });`;
+const NAV = JSON.stringify(Array.from({ length: 30 }, (_, i) => `/category/${i}`));
+
+/** CPU ms of a process tree: utime + stime + cutime + cstime of each member (/proc/<pid>/stat fields 14-17). */
+function treeCpuMs(root: number): number {
+  const stats = new Map<number, string[]>();
+  for (const n of readdirSync('/proc')) {
+    if (!/^\d+$/.test(n)) continue;
+    try {
+      const s = readFileSync(`/proc/${n}/stat`, 'utf8');
+      stats.set(Number(n), s.slice(s.lastIndexOf(')') + 2).split(' '));
+    } catch { /* exited */ }
+  }
+  const children = new Map<number, number[]>();
+  for (const [pid, f] of stats) {
+    const ppid = Number(f[1]);
+    if (!children.has(ppid)) children.set(ppid, []);
+    children.get(ppid)!.push(pid);
+  }
+  let ticks = 0;
+  const stack = [root];
+  while (stack.length > 0) {
+    const pid = stack.pop()!;
+    const f = stats.get(pid);
+    if (f !== undefined) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return (ticks * 1000) / CLK_TCK;
+}
+
+const selfCpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+
+const server = createServer((req, res) => {
+  const body = req.url === '/lib.js' ? 'window.lib = 1;' : req.url === '/app.js' ? APP_JS : req.url === '/nav.json' ? NAV : undefined;
+  if (body === undefined) { res.writeHead(404); res.end(); return; }
+  res.writeHead(200, { 'content-type': req.url!.endsWith('.json') ? 'application/json' : 'text/javascript' });
+  res.end(body);
+});
+await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+const pool = new RenderPool({ allowed: () => true, acquire: async () => {}, release: () => {} }, { userAgent: 'ubicrawl-bench/0', concurrency: C, networkIdleMs: 200 });
+const job = (i: number) => ({ url: `${origin}/p/${i}`, status: 200, headers: { 'content-type': 'text/html' }, body: Buffer.from(SHELL) });
+
+try {
+  let t = Date.now();
+  const first = await pool.render(job(0));
+  if (first.outcome !== 'rendered') throw new Error(`first render: ${first.outcome} ${first.error ?? ''}`);
+  console.log(`first render (launch included): ${Date.now() - t} ms, ${first.links.length} links, ${first.subresources.length} subresources`);
+  const pid = pool.browserPid();
+  if (pid === undefined) throw new Error('browser pid not found');
+
+  const wall: number[] = [];
+  const cpu: number[] = [];
+  const nodeCpu: number[] = [];
+  for (let i = 1; i <= N; i++) {
+    const n0 = selfCpuMs();
+    const c0 = treeCpuMs(pid) + n0;
+    t = Date.now();
+    const r = await pool.render(job(i));
+    wall.push(Date.now() - t);
+    const n1 = selfCpuMs();
+    cpu.push(treeCpuMs(pid) + n1 - c0);
+    nodeCpu.push(n1 - n0);
+    if (r.outcome !== 'rendered' || r.links.length !== 31) throw new Error(`render ${i}: ${r.outcome} ${r.links.length} links`);
+  }
+  const rss = processTreeRss(pid);
+  console.log(`one at a time, ${N} renders: median ${median(wall)} ms wall, ${median(cpu).toFixed(0)} CPU-ms per render (browser tree + node; of which node ${median(nodeCpu).toFixed(0)}; networkIdleMs 200 included in wall)`);
+  console.log(`browser RSS (process tree, PSS summed): ${(rss / 2 ** 20).toFixed(0)} MiB`);
+
+  t = Date.now();
+  const c0 = treeCpuMs(pid) + selfCpuMs();
+  const results = await Promise.all(Array.from({ length: N }, (_, i) => pool.render(job(1000 + i))));
+  const secs = (Date.now() - t) / 1000;
+  const bad = results.filter((r) => r.outcome !== 'rendered').length;
+  console.log(`${C} at once, ${N} renders: ${(N / secs).toFixed(2)} pages/s, ${((treeCpuMs(pid) + selfCpuMs() - c0) / N).toFixed(0)} CPU-ms per render, ${bad} not rendered, peak-ish RSS ${(processTreeRss(pid) / 2 ** 20).toFixed(0)} MiB`);
+  console.log(`pool: ${JSON.stringify(pool.stats())}`);
+  console.log(`load average during the run: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} (${(await import('node:os')).cpus().length} cores)`);
+} finally {
+  await pool.close();
+  server.close();
+}
