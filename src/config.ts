@@ -65,6 +65,8 @@ export interface AgentConfig {
   seen: SeenConfig;
   /** Sitemaps 0.90: follow robots.txt `Sitemap:` lines and each host's /sitemap.xml. */
   sitemaps: { enabled: boolean; maxIndexDepth: number };
+  /** Each page's outlinks: a WARC metadata record and a line of `<data-dir>/graph/*.edges.gz` (src/graph/, docs/graph.md). */
+  linkGraph: { enabled: boolean };
   /** Scope and trap defences; defaults in src/scope/traps.ts (DEFAULT_SCOPE_OPTIONS). */
   scope: Partial<ScopeOptions>;
   /** What the crawl follows and stores: `--scope`, URL filters, depth, per-host cap, accepted types (src/scope/crawl-scope.ts, docs/scope.md). */
@@ -473,6 +475,7 @@ export function defaultConfig(): AgentConfig {
       maxWaitMs: 20,
     },
     sitemaps: { enabled: true, maxIndexDepth: DEFAULT_SITEMAP_LIMITS.maxIndexDepth },
+    linkGraph: { enabled: true },
     // Completed from DEFAULT_SCOPE_OPTIONS (src/scope/traps.ts) by ScopePolicy.
     scope: {},
     crawlScope: {

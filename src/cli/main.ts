@@ -4,11 +4,11 @@
 // The options and their defaults are the tables of ./options.ts.
 import { writeFileSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { DEFAULT_ROBOTS_TOKEN, type ResolveRule } from '../config.js';
+import { DEFAULT_DATA_DIR, DEFAULT_ROBOTS_TOKEN, type ResolveRule } from '../config.js';
 import { UsageError } from './seeds.js';
 import {
   addOptions, toAgentOptions, API_CLIENT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
-  WARC_GET_OPTIONS, type ParsedOptions,
+  WARC_GET_OPTIONS, GRAPH_EXPORT_OPTIONS, type ParsedOptions,
 } from './options.js';
 
 const VERSION = '0.1.0';
@@ -100,6 +100,14 @@ export function buildProgram(): Command {
     .action(async (u: string, opts: { dir: string; headers: boolean; out?: string; timestamp?: string }) => {
       const { runWarcGetCommand } = await import('../warc/lookup.js');
       process.exitCode = await runWarcGetCommand(u, opts);
+    });
+
+  const graph = program.command('graph').description('link graph tools (docs/graph.md)');
+  addOptions(graph.command('export')
+    .description("merge the agents' edge files into a URL graph and a host graph in WebGraph's ASCIIGraph format"), GRAPH_EXPORT_OPTIONS)
+    .action(async (opts: { dir: string[]; out: string; hops?: string }) => {
+      const { runGraphExportCommand } = await import('../graph/export.js');
+      process.exitCode = await runGraphExportCommand(opts.dir.length ? opts.dir : [DEFAULT_DATA_DIR], opts);
     });
 
   return program;

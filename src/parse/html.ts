@@ -28,6 +28,8 @@ export interface ExtractedLink {
   tag: LinkTag;
   /** rel contained nofollow, ugc or sponsored (only returned when followNofollowLinks is set). */
   nofollow: boolean;
+  /** The element's rel attribute as written (first occurrence of the href), when it had one; 'canonical' for a Link header canonical. */
+  rel?: string;
 }
 
 export interface ExtractOptions {
@@ -430,6 +432,7 @@ class Extractor implements TokenizerCallbacks {
   hrefs: string[] = [];
   kinds: number[] = [];
   nofollowFlags: boolean[] = [];
+  rels: Array<string | null> = [];
   linksDropped = 0;
   nofollowLinks = 0;
 
@@ -475,6 +478,7 @@ class Extractor implements TokenizerCallbacks {
     this.hrefs = [];
     this.kinds = [];
     this.nofollowFlags = [];
+    this.rels = [];
     this.linksDropped = 0;
     this.nofollowLinks = 0;
     this.textParts = [];
@@ -815,6 +819,8 @@ class Extractor implements TokenizerCallbacks {
     this.hrefs.push(href);
     this.kinds.push(kind);
     this.nofollowFlags.push(nofollow);
+    // rel of <a>, <area>, <link>; null for the others (frame, iframe, refresh: they have none).
+    this.rels.push(kind === K_FRAME || kind === K_IFRAME || kind === K_REFRESH ? null : this.rel);
   }
 
   // --- text ------------------------------------------------------------------------------------
@@ -1158,7 +1164,8 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
       // A link back to this very page adds nothing; duplicates after resolution are merged.
       if (url === selfUrl || seen.has(url)) continue;
       seen.add(url);
-      out.links.push({ url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i] });
+      const rel = ex.rels[i];
+      out.links.push(rel === null ? { url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i] } : { url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i], rel });
     }
     if (pageNofollow) {
       out.linksDropped = 0;
@@ -1174,7 +1181,7 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
         if (u !== null && (u.protocol === 'http:' || u.protocol === 'https:')) {
           out.canonical = stripFragment(u.href);
           if (!pageNofollow && out.canonical !== selfUrl && !seen.has(out.canonical) && out.links.length < ex.maxLinks) {
-            out.links.push({ url: out.canonical, tag: 'canonical', nofollow: false });
+            out.links.push({ url: out.canonical, tag: 'canonical', nofollow: false, rel: 'canonical' });
           }
         }
         break;

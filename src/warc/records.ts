@@ -94,7 +94,8 @@ export interface RevisitInput {
 export interface MetadataInput {
   url: string;
   date: Date;
-  fields: Record<string, string>;
+  /** warc-fields: an object, or a list when a name repeats (Heritrix's `outlink:` lines, docs/graph.md). */
+  fields: Record<string, string> | HeaderList;
   concurrentTo?: string;
 }
 
@@ -550,10 +551,10 @@ export async function encodeRevisit(rv: RevisitInput, level: number, algo: Diges
   return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest };
 }
 
-/** application/warc-fields body (WARC/1.1 §7: `name: value` CRLF lines). */
-export function warcFields(fields: Record<string, string>): Uint8Array {
+/** application/warc-fields body (WARC/1.1 §7: `name: value` CRLF lines); a list keeps repeated names in order. */
+export function warcFields(fields: Record<string, string> | HeaderList): Uint8Array {
   let s = '';
-  for (const [k, v] of Object.entries(fields)) s += `${cleanHeaderName(k)}: ${cleanHeaderValue(String(v))}\r\n`;
+  for (const [k, v] of Array.isArray(fields) ? fields : Object.entries(fields)) s += `${cleanHeaderName(k)}: ${cleanHeaderValue(String(v))}\r\n`;
   return Buffer.from(s, 'utf8');
 }
 
