@@ -153,6 +153,8 @@ test('3-agent mesh: graph export reproduces the known link graph exactly; WARC m
     const names = readLines(`${out}.urls`);
     const expectedNodes = new Set<string>();
     for (const [s, ts] of known.arcs) { expectedNodes.add(s); for (const t of ts) expectedNodes.add(t); }
+    const nameSet = new Set(names);
+    assert.deepEqual({ missing: [...expectedNodes].filter((n) => !nameSet.has(n)), extra: names.filter((n) => !expectedNodes.has(n)) }, { missing: [], extra: [] });
     assert.deepEqual(names, [...expectedNodes].sort(), 'node list: every URL once, sorted');
     const g = readLines(`${out}.graph-txt`);
     assert.equal(Number(g[0]), names.length);

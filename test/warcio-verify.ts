@@ -25,8 +25,10 @@ export async function warcioRecordsVerified(file: string): Promise<WarcioRecord[
       const payload = http ? block.subarray(block.indexOf('\r\n\r\n') + 4) : block;
       assert.ok(digestMatches(pd, payload), `${file}: ${rec.warcType}: WARC-Payload-Digest ${pd}`);
     }
-    const headers: Record<string, string> = {};
-    for (const [k, v] of rec.warcHeaders.headers as unknown as Iterable<[string, string]>) headers[k] = v;
+    // warcio.js keeps parsed header names lower-cased (a fetch Headers): looked up here whatever the case.
+    const lower: Record<string, string> = {};
+    for (const [k, v] of rec.warcHeaders.headers as unknown as Iterable<[string, string]>) lower[k.toLowerCase()] = v;
+    const headers = new Proxy(lower, { get: (t, name) => (typeof name === 'string' ? t[name.toLowerCase()] : undefined) });
     out.push({ type: rec.warcType ?? '', headers, block });
   }
   return out;

@@ -8,7 +8,7 @@ import { DEFAULT_DATA_DIR, DEFAULT_ROBOTS_TOKEN, type ResolveRule } from '../con
 import { UsageError } from './seeds.js';
 import {
   addOptions, toAgentOptions, API_CLIENT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
-  WARC_GET_OPTIONS, GRAPH_EXPORT_OPTIONS, type ParsedOptions,
+  WARC_GET_OPTIONS, GRAPH_EXPORT_OPTIONS, DERIVE_OPTIONS, WACZ_OPTIONS, type ParsedOptions,
 } from './options.js';
 
 const VERSION = '0.1.0';
@@ -101,6 +101,18 @@ export function buildProgram(): Command {
       const { runWarcGetCommand } = await import('../warc/lookup.js');
       process.exitCode = await runWarcGetCommand(u, opts);
     });
+
+  for (const kind of ['wat', 'wet'] as const) {
+    addOptions(program.command(kind)
+      .description(kind === 'wat'
+        ? "derive Common Crawl WAT files (JSON metadata records with each record's headers and the page's links) from WARC files"
+        : 'derive Common Crawl WET files (conversion records with the visible text of each HTML page) from WARC files')
+      .argument('<warc...>', 'WARC files (.warc.gz)'), DERIVE_OPTIONS)
+      .action(async (paths: string[], opts: { outDir?: string }) => {
+        const { runDeriveCommand } = await import('../warc/derive.js');
+        process.exitCode = await runDeriveCommand(kind, paths, opts);
+      });
+  }
 
   const graph = program.command('graph').description('link graph tools (docs/graph.md)');
   addOptions(graph.command('export')

@@ -257,6 +257,16 @@ export const GRAPH_EXPORT_OPTIONS: readonly CliOption[] = [
   { flags: '--hops <letters>', help: 'keep only arcs of these hop types (L link, E embed: frame/iframe, R redirect/refresh), e.g. L' },
 ];
 
+export const DERIVE_OPTIONS: readonly CliOption[] = [
+  { flags: '--out-dir <dir>', help: 'write the derived files here (default: next to each WARC file, named X.warc.wat.gz / X.warc.wet.gz)' },
+];
+
+export const WACZ_OPTIONS: readonly CliOption[] = [
+  { flags: '--dir <dir>', help: 'a data dir or WARC directory; repeat for each agent', parse: collect as never, repeatable: true },
+  { flags: '--out <file>', help: 'the WACZ file to write', fallback: () => 'crawl.wacz' },
+  { flags: '--title <text>', help: 'datapackage.json title' },
+];
+
 // ---------------------------------------------------------------- commander
 
 /** The row each commander option was made from (docs/cli.md shows the setting it sets). */
