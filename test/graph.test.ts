@@ -77,7 +77,7 @@ const H = 8;
 const K = 4;
 const pathOf = (k: number) => (k === 0 ? '/' : `/p${k}`);
 
-interface Known { html: (h: number, k: number) => string; arcs: Map<string, Set<string>>; urls: (h: number, p: string) => string }
+interface Known { html: (h: number, k: number) => string; arcs: () => Map<string, Set<string>>; urls: (h: number, p: string) => string }
 
 function knownWeb(port: () => number): Known {
   const url = (h: number, p: string) => `http://h${h}.web.test:${port()}${p}`;
@@ -91,6 +91,8 @@ function knownWeb(port: () => number): Known {
     <a href="/private/x${k}">excluded by the crawl's filter, still an outlink</a>
     <a href="mailto:someone@example.org">mail</a>
     </body></html>`;
+  // Built when asked: the port is known once the web is up.
+  const arcs = () => {
   const arcs = new Map<string, Set<string>>();
   for (let h = 0; h < H; h++) {
     for (let k = 0; k < K; k++) {
@@ -99,6 +101,8 @@ function knownWeb(port: () => number): Known {
     arcs.set(url(h, '/leaf'), new Set());
     arcs.set(url(h, '/r'), new Set([url((h + 2) % H, '/p1')]));
   }
+  return arcs;
+  };
   return { html, arcs, urls: url };
 }
 
@@ -140,6 +144,7 @@ test('3-agent mesh: graph export reproduces the known link graph exactly; WARC m
     for (const p of [api, api + 1, api + 2]) await waitMembers(p, 3);
     await seedThroughApi(api, [known.urls(0, '/')], join(dir, 'a0'));
     const results = await Promise.all([a0.done, a1.done, a2.done]);
+    const arcs = known.arcs();
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
     assert.ok(!web.requests().some((r) => r.path.startsWith('/private/')), 'the filter kept the crawl off /private/');
 
@@ -152,7 +157,7 @@ test('3-agent mesh: graph export reproduces the known link graph exactly; WARC m
     assert.equal(r.badLines, 0);
     const names = readLines(`${out}.urls`);
     const expectedNodes = new Set<string>();
-    for (const [s, ts] of known.arcs) { expectedNodes.add(s); for (const t of ts) expectedNodes.add(t); }
+    for (const [s, ts] of arcs) { expectedNodes.add(s); for (const t of ts) expectedNodes.add(t); }
     const nameSet = new Set(names);
     assert.deepEqual({ missing: [...expectedNodes].filter((n) => !nameSet.has(n)), extra: names.filter((n) => !expectedNodes.has(n)) }, { missing: [], extra: [] });
     assert.deepEqual(names, [...expectedNodes].sort(), 'node list: every URL once, sorted');
@@ -166,7 +171,7 @@ test('3-agent mesh: graph export reproduces the known link graph exactly; WARC m
       for (const s of succ) got.add(`${names[i]} ${names[s]}`);
     }
     const want = new Set<string>();
-    for (const [s, ts] of known.arcs) for (const t of ts) want.add(`${s} ${t}`);
+    for (const [s, ts] of arcs) for (const t of ts) want.add(`${s} ${t}`);
     assert.deepEqual([...got].filter((a) => !want.has(a)), [], 'no extra arc');
     assert.deepEqual([...want].filter((a) => !got.has(a)), [], 'every arc');
     assert.equal(r.arcs, want.size);
@@ -199,7 +204,7 @@ test('3-agent mesh: graph export reproduces the known link graph exactly; WARC m
         metadata++;
         assert.equal(md.concurrentTo, responses.get(uri), `${uri}: WARC-Concurrent-To names its response`);
         const targets = md.fields.map((l) => parseOutlinkValue(l.replace(/^outlink: /, ''))!);
-        assert.deepEqual(new Set(targets.map((t) => t.url)), known.arcs.get(uri), `${uri}: outlink fields`);
+        assert.deepEqual(new Set(targets.map((t) => t.url)), arcs.get(uri), `${uri}: outlink fields`);
         const h = Number(/h(\d+)\./.exec(uri)![1]);
         if (uri.endsWith('/r')) assert.deepEqual(md.fields, [`outlink: ${known.urls((h + 2) % H, '/p1')} R Location:`]);
         else {
@@ -209,7 +214,7 @@ test('3-agent mesh: graph export reproduces the known link graph exactly; WARC m
         }
       }
     }
-    assert.equal(metadata, [...known.arcs.values()].filter((s) => s.size > 0).length, 'one metadata record per page with outlinks');
+    assert.equal(metadata, [...arcs.values()].filter((s) => s.size > 0).length, 'one metadata record per page with outlinks');
   } finally {
     await web.close();
   }

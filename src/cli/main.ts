@@ -114,6 +114,13 @@ export function buildProgram(): Command {
       });
   }
 
+  addOptions(program.command('wacz')
+    .description('pack the WARC files of one or more agents into a WACZ 1.1.1 file (ReplayWeb.page opens it)'), WACZ_OPTIONS)
+    .action(async (opts: { dir: string[]; out: string; title?: string }) => {
+      const { runWaczCommand } = await import('../wacz/wacz.js');
+      process.exitCode = await runWaczCommand(opts, `${DEFAULT_DATA_DIR}/warc`);
+    });
+
   const graph = program.command('graph').description('link graph tools (docs/graph.md)');
   addOptions(graph.command('export')
     .description("merge the agents' edge files into a URL graph and a host graph in WebGraph's ASCIIGraph format"), GRAPH_EXPORT_OPTIONS)
