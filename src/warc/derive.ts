@@ -164,14 +164,17 @@ export async function deriveFile(warcPath: string, kind: DerivedKind, opts: { ou
   const write = async (b: Uint8Array) => { if (!ws.write(b)) await once(ws, 'drain'); };
   let records = 0;
   try {
-    // ia-web-commons' warcinfo fields, the source's description fields copied into the WET's.
-    const info: [string, string][] = [['software', SOFTWARE], ['extractedDate', new Date().toUTCString()], ['hostname', hostname()],
+    // The warcinfo fields of Common Crawl's ia-web-commons (WATExtractorOutput / WETExtractorOutput).
+    const started = new Date();
+    const info: [string, string][] = [['Software-Info', SOFTWARE], ['Extracted-Date', started.toUTCString()], ['hostname', hostname()],
       ['format', 'WARC File Format 1.1'], ['conformsTo', 'https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/'],
       ['description', `${kind === 'wat' ? 'WAT metadata' : 'WET extracted text'} of ${filename}`]];
     await write(await encode('warcinfo', undefined, warcDate(new Date()), [['WARC-Filename', outName], ['Content-Type', 'application/warc-fields']], warcFields(info), algo));
     for await (const e of readWarc(warcPath, { block: true })) {
       const id = header(e, 'WARC-Record-ID');
-      const date = header(e, 'WARC-Date') ?? warcDate(new Date());
+      // WAT: the extraction time, as ia-web-commons writes it (WARC/1.1 §5.4: when this record was made);
+      // WET: the capture's date, as ia-web-commons' conversion records carry it.
+      const date = kind === 'wat' ? warcDate(started) : header(e, 'WARC-Date') ?? warcDate(started);
       const url = header(e, 'WARC-Target-URI') ?? (e.type === 'warcinfo' ? header(e, 'WARC-Filename') : undefined);
       if (kind === 'wat') {
         const json = Buffer.from(JSON.stringify(watJson(e, filename, algo)), 'utf8');
