@@ -225,6 +225,10 @@ export interface SeenConfig {
 /** Where `join` keeps its store and WARC files, and where the API client commands look for the token. */
 export const DEFAULT_DATA_DIR = './ubicrawl-data';
 
+/** `ubicrawl wacz --out` and `ubicrawl graph export --out` when not given (docs/warc.md, docs/graph.md). */
+export const DEFAULT_WACZ_OUT = 'crawl.wacz';
+export const DEFAULT_GRAPH_OUT = 'graph';
+
 /** The product token robots.txt groups are matched on (RFC 9309 §2.2.1); the first word of the User-Agent. */
 export const DEFAULT_ROBOTS_TOKEN = 'ubicrawl';
 

@@ -4,7 +4,7 @@
 // (src/cli/doc.ts) and the agent all read the same value.
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
-  parseResolveRule, configValue, effectiveDefaults, DEFAULT_API_LISTEN, DEFAULT_DATA_DIR, DEFAULT_MESH, DEFAULT_MESH_LISTEN,
+  parseResolveRule, configValue, effectiveDefaults, DEFAULT_API_LISTEN, DEFAULT_DATA_DIR, DEFAULT_GRAPH_OUT, DEFAULT_WACZ_OUT, DEFAULT_MESH, DEFAULT_MESH_LISTEN,
   DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
 } from '../config.js';
 import { parseCidr } from '../fetch/address.js';
@@ -253,7 +253,7 @@ export const GRAPH_EXPORT_OPTIONS: readonly CliOption[] = [
     flags: '--dir <dir>', help: 'a data dir, a directory of data dirs, or a graph/ directory; repeat for each agent (default: the default data dir)',
     parse: collect as never, repeatable: true,
   },
-  { flags: '--out <base>', help: 'output base name: BASE.urls, BASE.graph-txt, BASE-host.hosts, BASE-host.graph-txt', fallback: () => 'graph' },
+  { flags: '--out <base>', help: 'output base name: BASE.urls, BASE.graph-txt, BASE-host.hosts, BASE-host.graph-txt', fallback: () => DEFAULT_GRAPH_OUT },
   { flags: '--hops <letters>', help: 'keep only arcs of these hop types (L link, E embed: frame/iframe, R redirect/refresh), e.g. L' },
 ];
 
@@ -263,7 +263,7 @@ export const DERIVE_OPTIONS: readonly CliOption[] = [
 
 export const WACZ_OPTIONS: readonly CliOption[] = [
   { flags: '--dir <dir>', help: 'a data dir or WARC directory; repeat for each agent', parse: collect as never, repeatable: true },
-  { flags: '--out <file>', help: 'the WACZ file to write', fallback: () => 'crawl.wacz' },
+  { flags: '--out <file>', help: 'the WACZ file to write', fallback: () => DEFAULT_WACZ_OUT },
   { flags: '--title <text>', help: 'datapackage.json title' },
 ];
 

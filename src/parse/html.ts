@@ -807,8 +807,11 @@ class Extractor implements TokenizerCallbacks {
     }
     const i = this.linkIndex.get(href);
     if (i !== undefined) {
-      // Same href again: one followable occurrence makes the link followable.
-      if (!nofollow) this.nofollowFlags[i] = false;
+      // Same href again: one followable occurrence makes the link followable (and its rel the one reported).
+      if (!nofollow && this.nofollowFlags[i]) {
+        this.nofollowFlags[i] = false;
+        this.rels[i] = this.relOf(kind);
+      }
       return;
     }
     if (this.hrefs.length >= this.maxLinks) {
@@ -819,8 +822,12 @@ class Extractor implements TokenizerCallbacks {
     this.hrefs.push(href);
     this.kinds.push(kind);
     this.nofollowFlags.push(nofollow);
-    // rel of <a>, <area>, <link>; null for the others (frame, iframe, refresh: they have none).
-    this.rels.push(kind === K_FRAME || kind === K_IFRAME || kind === K_REFRESH ? null : this.rel);
+    this.rels.push(this.relOf(kind));
+  }
+
+  /** The rel of the element being read: <a>, <area>, <link> have one; frame, iframe and refresh none. */
+  relOf(kind: number): string | null {
+    return kind === K_FRAME || kind === K_IFRAME || kind === K_REFRESH ? null : this.rel;
   }
 
   // --- text ------------------------------------------------------------------------------------
