@@ -196,6 +196,7 @@ test('3-agent mesh: graph export reproduces the known link graph exactly; WARC m
           if (rec.type === 'response') responses.set(uri, rec.headers['WARC-Record-ID']!);
           if (rec.type === 'metadata' && rec.block.toString('utf8').startsWith('outlink: ')) {
             assert.equal(rec.headers['Content-Type'], 'application/warc-fields');
+            assert.equal(rec.headers['WARC-Protocol'], 'http/1.1');
             outlinksOf.set(uri, { fields: rec.block.toString('utf8').split('\r\n').filter(Boolean), concurrentTo: rec.headers['WARC-Concurrent-To']! });
           }
         }

@@ -31,7 +31,7 @@ import { extractPage } from '../parse/html.js';
 import { ScopePolicy } from '../scope/traps.js';
 import { CrawlScope, typeAccepted } from '../scope/crawl-scope.js';
 import { WarcWriter, type WriteResult } from '../warc/writer.js';
-import { LinkGraphRecorder } from '../graph/recorder.js';
+import { LinkGraphRecorder, captureRef } from '../graph/recorder.js';
 import { encodeFetchRecord, type FetchRecord } from './records.js';
 import { createMetrics } from '../api/metrics.js';
 import { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -648,7 +648,7 @@ class Agent implements AgentHandle, AgentView {
     } else if (out.status >= 300 && out.status < 400) {
       const loc = out.header('location');
       if (loc) {
-        if (q.kind === 'page') this.linkGraph?.redirect(q.url, out.startedAt, loc, stored?.recordId);
+        if (q.kind === 'page') this.linkGraph?.redirect(q.url, captureRef(out, stored), loc);
         this.stats.redirects++;
         // A sitemap's redirect leads to the sitemap (with its cross-submit grants), queued like any URL: through the
         // frontier, so the target waits for its host's clock.
@@ -805,7 +805,7 @@ class Agent implements AgentHandle, AgentView {
     // noindex (meta robots, meta <token>, X-Robots-Tag): fetched and stored, but flagged.
     if (page.directives.noindex) { this.stats.noindex++; record.noindex = true; }
     if (!page.isHtml) return;
-    this.linkGraph?.page(q.url, out.startedAt, page.links, stored?.recordId);
+    this.linkGraph?.page(q.url, captureRef(out, stored), page.links);
     if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
     if (page.directives.nofollow) { this.stats.nofollowPages++; return page.fingerprintJob ?? page.fingerprint; }
     if (page.canonical) this.stats.canonicals++;
@@ -1153,7 +1153,7 @@ class Agent implements AgentHandle, AgentView {
     const warc = this.warc;
     return LinkGraphRecorder.open({
       dataDir: this.config.dataDir, agentShortId: this.shortId, rewrite: (u) => this.scope.rewriteQuiet(u),
-      writeMetadata: warc ? (url, date, fields, concurrentTo) => this.warcWrite(1, () => warc.writeMetadata(url, date, fields, concurrentTo)) : undefined,
+      writeMetadata: warc ? (url, date, fields, concurrentTo, protocols) => this.warcWrite(1, () => warc.writeMetadata(url, date, fields, concurrentTo, protocols)) : undefined,
       onError: (err) => { bump(this.stats.errors, 'link-graph'); this.log.error({ err: err.message }, 'link graph write failed'); },
     });
   }

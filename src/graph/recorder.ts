@@ -8,7 +8,20 @@ import type { ExtractedLink } from '../parse/html.js';
 import { EdgeFileWriter } from './edges.js';
 import { outlinkFields, pageOutlinks, redirectOutlink, type Outlink } from './outlinks.js';
 
-export type MetadataWrite = (url: string, date: Date, fields: [string, string][], concurrentTo?: string) => Promise<unknown>;
+export type MetadataWrite = (url: string, date: Date, fields: [string, string][], concurrentTo?: string, protocols?: string[]) => Promise<unknown>;
+
+/** The capture a page's outlinks belong to: its fetch time, its response record, its WARC-Protocol values. */
+export interface CaptureRef {
+  date: Date;
+  recordId?: string;
+  protocols?: string[];
+}
+
+/** The capture of a fetch: its time, the response record written for it, the protocols of its exchange (http/1.1 when not captured, as the response's). */
+export function captureRef(out: { startedAt: Date; wire?: { protocols?: string[] } }, stored?: { recordId: string }): CaptureRef {
+  const protocols = out.wire?.protocols?.length ? out.wire.protocols : ['http/1.1'];
+  return { date: out.startedAt, protocols, ...(stored ? { recordId: stored.recordId } : {}) };
+}
 
 export interface LinkGraphOptions {
   /** The data dir: edge files go to `<dataDir>/graph/`. */
@@ -44,28 +57,28 @@ export class LinkGraphRecorder {
   get edgeFile(): string { return this.edges.path; }
 
   /** An HTML page's links as the parser returned them (before any scope filter). */
-  page(url: string, date: Date, links: readonly ExtractedLink[], responseRecordId?: string): void {
+  page(url: string, at: CaptureRef, links: readonly ExtractedLink[]): void {
     const rewrite = this.o.rewrite;
     let outlinks = pageOutlinks(url, links);
     if (rewrite) outlinks = dedupe(url, outlinks.map((l) => ({ ...l, url: rewrite(l.url) })));
-    this.record(url, date, outlinks, responseRecordId);
+    this.record(url, at, outlinks);
   }
 
   /** A redirect: its Location is the one outlink (Heritrix's hop R, context "Location:"). */
-  redirect(url: string, date: Date, location: string, responseRecordId?: string): void {
+  redirect(url: string, at: CaptureRef, location: string): void {
     const link = redirectOutlink(url, location);
     const rewritten = link && this.o.rewrite ? { ...link, url: this.o.rewrite(link.url) } : link;
-    this.record(url, date, rewritten && rewritten.url !== url ? [rewritten] : [], responseRecordId);
+    this.record(url, at, rewritten && rewritten.url !== url ? [rewritten] : []);
   }
 
-  private record(url: string, date: Date, outlinks: Outlink[], responseRecordId: string | undefined): void {
+  private record(url: string, at: CaptureRef, outlinks: Outlink[]): void {
     this.stats.pages++;
     this.stats.arcs += outlinks.length;
     // Every page is a node, with or without outlinks.
     this.edges.add(url, outlinks);
     const write = this.o.writeMetadata;
     if (!write || outlinks.length === 0) return;
-    const job = write(url, date, outlinkFields(outlinks), responseRecordId).then(
+    const job = write(url, at.date, outlinkFields(outlinks), at.recordId, at.protocols).then(
       () => { this.stats.metadataRecords++; },
       (err: unknown) => this.fail(err),
     ).finally(() => this.pending.delete(job));

@@ -97,6 +97,8 @@ export interface MetadataInput {
   /** warc-fields: an object, or a list when a name repeats (Heritrix's `outlink:` lines, docs/graph.md). */
   fields: Record<string, string> | HeaderList;
   concurrentTo?: string;
+  /** WARC-Protocol values of the exchange the record describes (docs/warc.md: on every record of a capture). */
+  protocols?: string[];
 }
 
 /** `digest`: the algorithm of the digests computed here (default sha1, docs/warc.md "Digests"). */
@@ -569,6 +571,7 @@ export async function encodeMetadata(md: MetadataInput, level: number, algo: Dig
     ['WARC-Record-ID', id],
     ['WARC-Date', date],
   ];
+  for (const p of md.protocols ?? []) warc.push(['WARC-Protocol', cleanHeaderValue(p)]);
   if (md.concurrentTo) warc.push(['WARC-Concurrent-To', normaliseRecordId(md.concurrentTo)]);
   // For a record without an HTTP message the payload is the whole block.
   warc.push(['WARC-Payload-Digest', digest], ['WARC-Block-Digest', digest]);

@@ -445,8 +445,8 @@ export class WarcWriter {
   }
 
   /** A `metadata` record of warc-fields about `url`, e.g. a near-duplicate note. */
-  writeMetadata(url: string, date: Date, fields: Record<string, string> | HeaderList, concurrentTo?: string): Promise<WriteResult> {
-    return this.submit({ kind: 'metadata', input: { url, date, fields, concurrentTo }, level: this.level, digest: this.digest });
+  writeMetadata(url: string, date: Date, fields: Record<string, string> | HeaderList, concurrentTo?: string, protocols?: string[]): Promise<WriteResult> {
+    return this.submit({ kind: 'metadata', input: { url, date, fields, concurrentTo, ...(protocols?.length ? { protocols } : {}) }, level: this.level, digest: this.digest });
   }
 
   get stats(): WriterStats {
