@@ -699,7 +699,7 @@ class Agent implements AgentHandle, AgentView {
       this.metrics.dedupHit('near');
       const warc = this.warc;
       const fields = nearDupFields({ ...near, match: near.match }, this.dedup!.config.maxDistance);
-      if (warc) await this.warcWrite(1, () => warc.writeMetadata(out.url, out.startedAt, fields, stored?.recordId));
+      if (warc) await this.warcWrite(1, () => warc.writeMetadata(out.url, out.startedAt, fields, stored?.recordId, captureRef(out).protocols));
     }
     await near.indexed;
   }
