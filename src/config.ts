@@ -68,6 +68,8 @@ export interface AgentConfig {
   seen: SeenConfig;
   /** Sitemaps 0.90: follow robots.txt `Sitemap:` lines and each host's /sitemap.xml. */
   sitemaps: { enabled: boolean; maxIndexDepth: number };
+  /** Each page's outlinks: a WARC metadata record and a line of `<data-dir>/graph/*.edges.gz` (src/graph/, docs/graph.md). */
+  linkGraph: { enabled: boolean };
   /** Scope and trap defences; defaults in src/scope/traps.ts (DEFAULT_SCOPE_OPTIONS). */
   scope: Partial<ScopeOptions>;
   /** What the crawl follows and stores: `--scope`, URL filters, depth, per-host cap, accepted types (src/scope/crawl-scope.ts, docs/scope.md). */
@@ -287,6 +289,10 @@ export interface SeenConfig {
 
 /** Where `join` keeps its store and WARC files, and where the API client commands look for the token. */
 export const DEFAULT_DATA_DIR = './ubicrawl-data';
+
+/** `ubicrawl wacz --out` and `ubicrawl graph export --out` when not given (docs/warc.md, docs/graph.md). */
+export const DEFAULT_WACZ_OUT = 'crawl.wacz';
+export const DEFAULT_GRAPH_OUT = 'graph';
 
 /** The product token robots.txt groups are matched on (RFC 9309 §2.2.1); the first word of the User-Agent. */
 export const DEFAULT_ROBOTS_TOKEN = 'ubicrawl';
@@ -569,6 +575,7 @@ export function defaultConfig(): AgentConfig {
       maxWaitMs: 20,
     },
     sitemaps: { enabled: true, maxIndexDepth: DEFAULT_SITEMAP_LIMITS.maxIndexDepth },
+    linkGraph: { enabled: true },
     // Completed from DEFAULT_SCOPE_OPTIONS (src/scope/traps.ts) by ScopePolicy.
     scope: {},
     crawlScope: {

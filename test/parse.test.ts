@@ -195,7 +195,7 @@ describe('links', () => {
       { url: 'https://example.com/area', tag: 'area', nofollow: false },
       { url: 'https://example.com/dir/f.html', tag: 'frame', nofollow: false },
       { url: 'https://other.example/if', tag: 'iframe', nofollow: false },
-      { url: 'https://example.com/dir/page.html?page=2', tag: 'link', nofollow: false },
+      { url: 'https://example.com/dir/page.html?page=2', tag: 'link', nofollow: false, rel: 'next' },
     ]);
   });
 
@@ -266,11 +266,24 @@ describe('links', () => {
     assert.ok(withRes.includes('https://example.com/s.css'));
   });
 
+  test('each link reports its rel attribute as written (first occurrence of an href); none for frames and refresh', () => {
+    const r = ex(`<a href="/p" rel="Author  Me">p</a><a href="/p" rel="next">again</a><a href="/q">q</a><area href="/ar" rel="help">
+      <a href="/s" rel="nofollow ugc">s</a><iframe src="/if"></iframe><meta http-equiv="refresh" content="5; url=/r">`, { followNofollowLinks: true });
+    assert.deepEqual(r.links, [
+      { url: 'https://example.com/p', tag: 'a', nofollow: false, rel: 'Author  Me' },
+      { url: 'https://example.com/q', tag: 'a', nofollow: false },
+      { url: 'https://example.com/ar', tag: 'area', nofollow: false, rel: 'help' },
+      { url: 'https://example.com/s', tag: 'a', nofollow: true, rel: 'nofollow ugc' },
+      { url: 'https://example.com/if', tag: 'iframe', nofollow: false },
+      { url: 'https://example.com/r', tag: 'refresh', nofollow: false },
+    ]);
+  });
+
   test('rel=canonical in <head>: recorded and returned as a canonical link; the first counts', () => {
     const r = ex('<html><head><link rel="canonical" href="/canon?x=1#frag"><link rel=canonical href="/second"></head><body><a href="/a">a</a></body>');
     assert.equal(r.canonical, 'https://example.com/canon?x=1');
     assert.deepEqual(r.links, [
-      { url: 'https://example.com/canon?x=1', tag: 'canonical', nofollow: false },
+      { url: 'https://example.com/canon?x=1', tag: 'canonical', nofollow: false, rel: 'canonical' },
       { url: 'https://example.com/a', tag: 'a', nofollow: false },
     ]);
   });
@@ -285,7 +298,7 @@ describe('links', () => {
   test('RFC 8288 §3: Link header rel=canonical is used when the document has none', () => {
     const r = ex('<p>x</p>', { linkHeader: ['<https://example.com/a>; rel="preload", </canon>; rel="Canonical"'] });
     assert.equal(r.canonical, 'https://example.com/canon');
-    assert.deepEqual(r.links, [{ url: 'https://example.com/canon', tag: 'canonical', nofollow: false }]);
+    assert.deepEqual(r.links, [{ url: 'https://example.com/canon', tag: 'canonical', nofollow: false, rel: 'canonical' }]);
     const r2 = ex('<head><link rel=canonical href="/in-doc"></head>', { linkHeader: ['</hdr>; rel=canonical'] });
     assert.equal(r2.canonical, 'https://example.com/in-doc');
   });

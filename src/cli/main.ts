@@ -4,12 +4,12 @@
 // The options and their defaults are the tables of ./options.ts.
 import { writeFileSync, readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { DEFAULT_ROBOTS_TOKEN, type AgentOptions, type ResolveRule } from '../config.js';
+import { DEFAULT_DATA_DIR, DEFAULT_ROBOTS_TOKEN, type AgentOptions, type ResolveRule } from '../config.js';
 import { UsageError } from './seeds.js';
 import { VERSION } from '../version.js';
 import {
   addOptions, toAgentOptions, API_CLIENT_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
-  WARC_GET_OPTIONS, type ParsedOptions,
+  WARC_GET_OPTIONS, GRAPH_EXPORT_OPTIONS, DERIVE_OPTIONS, WACZ_OPTIONS, type ParsedOptions,
 } from './options.js';
 
 export function buildProgram(): Command {
@@ -109,6 +109,33 @@ export function buildProgram(): Command {
       const all = await withConfigFile(cmd);
       const { printConfig } = await import('./config-file.js');
       process.stdout.write(printConfig(cmd, all, process.env));
+    });
+
+  for (const kind of ['wat', 'wet'] as const) {
+    addOptions(program.command(kind)
+      .description(kind === 'wat'
+        ? "derive Common Crawl WAT files (JSON metadata records with each record's headers and the page's links) from WARC files"
+        : 'derive Common Crawl WET files (conversion records with the visible text of each HTML page) from WARC files')
+      .argument('<warc...>', 'WARC files (.warc.gz)'), DERIVE_OPTIONS)
+      .action(async (paths: string[], opts: { outDir?: string }) => {
+        const { runDeriveCommand } = await import('../warc/derive.js');
+        process.exitCode = await runDeriveCommand(kind, paths, opts);
+      });
+  }
+
+  addOptions(program.command('wacz')
+    .description('pack the WARC files of one or more agents into a WACZ 1.1.1 file (ReplayWeb.page opens it)'), WACZ_OPTIONS)
+    .action(async (opts: { dir: string[]; out: string; title?: string }) => {
+      const { runWaczCommand } = await import('../wacz/wacz.js');
+      process.exitCode = await runWaczCommand(opts, `${DEFAULT_DATA_DIR}/warc`);
+    });
+
+  const graph = program.command('graph').description('link graph tools (docs/graph.md)');
+  addOptions(graph.command('export')
+    .description("merge the agents' edge files into a URL graph and a host graph in WebGraph's ASCIIGraph format"), GRAPH_EXPORT_OPTIONS)
+    .action(async (opts: { dir: string[]; out: string; hops?: string }) => {
+      const { runGraphExportCommand } = await import('../graph/export.js');
+      process.exitCode = await runGraphExportCommand(opts.dir.length ? opts.dir : [DEFAULT_DATA_DIR], opts);
     });
 
   return program;

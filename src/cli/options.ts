@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
-  parseResolveRule, configValue, effectiveDefaults, DEFAULT_API_LISTEN, DEFAULT_DATA_DIR, DEFAULT_MESH, DEFAULT_MESH_LISTEN,
+  parseResolveRule, configValue, effectiveDefaults, DEFAULT_API_LISTEN, DEFAULT_DATA_DIR, DEFAULT_GRAPH_OUT, DEFAULT_WACZ_OUT, DEFAULT_MESH, DEFAULT_MESH_LISTEN,
   DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
 } from '../config.js';
 import { parseCidr } from '../fetch/address.js';
@@ -209,6 +209,7 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   },
   { flags: '--operator <text>', help: 'who runs the crawl, for the warcinfo record (e.g. "Jane Doe <jane@example.org>")', config: 'warc.operator', noDefault: true },
   { flags: '--no-warc', help: 'do not write WARC files', config: 'warc.enabled' },
+  { flags: '--no-link-graph', help: "do not record pages' outlinks (WARC metadata records and DATA-DIR/graph edge files; docs/graph.md)", config: 'linkGraph.enabled' },
   { flags: '--no-sitemaps', help: 'do not follow robots.txt Sitemap: lines and /sitemap.xml', config: 'sitemaps.enabled' },
   { flags: '--no-dedup', help: 'store exact duplicates as full responses and skip near-duplicate detection', config: 'dedup.enabled' },
   { flags: '--no-near-dup', help: 'keep exact-duplicate revisit records, skip SimHash near-duplicate detection', config: 'dedup.near' },
@@ -293,6 +294,25 @@ export const WARC_GET_OPTIONS: readonly CliOption[] = [
   { flags: '--headers', help: 'print the status line and headers first (like curl -i)' },
   { flags: '--out <file>', help: 'write the body to this file instead of stdout' },
   { flags: '--timestamp <ts>', help: 'the capture closest to this 14-digit timestamp' },
+];
+
+export const GRAPH_EXPORT_OPTIONS: readonly CliOption[] = [
+  {
+    flags: '--dir <dir>', help: 'a data dir, a directory of data dirs, or a graph/ directory; repeat for each agent (default: the default data dir)',
+    parse: collect as never, repeatable: true,
+  },
+  { flags: '--out <base>', help: 'output base name: BASE.urls, BASE.graph-txt, BASE-host.hosts, BASE-host.graph-txt', fallback: () => DEFAULT_GRAPH_OUT },
+  { flags: '--hops <letters>', help: 'keep only arcs of these hop types (L link, E embed: frame/iframe, R redirect/refresh), e.g. L' },
+];
+
+export const DERIVE_OPTIONS: readonly CliOption[] = [
+  { flags: '--out-dir <dir>', help: 'write the derived files here (default: next to each WARC file, named X.warc.wat.gz / X.warc.wet.gz)' },
+];
+
+export const WACZ_OPTIONS: readonly CliOption[] = [
+  { flags: '--dir <dir>', help: 'a data dir or WARC directory; repeat for each agent', parse: collect as never, repeatable: true },
+  { flags: '--out <file>', help: 'the WACZ file to write', fallback: () => DEFAULT_WACZ_OUT },
+  { flags: '--title <text>', help: 'datapackage.json title' },
 ];
 
 // ---------------------------------------------------------------- commander

@@ -32,6 +32,7 @@ import { extractPage } from '../parse/html.js';
 import { ScopePolicy } from '../scope/traps.js';
 import { CrawlScope, typeAccepted } from '../scope/crawl-scope.js';
 import { WarcWriter, type WriteResult } from '../warc/writer.js';
+import { LinkGraphRecorder, captureRef } from '../graph/recorder.js';
 import { encodeFetchRecord, type FetchRecord } from './records.js';
 import { createMetrics } from '../api/metrics.js';
 import { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -208,6 +209,8 @@ class Agent implements AgentHandle, AgentView {
   /** CDXJ indexing of closed WARC files still running. */
   private readonly pendingIndexes = new Set<Promise<void>>();
   private warc: WarcWriter | undefined;
+  /** Outlinks of every page: WARC metadata records and the edge file (src/graph/recorder.ts). */
+  private linkGraph: LinkGraphRecorder | undefined;
   /** Computes the SimHash of pages off the event loop (near-dup on), or undefined. */
   private readonly fingerprinter: Fingerprinter | undefined;
   /** Content dedup (exact: revisit records; near: noted), or undefined when off. */
@@ -375,6 +378,7 @@ class Agent implements AgentHandle, AgentView {
         }),
       });
     }
+    if (this.config.linkGraph.enabled) this.linkGraph = await this.openLinkGraph();
     this.running = true;
     this.lifecycle = 'active';
     this.metrics.setAgentInfo(this.shortId, VERSION);
@@ -647,6 +651,7 @@ class Agent implements AgentHandle, AgentView {
     } else if (out.status >= 300 && out.status < 400) {
       const loc = out.header('location');
       if (loc) {
+        if (q.kind === 'page') this.linkGraph?.redirect(q.url, captureRef(out, stored), loc);
         this.stats.redirects++;
         // A sitemap's redirect leads to the sitemap (with its cross-submit grants), queued like any URL: through the
         // frontier, so the target waits for its host's clock.
@@ -662,7 +667,7 @@ class Agent implements AgentHandle, AgentView {
     } else if (out.status >= 200 && out.status < 300) {
       if (q.kind === 'sitemap') this.readSitemap(q, out, links, await this.sitemapGrants.get(q.url));
       else if (!exact?.original) {
-        const fp = this.extractLinks(q, out, links, record);
+        const fp = this.extractLinks(q, out, links, record, stored);
         // The SimHash check runs while the links are made durable; the page completes after both.
         if (fp !== undefined && fp !== 0n && exact) { near = this.noteNearDup(out, record, this.fingerprintOf(q, out, fp), stored); near.catch(() => {}); } // failures surface in finish
       }
@@ -697,7 +702,7 @@ class Agent implements AgentHandle, AgentView {
       this.metrics.dedupHit('near');
       const warc = this.warc;
       const fields = nearDupFields({ ...near, match: near.match }, this.dedup!.config.maxDistance);
-      if (warc) await this.warcWrite(1, () => warc.writeMetadata(out.url, out.startedAt, fields, stored?.recordId));
+      if (warc) await this.warcWrite(1, () => warc.writeMetadata(out.url, out.startedAt, fields, stored?.recordId, captureRef(out).protocols));
     }
     await near.indexed;
   }
@@ -789,7 +794,7 @@ class Agent implements AgentHandle, AgentView {
   }
 
   /** Returns the simhash64 of the page's visible text when dedup asked for it, or what the fingerprint thread needs to take it. */
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord): bigint | FingerprintJob | undefined {
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord, stored?: WriteResult): bigint | FingerprintJob | undefined {
     let page;
     try {
       // A job only while the fingerprint thread runs: after it fails, every job would come back for a second parse.
@@ -803,6 +808,7 @@ class Agent implements AgentHandle, AgentView {
     // noindex (meta robots, meta <token>, X-Robots-Tag): fetched and stored, but flagged.
     if (page.directives.noindex) { this.stats.noindex++; record.noindex = true; }
     if (!page.isHtml) return;
+    this.linkGraph?.page(q.url, captureRef(out, stored), page.links);
     if (page.nofollowLinks) bump(this.stats.rejected, 'rel-nofollow', page.nofollowLinks);
     if (page.directives.nofollow) { this.stats.nofollowPages++; return page.fingerprintJob ?? page.fingerprint; }
     if (page.canonical) this.stats.canonicals++;
@@ -1101,6 +1107,7 @@ class Agent implements AgentHandle, AgentView {
     while ((this.inFlight > 0 || this.processing > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await this.drum.flush().catch((err: Error) => this.log.error({ err: err.message }, 'seen flush failed'));
     await this.promoting; // stops after its current batch (errors were reported where they happened)
+    await this.linkGraph?.close(); // its metadata records go to the WARC writer: before it closes
     await this.warc?.close().catch((err: Error) => this.log.error({ err: err.message }, 'WARC close failed'));
     await this.fingerprinter?.close();
     await Promise.all([...this.pendingIndexes]);
@@ -1139,10 +1146,20 @@ class Agent implements AgentHandle, AgentView {
     if (this.sampler) clearInterval(this.sampler);
     await this.api?.close().catch(() => {});
     await this.mesh?.stop().catch(() => {});
+    await this.linkGraph?.close().catch(() => {});
     await this.warc?.close().catch(() => {});
     await this.fingerprinter?.close().catch(() => {});
     await this.fetcher.close().catch(() => {});
     await this.store.close().catch(() => {});
+  }
+
+  private openLinkGraph(): Promise<LinkGraphRecorder> {
+    const warc = this.warc;
+    return LinkGraphRecorder.open({
+      dataDir: this.config.dataDir, agentShortId: this.shortId, rewrite: (u) => this.scope.rewriteQuiet(u),
+      writeMetadata: warc ? (url, date, fields, concurrentTo, protocols) => this.warcWrite(1, () => warc.writeMetadata(url, date, fields, concurrentTo, protocols)) : undefined,
+      onError: (err) => { bump(this.stats.errors, 'link-graph'); this.log.error({ err: err.message }, 'link graph write failed'); },
+    });
   }
 
   private async agentShortId(): Promise<string> {

@@ -28,6 +28,8 @@ export interface ExtractedLink {
   tag: LinkTag;
   /** rel contained nofollow, ugc or sponsored (only returned when followNofollowLinks is set). */
   nofollow: boolean;
+  /** The element's rel attribute as written (first occurrence of the href), when it had one; 'canonical' for a Link header canonical. */
+  rel?: string;
 }
 
 export interface ExtractOptions {
@@ -458,6 +460,7 @@ class Extractor implements TokenizerCallbacks {
   hrefs: string[] = [];
   kinds: number[] = [];
   nofollowFlags: boolean[] = [];
+  rels: Array<string | null> = [];
   linksDropped = 0;
   nofollowLinks = 0;
 
@@ -503,6 +506,7 @@ class Extractor implements TokenizerCallbacks {
     this.hrefs = [];
     this.kinds = [];
     this.nofollowFlags = [];
+    this.rels = [];
     this.linksDropped = 0;
     this.nofollowLinks = 0;
     this.textParts = [];
@@ -871,8 +875,11 @@ class Extractor implements TokenizerCallbacks {
     }
     const i = this.linkIndex.get(href);
     if (i !== undefined) {
-      // Same href again: one followable occurrence makes the link followable.
-      if (!nofollow) this.nofollowFlags[i] = false;
+      // Same href again: one followable occurrence makes the link followable (and its rel the one reported).
+      if (!nofollow && this.nofollowFlags[i]) {
+        this.nofollowFlags[i] = false;
+        this.rels[i] = this.relOf(kind);
+      }
       return;
     }
     if (this.hrefs.length >= this.maxLinks) {
@@ -883,6 +890,12 @@ class Extractor implements TokenizerCallbacks {
     this.hrefs.push(href);
     this.kinds.push(kind);
     this.nofollowFlags.push(nofollow);
+    this.rels.push(this.relOf(kind));
+  }
+
+  /** The rel of the element being read: <a>, <area>, <link> have one; frame, iframe and refresh none. */
+  relOf(kind: number): string | null {
+    return kind === K_FRAME || kind === K_IFRAME || kind === K_REFRESH ? null : this.rel;
   }
 
   // --- text ------------------------------------------------------------------------------------
@@ -1241,7 +1254,8 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
       // A link back to this very page adds nothing; duplicates after resolution are merged.
       if (url === selfUrl || seen.has(url)) continue;
       seen.add(url);
-      out.links.push({ url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i] });
+      const rel = ex.rels[i];
+      out.links.push(rel === null ? { url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i] } : { url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i], rel });
     }
     if (pageNofollow) {
       out.linksDropped = 0;
@@ -1257,7 +1271,7 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
         if (u !== null && (u.protocol === 'http:' || u.protocol === 'https:')) {
           out.canonical = stripFragment(u.href);
           if (!pageNofollow && out.canonical !== selfUrl && !seen.has(out.canonical) && out.links.length < ex.maxLinks) {
-            out.links.push({ url: out.canonical, tag: 'canonical', nofollow: false });
+            out.links.push({ url: out.canonical, tag: 'canonical', nofollow: false, rel: 'canonical' });
           }
         }
         break;

@@ -192,6 +192,12 @@ export class ScopePolicy {
     return out;
   }
 
+  /** rewrite() without counting: the form a URL is known by (the link graph names its nodes so, docs/graph.md). */
+  rewriteQuiet(url: string): string {
+    if (this.options.sessionIds !== 'strip' || typeof url !== 'string' || url.length > this.options.maxUrlLength) return url;
+    return this.session.strip(url);
+  }
+
   /** Static checks, then budgets (counted only when accepted). */
   check(url: string, host: string): ScopeVerdict {
     return this.checkStatic(url, host) ?? this.admit(url, host);

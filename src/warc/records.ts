@@ -94,8 +94,11 @@ export interface RevisitInput {
 export interface MetadataInput {
   url: string;
   date: Date;
-  fields: Record<string, string>;
+  /** warc-fields: an object, or a list when a name repeats (Heritrix's `outlink:` lines, docs/graph.md). */
+  fields: Record<string, string> | HeaderList;
   concurrentTo?: string;
+  /** WARC-Protocol values of the exchange the record describes (docs/warc.md: on every record of a capture). */
+  protocols?: string[];
 }
 
 /** `digest`: the algorithm of the digests computed here (default sha1, docs/warc.md "Digests"). */
@@ -550,10 +553,10 @@ export async function encodeRevisit(rv: RevisitInput, level: number, algo: Diges
   return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest };
 }
 
-/** application/warc-fields body (WARC/1.1 §7: `name: value` CRLF lines). */
-export function warcFields(fields: Record<string, string>): Uint8Array {
+/** application/warc-fields body (WARC/1.1 §7: `name: value` CRLF lines); a list keeps repeated names in order. */
+export function warcFields(fields: Record<string, string> | HeaderList): Uint8Array {
   let s = '';
-  for (const [k, v] of Object.entries(fields)) s += `${cleanHeaderName(k)}: ${cleanHeaderValue(String(v))}\r\n`;
+  for (const [k, v] of Array.isArray(fields) ? fields : Object.entries(fields)) s += `${cleanHeaderName(k)}: ${cleanHeaderValue(String(v))}\r\n`;
   return Buffer.from(s, 'utf8');
 }
 
@@ -568,6 +571,7 @@ export async function encodeMetadata(md: MetadataInput, level: number, algo: Dig
     ['WARC-Record-ID', id],
     ['WARC-Date', date],
   ];
+  for (const p of md.protocols ?? []) warc.push(['WARC-Protocol', cleanHeaderValue(p)]);
   if (md.concurrentTo) warc.push(['WARC-Concurrent-To', normaliseRecordId(md.concurrentTo)]);
   // For a record without an HTTP message the payload is the whole block.
   warc.push(['WARC-Payload-Digest', digest], ['WARC-Block-Digest', digest]);

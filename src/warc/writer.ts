@@ -11,7 +11,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeJob, encodeWarcinfo, DEFAULT_DIGEST } from './records.js';
 import type { DigestAlgo } from './digest.js';
-import type { EncodeJob, Encoded, ExchangeInput, RevisitInput } from './records.js';
+import type { EncodeJob, Encoded, ExchangeInput, HeaderList, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
 import { cdxjLineTail, cdxjPathFor } from './cdxj.js';
 import { DEFAULT_WARC } from '../config.js';
@@ -445,8 +445,8 @@ export class WarcWriter {
   }
 
   /** A `metadata` record of warc-fields about `url`, e.g. a near-duplicate note. */
-  writeMetadata(url: string, date: Date, fields: Record<string, string>, concurrentTo?: string): Promise<WriteResult> {
-    return this.submit({ kind: 'metadata', input: { url, date, fields, concurrentTo }, level: this.level, digest: this.digest });
+  writeMetadata(url: string, date: Date, fields: Record<string, string> | HeaderList, concurrentTo?: string, protocols?: string[]): Promise<WriteResult> {
+    return this.submit({ kind: 'metadata', input: { url, date, fields, concurrentTo, ...(protocols?.length ? { protocols } : {}) }, level: this.level, digest: this.digest });
   }
 
   get stats(): WriterStats {
