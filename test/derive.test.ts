@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { WarcWriter } from '../src/warc/writer.js';
-import { deriveFile, derivedName } from '../src/warc/derive.js';
+import { deriveFile, derivedName } from '../src/derive/derive.js';
 import { tempDir } from './helpers.js';
 import { warcioRecordsVerified } from './warcio-verify.js';
 

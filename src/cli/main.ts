@@ -118,7 +118,7 @@ export function buildProgram(): Command {
         : 'derive Common Crawl WET files (conversion records with the visible text of each HTML page) from WARC files')
       .argument('<warc...>', 'WARC files (.warc.gz)'), DERIVE_OPTIONS)
       .action(async (paths: string[], opts: { outDir?: string }) => {
-        const { runDeriveCommand } = await import('../warc/derive.js');
+        const { runDeriveCommand } = await import('../derive/derive.js');
         process.exitCode = await runDeriveCommand(kind, paths, opts);
       });
   }
