@@ -56,7 +56,8 @@ export async function listeningOn(agent: AgentProc, opts: { api?: boolean } = {}
     }
     return mesh > 0 && (api > 0 || !opts.api);
   };
-  const deadline = Date.now() + 30_000;
+  // A joiner serves its API once it has joined (docs/mesh.md "Admission"): seconds on a loaded machine.
+  const deadline = Date.now() + 60_000;
   while (!scan()) {
     if (agent.proc.exitCode !== null || agent.proc.signalCode !== null) throw new Error(`${agent.name} exited before listening: ${agent.log().slice(-1000)}`);
     if (Date.now() > deadline) throw new Error(`${agent.name} never said where it listens (log level info?): ${agent.log().slice(-1000)}`);
