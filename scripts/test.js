@@ -68,6 +68,8 @@ function runFile(file, timeoutS) {
   let timedOut = false;
   const timer = setTimeout(() => { timedOut = true; killGroup(child); }, timeoutS * 1000);
   return new Promise((resolve) => {
+    // No process (e.g. the node binary is gone): a failure of this file, reported like the others.
+    child.once('error', (err) => chunks.push(Buffer.from(`scripts/test.js: cannot run ${file}: ${err.message}\n`)));
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       running.delete(child);
