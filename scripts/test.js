@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Runs the test files (dist/test/*.test.js, built by `npm run build`) in parallel, each in its own
 // `node --test` process, and prints each file's report whole when it ends (never interleaved).
-// Most files mostly wait (timers, loopback servers, child agents), so several run at once; the files
-// that start meshes of agent processes are timing-sensitive (heartbeats, dead-after deadlines), so at
-// most HEAVY_SLOTS of them run together. Longest files start first so that the run ends with short ones.
+// Most files mostly wait (timers, loopback servers, child agents), so several run at once (--jobs,
+// default 2 per core, at least 4); the files that start meshes of agents are timing-sensitive
+// (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 2) run together.
+// Longest files start first so that the run ends with short ones. Ports: every test listens on port 0.
 //
 //   node scripts/test.js [--jobs N] [--heavy-jobs N] [file.test.js ...]
 //
@@ -19,17 +20,19 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const testDir = join(root, 'dist', 'test');
 
 /**
- * Files that run several agent processes (or a whole agent under deadlines) at once; at most
- * HEAVY_SLOTS of them together. Seconds: the wall time of each file run alone on an idle 2-core machine,
- * used only to start the longest first (a file not listed counts as 2 s and light).
+ * Files that run meshes of agents (processes, or nodes in-process with dead-after deadlines): at most
+ * `heavyJobs` of them at once. Weights: relative wall times of the files run one by one (measured on a
+ * loaded machine, only the order matters), so that the longest start first; a file not listed weighs 5.
  */
 const HEAVY = new Map([
-  ['hostile-peer', 60], ['mesh-crawl', 55], ['mesh-crash', 40], ['crash', 35], ['api-mesh', 25], ['mesh-scope', 25],
-  ['mesh-sitemaps', 15], ['dashboard', 15],
+  ['hostile-peer', 628], ['mesh-crawl', 232], ['mesh-crash', 193], ['mesh-scope', 129], ['mesh-integration', 89],
+  ['api-mesh', 56], ['mesh-sitemaps', 31],
 ]);
 const LIGHT = new Map([
-  ['api-auth', 15], ['cli', 12], ['frontier', 12], ['disk-full', 10], ['leave', 10], ['recrawl-crawl', 10],
-  ['politeness-crawl', 8], ['mesh-admission', 8], ['web', 6], ['warc', 6], ['address-guard', 5], ['cdxj', 4],
+  ['crawl', 126], ['crash', 116], ['scope-crawl', 96], ['memory', 90], ['leave', 72], ['mesh-admission', 65], ['dedup', 63],
+  ['recrawl-crawl', 58], ['disk-full', 58], ['frontier', 50], ['politeness-crawl', 49], ['api-auth', 37], ['ring', 31],
+  ['politeness-paths', 29], ['cli', 27], ['dedup-store', 22], ['mesh-exchange', 20], ['dashboard', 13], ['parse', 13],
+  ['directives', 12], ['dns', 12], ['mesh-membership', 11], ['seen', 10], ['host-turn', 10],
 ]);
 
 function parseArgs(argv) {
@@ -53,7 +56,7 @@ function parseArgs(argv) {
 
 const nameOf = (file) => basename(file).replace(/\.test\.js$/, '');
 const isHeavy = (file) => HEAVY.has(nameOf(file));
-const weightOf = (file) => HEAVY.get(nameOf(file)) ?? LIGHT.get(nameOf(file)) ?? 2;
+const weightOf = (file) => HEAVY.get(nameOf(file)) ?? LIGHT.get(nameOf(file)) ?? 5;
 
 /** Runs one file; resolves with its exit, output and wall time. Killed (its whole process group) after the timeout. */
 function runFile(file, timeoutS) {
