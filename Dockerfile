@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
-# Multi-stage: build with the dev toolchain, run with production dependencies only.
-FROM node:20-bookworm-slim AS build
+# Multi-stage: build with the dev toolchain, run with production dependencies only. Node 24, the LTS line
+# (package.json engines: >= 20.19; CI runs the tests on the machine's Node and on Node 24, .ci/run).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -10,7 +11,7 @@ COPY bench ./bench
 COPY test ./test
 RUN npx tsc -p tsconfig.json
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./

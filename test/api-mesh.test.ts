@@ -10,6 +10,7 @@ import { startSyntheticWeb } from '../bench/web/index.js';
 import { startAgent } from '../src/crawl/agent.js';
 import { parseResolveRule } from '../src/config.js';
 import { tempDir } from './helpers.js';
+import { listeningOn, type AgentExit, type AgentProc } from './mesh-agents.js';
 import { readFileSync } from 'node:fs';
 
 /** The bearer header of the agent whose data dir is `dataDir` (changes through the API take its token). */
@@ -44,18 +45,34 @@ interface Status { agent: { id: string; counters: { fetched: number; queued: num
 test('three agents: every endpoint answers; inspect names owner and WARC location; warc get returns the served bytes', async () => {
   const web = await startSyntheticWeb({ seed: 4, hosts: 30, pagesPerHost: 3, pageBytes: { min: 1000, max: 2000 } });
   const dir = tempDir();
-  const p2p = 20_000 + (process.pid % 500) * 4; // below the ephemeral range (32768+), where outgoing connections take ports
-  const apis = [p2p + 1, p2p + 2, p2p + 3].map((p) => `127.0.0.1:${p}`);
-  const start = (api: string, i: number) => spawn(process.execPath, [BIN, 'join', '--data-dir', join(dir, `a${i}`), '--api', api,
-    '--listen', `/ip4/127.0.0.1/tcp/${i === 0 ? p2p : 0}`, ...(i > 0 ? ['--seed', `127.0.0.1:${p2p}`] : []),
-    '--min-delay', '50', '--delay-factor', '0', '--heartbeat', '250', '--progress', 'off', '--log-level', 'warn', '--no-sitemaps',
-    ...web.resolveArgs.flatMap((r) => ['--resolve', r])], { stdio: ['ignore', 'ignore', 'inherit'] });
-  // The first agent starts the mesh; the others join once its API (hence its node) is up.
-  const procs = [start(apis[0]!, 0)];
+  // Every agent listens and serves its API on a port of its own choosing, read from its info log (listeningOn),
+  // so that this file can run beside others; warnings and errors still reach the test's stderr.
+  const start = (i: number, peerPort?: number): AgentProc => {
+    const proc = spawn(process.execPath, [BIN, 'join', '--data-dir', join(dir, `a${i}`), '--api', '127.0.0.1:0',
+      '--listen', '/ip4/127.0.0.1/tcp/0', ...(peerPort ? ['--seed', `127.0.0.1:${peerPort}`] : []),
+      '--min-delay', '50', '--delay-factor', '0', '--heartbeat', '250', '--progress', 'off', '--log-level', 'info', '--no-sitemaps',
+      ...web.resolveArgs.flatMap((r) => ['--resolve', r])], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    let shown = 0; // log up to here is split into lines already
+    proc.stderr!.on('data', (d: Buffer) => {
+      log += d;
+      const end = log.lastIndexOf('\n') + 1;
+      for (const line of log.slice(shown, end).split('\n')) if (/"level":[4-6]0/.test(line)) process.stderr.write(line + '\n');
+      shown = Math.max(shown, end);
+    });
+    const done = new Promise<AgentExit>((r) => proc.once('close', (code, signal) => r({ code, signal, out: '', err: log })));
+    return { name: `a${i}`, proc, done, log: () => log };
+  };
+  // The first agent starts the mesh; the others join once its node is up.
+  const agents = [start(0)];
+  const procs = agents.map((a) => a.proc);
   try {
-    await until(async () => { try { await json<Status>(`http://${apis[0]}/status`); return true; } catch { return false; } }, 30_000, 'first agent up');
-    procs.push(start(apis[1]!, 1), start(apis[2]!, 2));
-    const exited = procs.map((p) => new Promise<number | null>((r) => p.once('close', r)));
+    const first = await listeningOn(agents[0]!, { api: true });
+    agents.push(start(1, first.mesh), start(2, first.mesh));
+    procs.push(agents[1]!.proc, agents[2]!.proc);
+    const apis = [`127.0.0.1:${first.api}`];
+    for (const a of agents.slice(1)) apis.push(`127.0.0.1:${(await listeningOn(a, { api: true })).api}`);
+    const exited = agents.map((a) => a.done.then((r) => r.code));
     const base = apis.map((a) => `http://${a}`);
     for (const b of base) {
       await until(async () => {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
 import type { InterceptResponse } from '../bench/web/types.js';
-import { startAgentProcess, waitPort, waitMembers, seedThroughApi } from './mesh-agents.js';
+import { startMeshAgents, waitMembers, seedThroughApi } from './mesh-agents.js';
 import { tempDir } from './helpers.js';
 import { pageOutlinks, linkContext, redirectOutlink, outlinkFields, parseOutlinkValue } from '../src/graph/outlinks.js';
 import { edgeLine, parseEdgeLine, readEdgeFile } from '../src/graph/edges.js';
@@ -16,7 +16,6 @@ import { exportGraph, numberGraph, hostGraph } from '../src/graph/export.js';
 import { extractPage } from '../src/parse/html.js';
 import { warcioRecordsVerified } from './warcio-verify.js';
 
-const PORT0 = 12_000 + (process.pid % 1000) * 2; // 12–14 k: below the ephemeral range, clear of the other mesh tests
 
 test('outlinks: normalised, once each, Heritrix hop types and contexts', () => {
   const page = 'http://example.com/dir/';
@@ -135,15 +134,11 @@ test('3-agent mesh: graph export reproduces the known link graph exactly; WARC m
   const { web, known } = await startKnownWeb();
   const dir = tempDir();
   try {
-    const api = PORT0 + 500;
     const extra = ['--exclude', '/private/'];
-    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${PORT0}`, '--api', `127.0.0.1:${api}`, ...extra]);
-    await waitPort(PORT0);
-    const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 1}`, ...extra]);
-    const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 2}`, ...extra]);
-    for (const p of [api, api + 1, api + 2]) await waitMembers(p, 3);
-    await seedThroughApi(api, [known.urls(0, '/')], join(dir, 'a0'));
-    const results = await Promise.all([a0.done, a1.done, a2.done]);
+    const { agents: [a0, a1, a2], apis } = await startMeshAgents(web, dir, 3, extra);
+    for (const p of apis) await waitMembers(p, 3);
+    await seedThroughApi(apis[0]!, [known.urls(0, '/')], join(dir, 'a0'));
+    const results = await Promise.all([a0!.done, a1!.done, a2!.done]);
     const arcs = known.arcs();
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
     assert.ok(!web.requests().some((r) => r.path.startsWith('/private/')), 'the filter kept the crawl off /private/');

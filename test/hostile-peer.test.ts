@@ -23,9 +23,8 @@ import {
 } from '../src/mesh/wire.js';
 import { hostOf } from '../src/url/normalize.js';
 import { inFlightWindow, tempDir } from './helpers.js';
-import { CONCURRENCY, pageCounts, seedThroughApi, startAgentProcess, waitMembers, waitPort, whoFetched, type AgentProc } from './mesh-agents.js';
+import { CONCURRENCY, listeningOn, pageCounts, seedThroughApi, startAgentProcess, waitMembers, whoFetched, type AgentProc } from './mesh-agents.js';
 
-const PORT0 = 26_000 + (process.pid % 1000) * 3; // 26–29 k: below the ephemeral range, clear of the other mesh tests
 const HEARTBEAT = 200;
 const DEAD_AFTER = 1000;
 const PEER_STALL = 3000;
@@ -74,14 +73,14 @@ async function startMesh(extra: string[] = []): Promise<Mesh> {
   const web = await startSyntheticWeb({ seed: 11 + n, hosts: 50, pagesPerHost: 10, outLinks: 6, crossHostShare: 0.3, pageBytes: { min: 1000, max: 2500 } });
   const watch = await startWatch();
   const dir = tempDir();
-  const port = PORT0 + n * 4;
-  const apis = [1, 2, 3].map((i) => port + i);
   const summaries = [0, 1, 2].map((i) => join(dir, `summary-a${i}.json`));
-  const common = (i: number) => ['--api', `127.0.0.1:${apis[i]}`, '--summary', summaries[i]!, '--heartbeat', String(HEARTBEAT), '--dead-after', String(DEAD_AFTER),
+  const common = (i: number) => ['--api', '127.0.0.1:0', '--summary', summaries[i]!, '--heartbeat', String(HEARTBEAT), '--dead-after', String(DEAD_AFTER),
     '--peer-stall', String(PEER_STALL), '--resolve', `watched.test:${watch.port}:127.0.0.1`, ...extra];
-  const agents = [startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${port}`, ...common(0)])];
-  await waitPort(port);
+  const agents = [startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', ...common(0)])];
+  const { mesh: port, api: api0 } = await listeningOn(agents[0]!, { api: true });
   for (const i of [1, 2]) agents.push(startAgentProcess(web, dir, `a${i}`, ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, ...common(i)]));
+  const apis = [api0];
+  for (const a of agents.slice(1)) apis.push((await listeningOn(a, { api: true })).api);
   for (const api of apis) await waitMembers(api, 3);
   await seedThroughApi(apis[2]!, web.roots(), join(dir, 'a2'));
   let closed = false;

@@ -16,12 +16,20 @@ export const MIN_DELAY = 150;
 export const CONCURRENCY = 16;
 
 export interface AgentExit { code: number | null; signal: string | null; out: string; err: string }
-export interface AgentProc { name: string; proc: ChildProcess; done: Promise<AgentExit> }
+export interface AgentProc {
+  name: string;
+  proc: ChildProcess;
+  done: Promise<AgentExit>;
+  /** Its stderr so far (its log, info level unless MESH_LOG says otherwise). */
+  log: () => string;
+}
 
 /** An agent process on the web; links only (no sitemaps) unless `opts.sitemaps`. */
 export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, extra: string[], opts: { sitemaps?: boolean } = {}): AgentProc {
   const args = ['join', '--data-dir', join(dir, name), '--until-idle', '--min-delay', String(MIN_DELAY), '--delay-factor', '0',
-    '--concurrency', String(CONCURRENCY), '--progress', 'off', '--log-level', process.env.MESH_LOG ?? 'warn', ...(opts.sitemaps ? [] : ['--no-sitemaps']),
+    '--concurrency', String(CONCURRENCY), '--progress', 'off',
+    // Info: the start-up lines name the ports it listens on (listeningOn), since tests give port 0 to run beside other files.
+    '--log-level', process.env.MESH_LOG ?? 'info', ...(opts.sitemaps ? [] : ['--no-sitemaps']),
     '--heartbeat', '250', '--dead-after', '1500',
     '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
   const run = spawnAgent(args);
@@ -30,7 +38,32 @@ export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, 
     if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, `${name}.${run.proc.pid}.log`), run.stderr + run.stdout);
     return { code, signal, out: run.stdout, err: run.stderr };
   });
-  return { name, proc: run.proc, done };
+  return { name, proc: run.proc, done, log: () => run.stderr };
+}
+
+/**
+ * The loopback ports an agent listens on, read from its start-up log (`mesh node started`, and `API listening`
+ * when it serves the API): agents are given port 0 (`/ip4/127.0.0.1/tcp/0`, `127.0.0.1:0`) so that test files
+ * can run side by side without picking the same port.
+ */
+export async function listeningOn(agent: AgentProc, opts: { api?: boolean } = {}): Promise<{ mesh: number; api: number }> {
+  let mesh = 0;
+  let api = 0;
+  const scan = () => {
+    for (const line of agent.log().split('\n')) {
+      if (!mesh && line.includes('"mesh node started"')) mesh = Number(/\/ip4\/127\.0\.0\.1\/tcp\/(\d+)/.exec(line)?.[1] ?? 0);
+      if (!api && line.includes('"API listening"')) api = Number(/"api":"http:\/\/127\.0\.0\.1:(\d+)"/.exec(line)?.[1] ?? 0);
+    }
+    return mesh > 0 && (api > 0 || !opts.api);
+  };
+  // A joiner serves its API once it has joined (docs/mesh.md "Admission"): seconds on a loaded machine.
+  const deadline = Date.now() + 60_000;
+  while (!scan()) {
+    if (agent.proc.exitCode !== null || agent.proc.signalCode !== null) throw new Error(`${agent.name} exited before listening: ${agent.log().slice(-1000)}`);
+    if (Date.now() > deadline) throw new Error(`${agent.name} never said where it listens (log level info?): ${agent.log().slice(-1000)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { mesh, api };
 }
 
 export function agentOf(userAgent: string | null | undefined): string {
@@ -50,25 +83,11 @@ export async function waitFor(cond: () => boolean, timeoutMs: number, what: stri
   }
 }
 
-/** Resolves once something accepts TCP connections on 127.0.0.1:port (the first agent is up). */
-export async function waitPort(port: number): Promise<void> {
-  const { connect } = await import('node:net');
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = connect(port, '127.0.0.1');
-      s.once('connect', () => { s.destroy(); resolve(true); });
-      s.once('error', () => resolve(false));
-    });
-    if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on ${port}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** Polls an agent's API until it sees `n` active members. */
 export async function waitMembers(apiPort: number, n: number): Promise<void> {
-  const deadline = Date.now() + 30_000;
+  // A bound, not a target: a joiner is active once every member has handed over (docs/mesh.md "Admission"),
+  // which takes seconds beside other test files on a loaded machine.
+  const deadline = Date.now() + 60_000;
   for (;;) {
     try {
       const res = await fetch(`http://127.0.0.1:${apiPort}/status`);
@@ -129,4 +148,18 @@ export async function victimState(dataDir: string): Promise<{ settled: Set<strin
 /** The seen key of a page URL, in hex (src/store/keys.ts). */
 export function seenKeyHex(url: string): string {
   return seenKey(hostKey(new URL(url).hostname), url).toString('hex');
+}
+
+/**
+ * `n` agents a0…a(n−1) with `extra` arguments: a0 starts the mesh, the others join through it; every one
+ * listens and serves its API on a port of its own choosing (listeningOn). Not yet seeded nor waited for.
+ */
+export async function startMeshAgents(web: SyntheticWeb, dir: string, n: number, extra: string[] = [], opts: { sitemaps?: boolean } = {}): Promise<{ agents: AgentProc[]; port: number; apis: number[] }> {
+  const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', ...extra], opts);
+  const first = await listeningOn(a0, { api: true });
+  const agents = [a0];
+  for (let i = 1; i < n; i++) agents.push(startAgentProcess(web, dir, `a${i}`, ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${first.mesh}`, '--api', '127.0.0.1:0', ...extra], opts));
+  const apis = [first.api];
+  for (const a of agents.slice(1)) apis.push((await listeningOn(a, { api: true })).api);
+  return { agents, port: first.mesh, apis };
 }

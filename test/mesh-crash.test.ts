@@ -6,10 +6,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
 import {
-  MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, meshWeb, whoFetched, victimState, seenKeyHex, type AgentProc,
+  MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, meshWeb, whoFetched, victimState, seenKeyHex, type AgentProc,
 } from './mesh-agents.js';
 
-const PORT0 = 26_000 + (process.pid % 1000) * 2; // 26–28 k: below the ephemeral range, clear of mesh-crawl and api-mesh
 /** --dead-after of the test agents (mesh-agents.ts), ms. */
 const DEAD_AFTER = 1500;
 /**
@@ -25,20 +24,20 @@ const DEAD_AFTER = 1500;
  */
 const IN_FLIGHT_WINDOW_MS = 5000;
 
-async function threeAgents(web: SyntheticWeb, dir: string, seeds: string, port: number): Promise<AgentProc[]> {
-  const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${port}`]);
-  await waitPort(port);
+/** Three agents; `port` is where the first listens, for the others to join through. */
+async function threeAgents(web: SyntheticWeb, dir: string, seeds: string): Promise<{ agents: AgentProc[]; port: number }> {
+  const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0']);
+  const { mesh: port } = await listeningOn(a0);
   const a1Args = ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`];
   const a1 = startAgentProcess(web, dir, 'a1', a1Args);
   const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--seed', seeds]);
-  return [a0, a1, a2];
+  return { agents: [a0, a1, a2], port };
 }
 
 test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing missed, nothing twice outside its in-flight window, its hosts come back to it', async (t) => {
   const { web, dir, seeds, expected } = await meshWeb(150, 20);
   try {
-    const port = PORT0;
-    const [a0, a1, a2] = await threeAgents(web, dir, seeds, port);
+    const { agents: [a0, a1, a2], port } = await threeAgents(web, dir, seeds);
     // Mid-crawl, once the victim has done a fair part of its share.
     await waitFor(() => pageCounts(web).size >= expected.size * 0.25 && web.requests().filter((r) => agentOf(r.userAgent) === 'a1').length >= 150, 60_000, 'a quarter of the crawl');
     const killedAt = Date.now();
@@ -99,8 +98,7 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
 test('an agent SIGKILLed for good: the survivors finish everything they can still reach; what was lost is only what the dead agent alone held', async (t) => {
   const { web, dir, seeds, expected } = await meshWeb(150, 20);
   try {
-    const port = PORT0 + 1;
-    const [a0, a1, a2] = await threeAgents(web, dir, seeds, port);
+    const { agents: [a0, a1, a2], port } = await threeAgents(web, dir, seeds);
     // Mid-crawl, once the victim has done a fair part of its share.
     await waitFor(() => pageCounts(web).size >= expected.size * 0.25 && web.requests().filter((r) => agentOf(r.userAgent) === 'a1').length >= 150, 60_000, 'a quarter of the crawl');
     const killedAt = Date.now();

@@ -7,21 +7,15 @@ import { join } from 'node:path';
 import { startSyntheticWeb, checkPoliteness } from '../bench/web/index.js';
 import { generateSwarmKey } from '../src/mesh/index.js';
 import { tempDir } from './helpers.js';
-import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, waitPort, waitMembers, seedThroughApi, meshWeb, whoFetched } from './mesh-agents.js';
-
-const PORT0 = 22_000 + (process.pid % 1000) * 3; // 22–25.5 k: below the ephemeral range (32768+), clear of the other mesh tests
+import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, startMeshAgents, waitMembers, seedThroughApi, meshWeb, whoFetched } from './mesh-agents.js';
 
 test('3 agents crawl a 300-host web: every page once, each host by one agent, per-host delay held across the mesh', async () => {
   const { web, dir, seeds, expected } = await meshWeb(300, 4);
   try {
     // All three agents first; seeds once every agent sees the whole mesh, so no host changes hands.
-    const api = PORT0 + 500;
-    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${PORT0}`, '--api', `127.0.0.1:${api}`]);
-    await waitPort(PORT0);
-    const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 1}`]);
-    const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 2}`]);
-    for (const p of [api, api + 1, api + 2]) await waitMembers(p, 3);
-    await seedThroughApi(api + 2, web.roots(), join(dir, 'a2'));
+    const { agents: [a0, a1, a2], apis } = await startMeshAgents(web, dir, 3);
+    for (const p of apis) await waitMembers(p, 3);
+    await seedThroughApi(apis[2]!, web.roots(), join(dir, 'a2'));
     void seeds;
     const results = await Promise.all([a0.done, a1.done, a2.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
@@ -54,14 +48,13 @@ test('3 agents crawl a 300-host web: every page once, each host by one agent, pe
 test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an agent leaves gracefully mid-crawl: nothing missed, nothing twice', async (t) => {
   const { web, dir, seeds, expected } = await meshWeb(200, 16);
   try {
-    const port = PORT0 + 1;
-    const a3Api = PORT0 + 510;
-    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${port}`]);
-    await waitPort(port);
+    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0']);
+    const { mesh: port } = await listeningOn(a0);
     const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`]);
     const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--seed', seeds]);
     await waitFor(() => pageCounts(web).size >= expected.size * 0.15, 60_000, 'a sixth of the crawl');
-    const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--api', `127.0.0.1:${a3Api}`]);
+    const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--api', '127.0.0.1:0']);
+    const { api: a3Api } = await listeningOn(a3, { api: true });
     await waitMembers(a3Api, 4);
     // Its share of the ring once it is in: about a quarter (HostRing balance, 2048 points each).
     const st = await (await fetch(`http://127.0.0.1:${a3Api}/status`)).json() as { mesh: { members: Array<{ self: boolean; share: number }> } };
@@ -97,9 +90,8 @@ test('an agent without the swarm key cannot join a private mesh', async () => {
   writeFileSync(other, generateSwarmKey());
   const web = await startSyntheticWeb({ hosts: 1, pagesPerHost: 1 });
   try {
-    const port = PORT0 + 2;
-    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${port}`, '--swarm-key', key]);
-    await waitPort(port);
+    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--swarm-key', key]);
+    const { mesh: port } = await listeningOn(a0);
     // A joiner keeps trying its seed peer (docs/mesh.md "Joining in any order"): a short --join-timeout ends the test's wait.
     const stranger = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--swarm-key', other, '--join-timeout', '3s']);
     const keyless = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--join-timeout', '3s']);

@@ -7,9 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
 import { tempDir } from './helpers.js';
-import { startAgentProcess, agentOf, pageCounts, waitPort, waitMembers, seedThroughApi } from './mesh-agents.js';
-
-const PORT0 = 30_000 + (process.pid % 1000) * 2; // 30–32 k: below the ephemeral range, clear of the other mesh tests
+import { agentOf, pageCounts, startMeshAgents, waitMembers, seedThroughApi } from './mesh-agents.js';
 
 /** Each page of the web (all hosts in web.test) also links to hosts of other registrable domains, served by the same server. */
 async function webWithOutsideLinks(): Promise<SyntheticWeb> {
@@ -40,21 +38,17 @@ test('3 agents, the seed given to one that does not own its host: only the seed\
   try {
     // The outside hosts resolve to the web as well: nothing but the scope keeps the agents away from them.
     const resolveOutside = ['--resolve', `*.test:${web.port}:127.0.0.1`];
-    const api = PORT0 + 500;
-    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${PORT0}`, '--api', `127.0.0.1:${api}`, ...resolveOutside]);
-    await waitPort(PORT0);
-    const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 1}`, ...resolveOutside]);
-    const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 2}`, ...resolveOutside]);
-    for (const p of [api, api + 1, api + 2]) await waitMembers(p, 3);
+    const { agents: [a0, a1, a2], apis } = await startMeshAgents(web, dir, 3, resolveOutside);
+    for (const p of apis) await waitMembers(p, 3);
     // A host a2 does not own (a2 answers 404 for an unknown host of its own).
     let seedHost = -1;
     for (let i = 0; i < web.hostCount && seedHost < 0; i++) {
-      const res = await fetch(`http://127.0.0.1:${api + 2}/hosts/${web.hostName(i)}`);
+      const res = await fetch(`http://127.0.0.1:${apis[2]!}/hosts/${web.hostName(i)}`);
       if (res.status === 200 && !((await res.json()) as { local: boolean }).local) seedHost = i;
     }
     assert.ok(seedHost >= 0, 'a host a2 does not own');
     const seed = web.url(seedHost, '/');
-    await seedThroughApi(api + 2, [seed], join(dir, 'a2'));
+    await seedThroughApi(apis[2]!, [seed], join(dir, 'a2'));
     const results = await Promise.all([a0.done, a1.done, a2.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
 
@@ -87,16 +81,12 @@ test('--max-depth 2 on a chain of pages that crosses hosts owned by different ag
   port = web.port;
   const dir = tempDir();
   try {
-    const api = PORT0 + 600;
     const depth = ['--max-depth', '2'];
-    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${PORT0 + 1}`, '--api', `127.0.0.1:${api}`, ...depth]);
-    await waitPort(PORT0 + 1);
-    const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0 + 1}`, '--api', `127.0.0.1:${api + 1}`, ...depth]);
-    const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0 + 1}`, '--api', `127.0.0.1:${api + 2}`, ...depth]);
-    for (const p of [api, api + 1, api + 2]) await waitMembers(p, 3);
+    const { agents: [a0, a1, a2], apis } = await startMeshAgents(web, dir, 3, depth);
+    for (const p of apis) await waitMembers(p, 3);
     // Who owns each host: the owner answers 404 for a host of its own it knows nothing about.
     const ownerOf = async (host: string): Promise<number> => {
-      for (let i = 0; i < 3; i++) if ((await fetch(`http://127.0.0.1:${api + i}/hosts/${host}`)).status === 404) return i;
+      for (let i = 0; i < 3; i++) if ((await fetch(`http://127.0.0.1:${apis[i]!}/hosts/${host}`)).status === 404) return i;
       return -1;
     };
     const owners = new Map<string, number>();
@@ -104,7 +94,7 @@ test('--max-depth 2 on a chain of pages that crosses hosts owned by different ag
     // Each hop to a host of another agent.
     for (const h of owners.keys()) if (chain.length < 4 && (chain.length === 0 || owners.get(h) !== owners.get(chain[chain.length - 1]!))) chain.push(h);
     assert.equal(chain.length, 4, `a chain across agents (owners ${JSON.stringify([...owners])})`);
-    await seedThroughApi(api + 2, [`http://${chain[0]}:${port}/c/0`], join(dir, 'a2'));
+    await seedThroughApi(apis[2]!, [`http://${chain[0]}:${port}/c/0`], join(dir, 'a2'));
     const results = await Promise.all([a0.done, a1.done, a2.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
     const pages = web.requests().filter((r) => r.path.startsWith('/c/'));

@@ -7,9 +7,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startSyntheticWeb } from '../bench/web/index.js';
 import { tempDir } from './helpers.js';
-import { startAgentProcess, agentOf, pageCounts, waitPort, waitMembers, seedThroughApi } from './mesh-agents.js';
-
-const PORT0 = 28_000 + (process.pid % 1000) * 2; // 28–30 k: below the ephemeral range, clear of the other mesh tests
+import { agentOf, pageCounts, startMeshAgents, waitMembers, seedThroughApi } from './mesh-agents.js';
 
 test('Sitemaps 0.90 cross submits in a mesh: a grant learnt by one agent is honoured by the agent that fetches the sitemap', async () => {
   const HOSTS = 16;
@@ -32,12 +30,9 @@ test('Sitemaps 0.90 cross submits in a mesh: a grant learnt by one agent is hono
   });
   const dir = tempDir();
   try {
-    const api = PORT0 + 1;
-    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${PORT0}`, '--api', `127.0.0.1:${api}`], { sitemaps: true });
-    await waitPort(PORT0);
-    const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${PORT0}`, '--api', `127.0.0.1:${api + 1}`], { sitemaps: true });
-    for (const p of [api, api + 1]) await waitMembers(p, 2);
-    await seedThroughApi(api, web.roots(), join(dir, 'a0'));
+    const { agents: [a0, a1], apis } = await startMeshAgents(web, dir, 2, [], { sitemaps: true });
+    for (const p of apis) await waitMembers(p, 2);
+    await seedThroughApi(apis[0]!, web.roots(), join(dir, 'a0'));
     const results = await Promise.all([a0.done, a1.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
 

@@ -130,8 +130,9 @@ test('--recrawl with --until-idle: exits when nothing is due within the horizon;
   const opts = {
     dataDir: dir, seeds: web.roots(), minDelayMs: MIN_DELAY, delayFactor: 0, concurrency: 4, untilIdle: true,
     resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
-    // Every interval is one simulated hour (1 s at speedup 3600); horizon 0: exit as soon as nothing is due now.
-    recrawl: { enabled: true, speedup: 3600, minIntervalMs: HOUR, maxIntervalMs: HOUR, horizonMs: 0 },
+    // Every interval is one simulated hour (4 s at speedup 900: the first pass, 8 pages, must end within it, even on a
+    // loaded machine); horizon 0: exit as soon as nothing is due now.
+    recrawl: { enabled: true, speedup: 900, minIntervalMs: HOUR, maxIntervalMs: HOUR, horizonMs: 0 },
     maxDurationMs: 30_000, // a safety net only
   };
   try {
@@ -140,7 +141,9 @@ test('--recrawl with --until-idle: exits when nothing is due within the horizon;
     assert.equal(pages.length, 8, 'one pass, then the agent exits by itself: nothing is due yet');
     assert.equal((first.recrawl as Record<string, number>).revisits, 0);
     const firstRequests = web.requests().length;
-    await new Promise((r) => setTimeout(r, 1500)); // past one simulated hour: everything is due
+    // Past one simulated hour after the last fetch: everything is due.
+    const lastFetch = Math.max(...pages.map((r) => r.start));
+    await new Promise((r) => setTimeout(r, Math.max(0, lastFetch + HOUR / 900 + 500 - Date.now())));
     const second = await (await startAgent({ ...opts, seeds: [] })).done;
     const again = web.requests().slice(firstRequests).filter((r) => !r.path.startsWith('/robots') && r.path !== '/sitemap.xml');
     assert.ok(again.length >= 8, `every page revisited: ${again.length}`);

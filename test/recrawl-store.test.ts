@@ -22,7 +22,7 @@ function settings(over: Partial<RecrawlSettings> = {}): RecrawlSettings {
 
 interface Harness { store: Store; rc: Recrawler; queued: RevisitUrl[]; frontierQueued: { n: number }; owned: Set<string> | null }
 
-async function harness(over: Partial<RecrawlSettings> = {}): Promise<Harness> {
+async function harness(over: Partial<RecrawlSettings> = {}, now?: () => number): Promise<Harness> {
   const store = await openStore(tempDir());
   const queued: RevisitUrl[] = [];
   const frontierQueued = { n: 0 };
@@ -32,6 +32,7 @@ async function harness(over: Partial<RecrawlSettings> = {}): Promise<Harness> {
     queued: () => frontierQueued.n,
     owns: (host) => h.owned === null || h.owned.has(host),
     onError: (err) => { throw err; },
+    now,
   });
   return h;
 }
@@ -130,7 +131,9 @@ test('a host another agent owns now loses its recrawl state here (no transfer)',
 });
 
 test('sitemaps.org: <changefreq>/<lastmod>/<priority> are kept until the first fetch and seed its interval; a newer <lastmod> makes a known URL due', async () => {
-  const { store, rc } = await harness();
+  // The recrawler's clock, stepped by the test (no waiting for the sitemap's <lastmod> to pass).
+  let clock = Date.now();
+  const { store, rc } = await harness({}, () => clock);
   const url = 'http://s.test/news';
   const key = seenKey(hostKey('s.test'), url);
   rc.noteHint(key, { loc: url, changefreq: 'hourly', priority: 0.8 });
@@ -138,17 +141,17 @@ test('sitemaps.org: <changefreq>/<lastmod>/<priority> are kept until the first f
   assert.deepEqual(decodeHints(await store.recrawlHints.get(key)), { changefreq: 'hourly', priority: 0.8 });
   const q = queuedUrl(url);
   await rc.prepare(q, key);
-  const at = Date.now();
+  const at = clock;
   await store.db.batch(rc.outcomeOps(q, key, { at, status: 200, digest: new Uint8Array(8), etag: '"n1"' }) as never);
   const st = decodeRecrawlState((await store.recrawl.get(key))!)!;
   assert.equal(st.intervalMs, H, 'hourly → 1 h');
   assert.equal(await store.recrawlHints.get(key), undefined, 'the hint is consumed');
   // A later sitemap says the page was modified after our capture: due now.
   rc.noteHint(key, { loc: url, lastmod: new Date(at + 1000).toISOString() });
-  await new Promise((r) => setTimeout(r, 1100));
+  clock += 1100;
   await rc.flushHints();
   const st2 = decodeRecrawlState((await store.recrawl.get(key))!)!;
-  assert.ok(st2.nextDueAt <= Date.now() && st2.nextDueAt >= at + 1000);
+  assert.ok(st2.nextDueAt <= clock && st2.nextDueAt >= at + 1000);
   const due = await store.recrawlDue.keys().all();
   assert.equal(due.length, 1);
   assert.equal(Number(due[0]!.readBigUInt64BE(0)), st2.nextDueAt, 'the due entry moved with it');

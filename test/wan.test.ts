@@ -13,7 +13,8 @@ import { parseWanCommand } from '../bench/wan/commands.js';
 import { WanRelay, type WanStatus } from '../bench/wan/relay.js';
 import { startSyntheticWeb } from '../bench/web/index.js';
 import { tempDir, waitUntil } from './helpers.js';
-import { startAgentProcess, pageCounts, waitPort } from './mesh-agents.js';
+import { startAgentProcess, pageCounts, listeningOn } from './mesh-agents.js';
+import { createServer as createTcpServer } from 'node:net';
 
 const profile = (p: Partial<LinkProfile>): LinkProfile => ({ ...DEFAULT_LINK, ...p });
 
@@ -200,7 +201,14 @@ test('relay: a partition holds traffic until the heal, drop+reset breaks connect
 
 // ---------------------------------------------------------------- agents behind the relay
 
-const PORT0 = 27_000 + (process.pid % 1000) * 2; // clear of the other mesh tests' port ranges
+/** A loopback port free at the time of asking (the relay must know an agent's port before the agent starts). */
+async function freePort(): Promise<number> {
+  const srv = createTcpServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
 
 /** Established TCP connections to a local port, by remote IPv4 address (Linux /proc/net/tcp). */
 function peersOfPort(port: number): string[] | null {
@@ -220,7 +228,7 @@ function peersOfPort(port: number): string[] | null {
 test('two agents in two zones, connected only through the relay (30 ms each way), crawl a small web: every page once', async () => {
   const web = await startSyntheticWeb({ seed: 7, hosts: 12, pagesPerHost: 4, outLinks: 4, crossHostShare: 0.3, pageBytes: { min: 800, max: 1500 } });
   const dir = tempDir();
-  const [p0, p1] = [PORT0, PORT0 + 1];
+  const [p0, p1] = [await freePort(), await freePort()];
   const relay = await WanRelay.start({
     agents: [
       { name: 'a0', zone: 'eu', source: '127.0.0.11', target: `127.0.0.1:${p0}` },
@@ -235,7 +243,7 @@ test('two agents in two zones, connected only through the relay (30 ms each way)
     const { writeFileSync } = await import('node:fs');
     writeFileSync(seeds, web.roots().join('\n') + '\n');
     const a0 = startAgentProcess(web, dir, 'a0', ['--listen', `/ip4/127.0.0.1/tcp/${p0}`, '--announce', r0.multiaddr, '--source-address', '127.0.0.11']);
-    await waitPort(p0);
+    await listeningOn(a0);
     const a1 = startAgentProcess(web, dir, 'a1', ['--listen', `/ip4/127.0.0.1/tcp/${p1}`, '--announce', r1.multiaddr, '--source-address', '127.0.0.12',
       '--seed', `${r0.host}:${r0.port}`, '--seed', seeds]);
     // Mid-crawl: whatever is connected to an agent's own port came through the relay (which dials from 127.0.0.1).

@@ -35,7 +35,7 @@ const decoders = new Map<string, TextDecoder | null>();
 /**
  * Encoding Standard "get an encoding" (https://encoding.spec.whatwg.org/#concept-encoding-get):
  * returns the canonical name for a label, or null for an unknown label (or one Node cannot decode,
- * such as the `replacement` labels and `x-user-defined`).
+ * such as the `replacement` labels, and on Node 20 `x-user-defined`).
  */
 export function getEncoding(label: string): string | null {
   const d = decoderFor(label);
@@ -272,12 +272,12 @@ function startsWithCI(b: Uint8Array, p: number, end: number, lit: string): boole
   return true;
 }
 
-// x-user-defined is an Encoding Standard encoding Node cannot construct; the prescan maps it to
-// windows-1252 anyway ("Processing" step), so resolve it here.
+// The prescan maps x-user-defined to windows-1252 ("Processing" step). Node 20 cannot construct an
+// x-user-defined decoder (getEncoding: null), Node 24 can: the label is checked either way.
 function prescanEncoding(label: string): string | null {
   const enc = getEncoding(label);
-  if (enc !== null) return enc;
-  return label.trim().toLowerCase() === 'x-user-defined' ? 'windows-1252' : null;
+  if (enc === 'x-user-defined' || (enc === null && label.trim().toLowerCase() === 'x-user-defined')) return 'windows-1252';
+  return enc;
 }
 
 /**

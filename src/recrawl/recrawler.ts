@@ -36,6 +36,8 @@ export interface RecrawlHost {
   /** False for a host another agent owns now (mesh). */
   owns(host: string): boolean;
   onError(err: Error): void;
+  /** The clock, epoch ms (default Date.now): tests pass their own to step over intervals without waiting. */
+  now?: () => number;
 }
 
 /** How a fetch of a page ended, for its recrawl state. status 0: no response. */
@@ -91,6 +93,10 @@ export class Recrawler {
     this.cfg = scheduleConfig(settings);
   }
 
+  private now(): number {
+    return this.host.now ? this.host.now() : Date.now();
+  }
+
   start(): void {
     const every = scanInterval(this.settings, this.cfg);
     this.timer = setInterval(() => this.kick(), every);
@@ -111,7 +117,7 @@ export class Recrawler {
   }
 
   summary(): Record<string, unknown> {
-    return { ...this.stats, waiting: this.outstanding.size, nextDueInMs: Number.isFinite(this.nextDue) ? Math.max(0, this.nextDue - Date.now()) : null };
+    return { ...this.stats, waiting: this.outstanding.size, nextDueInMs: Number.isFinite(this.nextDue) ? Math.max(0, this.nextDue - this.now()) : null };
   }
 
   // ---- around one fetch ----------------------------------------------------------
@@ -213,7 +219,7 @@ export class Recrawler {
     const pending = this.pendingHints;
     this.pendingHints = [];
     const raws = await this.store.recrawl.getMany(pending.map((p) => p.key));
-    const now = Date.now();
+    const now = this.now();
     const ops: BatchOp[] = [];
     for (let i = 0; i < pending.length; i++) {
       const { key, value } = pending[i]!;
@@ -263,7 +269,7 @@ export class Recrawler {
   }
 
   private async scan(): Promise<void> {
-    const now = Date.now();
+    const now = this.now();
     const room = this.settings.batchSize - this.outstanding.size;
     if (room <= 0) return;
     const due = await this.store.recrawlDue.iterator({ lt: dueKey(now + 1, ZERO_SEEN), limit: room }).all();

@@ -13,6 +13,7 @@
 // surrounding C0/space trimmed, tab/CR/LF removed, `\` read as `/` in http(s).
 // docs/standards.md (URL part) lists every departure from WHATWG and other crawlers.
 
+import { domainToUnicode } from 'node:url';
 import { TRACKING_PARAMS, compileParamList, isListedParam, type CompiledParamList } from './tracking.js';
 
 export interface NormalizeOptions {
@@ -458,10 +459,25 @@ function isDottedQuad(h: string): boolean {
 function slowHost(h: string): string | null {
   try {
     const host = new URL('http://' + h + '/').hostname;
-    return host.length > 0 ? host : null;
+    return host.length > 0 && validALabels(host) ? host : null;
   } catch {
     return null;
   }
+}
+
+/**
+ * RFC 5891 §5.4: an A-label ("xn--…") must decode to a U-label. Node 20's URL parser refuses a host with
+ * one that does not; Node 24's keeps such a label as it is (domainToUnicode too): checked here, so that
+ * both refuse it.
+ */
+function validALabels(host: string): boolean {
+  if (!host.includes('xn--')) return true;
+  for (const label of host.split('.')) {
+    if (!label.startsWith('xn--')) continue;
+    const u = domainToUnicode(label);
+    if (u === '' || u.startsWith('xn--')) return false;
+  }
+  return true;
 }
 
 /**
