@@ -32,13 +32,13 @@ export async function pipelineRig(tune: (c: AgentConfig) => void = () => {}): Pr
   const store = await openStore(tempDir('ubicrawl-pipeline-'));
   const frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, { maxActiveHosts: 8, headSize: 8, createData: newHostData });
   await frontier.recover();
-  const stats = new CrawlStats();
   const metrics = createMetrics();
+  const stats = new CrawlStats(metrics);
   const barrier = new SyncBarrier(store.meta);
   const fatal: Error[] = [];
   const r = { config, store, frontier, stats, metrics, barrier, fatal } as PipelineRig;
   r.admission = new Admission({
-    config, store, frontier, barrier, stats, metrics,
+    config, store, frontier, barrier, stats,
     inlinks: { noteNew: (items: Candidate[]) => r.promotions.noteNew(items), noteRepeats: (items: Candidate[]) => r.promotions.noteRepeats(items) },
   });
   r.promotions = new Promotions({ store, frontier, drum: r.admission.drum, stats, onFatal: (e) => fatal.push(e), stopping: () => false });

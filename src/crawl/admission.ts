@@ -20,7 +20,6 @@ import { priorityClass } from '../frontier/priority.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { ScopePolicy } from '../scope/traps.js';
 import { CrawlScope } from '../scope/crawl-scope.js';
-import type { AgentMetrics } from '../api/metrics.js';
 import { bump, type CrawlStats } from './stats.js';
 import type { Candidate, HostData } from './candidate.js';
 
@@ -31,7 +30,6 @@ export interface AdmissionComponents {
   /** A synced write, for a round a submitter asked to sync that has nothing of its own to write. */
   barrier: Pick<SyncBarrier, 'sync'>;
   stats: CrawlStats;
-  metrics: Pick<AgentMetrics, 'urlRejected'>;
   /** The in-link counts (src/crawl/promotions.ts): new URLs found as links, and repeat discoveries. */
   inlinks: { noteNew(items: Candidate[]): void; noteRepeats(items: Candidate[]): void };
 }
@@ -126,8 +124,7 @@ export class Admission {
   }
 
   private refuse(reason: string): false {
-    bump(this.c.stats.rejected, reason);
-    this.c.metrics.urlRejected(reason);
+    this.c.stats.reject(reason);
     return false;
   }
 }

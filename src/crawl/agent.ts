@@ -37,6 +37,7 @@ import { PolitenessControl } from '../politeness/control.js';
 import { politenessConfig } from '../politeness/host.js';
 import { SideClocks } from '../politeness/side-clocks.js';
 import { CrawlStats } from './stats.js';
+import type { CrawlSummary } from './summary.js';
 import { ContentDedup } from '../dedup/content.js';
 import { Fingerprinter } from '../dedup/fingerprinter.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
@@ -58,13 +59,14 @@ export interface AgentHandle {
   /** Where the HTTP API listens, when it was asked for. */
   readonly apiUrl: string | undefined;
   readonly stats: CrawlStats;
-  readonly done: Promise<Record<string, unknown>>;
+  /** The end summary, once the agent stopped (src/crawl/summary.ts). */
+  readonly done: Promise<CrawlSummary>;
   seed(urls: string[]): Promise<number>;
   snapshot(): AgentSnapshot;
   /** Graceful leave: hand hosts over to the mesh, then stop. */
   leave(): Promise<void>;
   /** Stop now (queued work stays on disk for the next start). */
-  stop(): Promise<Record<string, unknown>>;
+  stop(): Promise<CrawlSummary>;
 }
 
 export interface AgentSnapshot {
@@ -103,12 +105,13 @@ export async function startAgent(options: AgentOptions & { logger?: Logger } = {
 }
 
 class Agent implements AgentHandle, AgentView {
-  readonly stats = new CrawlStats();
   readonly metrics = createMetrics();
+  /** The crawl's counters; those the metrics endpoint shows too are passed on to it (src/crawl/stats.ts). */
+  readonly stats = new CrawlStats(this.metrics);
   readonly history = new ThroughputHistory();
   readonly recentErrors = new RecentErrors();
-  readonly done: Promise<Record<string, unknown>>;
-  private resolveDone!: (s: Record<string, unknown>) => void;
+  readonly done: Promise<CrawlSummary>;
+  private resolveDone!: (s: CrawlSummary) => void;
   private readonly token: string;
   private api: ApiServer | undefined;
   private sampler: NodeJS.Timeout | undefined;
@@ -142,7 +145,7 @@ class Agent implements AgentHandle, AgentView {
   private processing = 0;
   private readonly maxProcessing: number;
   private running = false;
-  private stopping: Promise<Record<string, unknown>> | undefined;
+  private stopping: Promise<CrawlSummary> | undefined;
   private wakeTimer: NodeJS.Timeout | undefined;
   private wakeAt = Infinity;
   private idleTimer: NodeJS.Timeout | undefined;
@@ -178,7 +181,7 @@ class Agent implements AgentHandle, AgentView {
     const onFatal = (err: Error) => this.onFatal(err);
     const stopping = () => this.stopping !== undefined;
     this.admission = new Admission({
-      config, store, frontier: this.frontier, barrier, stats, metrics,
+      config, store, frontier: this.frontier, barrier, stats,
       inlinks: {
         noteNew: (items) => this.promotions.noteNew(items),
         // Not in a mesh, for now: with promotions on, the join/leave test fetched a page twice on
@@ -363,7 +366,7 @@ class Agent implements AgentHandle, AgentView {
     };
   }
 
-  stop(): Promise<Record<string, unknown>> {
+  stop(): Promise<CrawlSummary> {
     if (!this.stopping) this.stopping = this.shutdown();
     return this.stopping;
   }
@@ -422,7 +425,7 @@ class Agent implements AgentHandle, AgentView {
     void this.stop();
   }
 
-  private async shutdown(): Promise<Record<string, unknown>> {
+  private async shutdown(): Promise<CrawlSummary> {
     this.running = false;
     this.lifecycle = 'leaving';
     if (this.sampler) clearInterval(this.sampler);

@@ -155,16 +155,14 @@ export class HostTurn {
       if (!robots.rules.isAllowed(q.url, this.token)) {
         this.stats.robotsBlocked++;
         const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
-        bump(this.stats.rejected, reason);
-        this.metrics.urlRejected(reason);
+        this.stats.reject(reason);
         await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: reason });
         continue; // no request was made: the host's turn goes on
       }
       // An operator's budget for the host (PUT /hosts/:host/policy), else --max-pages-per-host.
       const budget = h.data.policy.pageBudget ?? (this.c.maxPagesPerHost > 0 ? this.c.maxPagesPerHost : null);
       if (budget !== null && !q.attempt && h.data.budgetUsed >= budget) {
-        bump(this.stats.rejected, 'host-page-budget');
-        this.metrics.urlRejected('host-page-budget');
+        this.stats.reject('host-page-budget');
         await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
         continue;
       }
@@ -328,12 +326,11 @@ export class HostTurn {
   /** A URL that failed for good: counted (stats, host, metrics, recent errors) and recorded with its reason. */
   async recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void> {
     const at = out.startedAt.getTime();
-    bump(this.stats.errors, out.kind);
+    this.stats.failed(out.kind, out.durationMs);
     bump(h.data.errors, out.kind);
     // Politeness never sees a refused address (nothing reached the host), so it is counted here.
     if (out.kind === BLOCKED) this.politeness.failed(BLOCKED);
     noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
-    this.metrics.fetchFailed(out.kind, out.durationMs);
     this.recentErrors.record(out.kind, out.message, q.url, h.name);
     this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
     await this.c.settle(q, h, { url: q.url, at, status: 0, failure: failure ?? out.kind });

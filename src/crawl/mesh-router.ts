@@ -18,6 +18,7 @@ import { queueHere, type Replica, type Router } from './router.js';
 import type { Admission } from './admission.js';
 import type { Sitemaps } from './sitemaps.js';
 import type { Candidate, HostData } from './candidate.js';
+import type { RoutingFacts } from './summary.js';
 import type { Logger } from '../util/log.js';
 
 /** Pause between two handoff rounds of a leave while URLs are still queued here. */
@@ -229,7 +230,7 @@ export class MeshRouter implements Router {
     metrics.heartbeatsRefusedTotals(mesh.membership.refusals());
   }
 
-  summary(): Record<string, unknown> {
+  summary(): RoutingFacts {
     if (!this.mesh) return {};
     return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: this.ownership.meshSummary() };
   }

@@ -38,7 +38,7 @@ export interface PageComponents {
   fingerprinter: Fingerprinter | undefined;
   recrawl: Recrawler | undefined;
   stats: CrawlStats;
-  metrics: Pick<AgentMetrics, 'pageFetched' | 'responseSkipped' | 'dedupHit'>;
+  metrics: Pick<AgentMetrics, 'pageFetched' | 'dedupHit'>;
   recentErrors: Pick<RecentErrors, 'record'>;
   log: Logger;
   /** Our robots.txt product token (RFC 9309 §2.2.1), for meta robots directives. */
@@ -69,7 +69,7 @@ export class PageProcessor {
     const earlier = out.status === 304 ? recrawl?.earlierCapture(q) : undefined;
     // --accept-type: a successful response of another type is not stored, but still parsed for links (docs/scope.md).
     const skipped = out.status >= 200 && out.status < 300 && !typeAccepted(this.c.config.crawlScope.acceptTypes, out.header('content-type')) ? 'type-not-accepted' : undefined;
-    if (skipped) { record.skipped = skipped; bump(stats.skipped, skipped); metrics.responseSkipped(skipped); }
+    if (skipped) { record.skipped = skipped; stats.skip(skipped); }
     // Content dedup (src/dedup/content.ts): an exact duplicate is stored as a revisit record and its links are not extracted again.
     const exact = !skipped && !earlier && dedup && q.kind === 'page' && dedup.applies(out.status, out.body, out.truncated) ? await dedup.checkExact(out.url, out.startedAt, archivedBody(out).body) : undefined;
     let stored: WriteResult | undefined;

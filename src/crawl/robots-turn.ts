@@ -117,8 +117,7 @@ export class RobotsTurn {
 
   /** robots.txt for `origin` is decided: kept, counted, its sitemaps found. */
   private async robotsDecided(h: HostState<HostData>, origin: string, entry: RobotsEntry): Promise<void> {
-    this.c.stats.robotsFetches++;
-    this.c.metrics.robotsFetched(entry.verdict);
+    this.c.stats.robotsDecided(entry.verdict);
     // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
     if (entry.verdict === 'unreachable') {
       const n = h.data.robotsFailures++;

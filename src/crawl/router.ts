@@ -11,6 +11,7 @@ import type { MemberReport } from '../api/backend.js';
 import type { Admission } from './admission.js';
 import type { Sitemaps } from './sitemaps.js';
 import type { Candidate } from './candidate.js';
+import type { RoutingFacts } from './summary.js';
 
 /** A replica seen entry queued with a completion (docs/mesh.md "Crashes"): for whom, how many items. */
 export interface Replica { peer: string; n: number }
@@ -53,7 +54,7 @@ export interface Router {
   /** Gauges for a metrics scrape. */
   scrape(metrics: AgentMetrics): void;
   /** The routing part of the end summary. */
-  summary(): Record<string, unknown>;
+  summary(): RoutingFacts;
   /** No new handoff pass starts (timers stopped). */
   quiesce(): void;
   /** Leaves the mesh's network; then `saved()` resolves once routing state is in the store. */
@@ -112,7 +113,7 @@ export class StandaloneRouter implements Router {
   idleWith(localIdle: boolean): boolean { return localIdle; }
   async leave(): Promise<void> {}
   scrape(metrics: AgentMetrics): void { metrics.setMembers({ active: 1 }); }
-  summary(): Record<string, unknown> { return {}; }
+  summary(): RoutingFacts { return {}; }
   quiesce(): void {}
   async stop(): Promise<void> {}
   saved(): Promise<void> { return Promise.resolve(); }
