@@ -13,15 +13,11 @@
 //      deleted (in the same batch that marks it fetched).
 // A kill at any point re-queues at most the URLs that were in flight.
 import { openStore, type Store } from '../store/db.js';
-import { GroupCommit } from '../store/group-commit.js';
-import { SyncBarrier } from '../store/sync-barrier.js';
 import { limitHeapGrowth } from '../util/memory.js';
 import { resolveConfig, type AgentConfig, type AgentOptions } from '../config.js';
 import { Frontier } from '../frontier/frontier.js';
 import { Fetcher } from '../fetch/fetcher.js';
-import { HostResolver } from '../fetch/dns.js';
-import { AddressPolicy, parseCidr } from '../fetch/address.js';
-import { RobotsCache } from '../robots/cache.js';
+import { parseCidr } from '../fetch/address.js';
 import { productToken } from '../robots/index.js';
 import { normalizeUrl } from '../url/normalize.js';
 import { CrawlScope } from '../scope/crawl-scope.js';
@@ -32,10 +28,7 @@ import { preflight, StartupError } from './preflight.js';
 import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
 import { AgentBackend, VERSION, type AgentView } from './backend.js';
 import { HostTurn, BLOCKED } from './host-turn.js';
-import { SitemapGrants } from '../sitemap/grants.js';
 import { PolitenessControl } from '../politeness/control.js';
-import { politenessConfig } from '../politeness/host.js';
-import { SideClocks } from '../politeness/side-clocks.js';
 import { CrawlStats } from './stats.js';
 import type { CrawlSummary } from './summary.js';
 import { ContentDedup } from '../dedup/content.js';
@@ -48,9 +41,9 @@ import { Archive } from './archive.js';
 import { Sitemaps } from './sitemaps.js';
 import { Completion } from './completion.js';
 import { PageProcessor } from './page.js';
-import { StandaloneRouter, type Router } from './router.js';
-import { MeshRouter } from './mesh-router.js';
-import { newHostData, type Candidate, type HostData } from './candidate.js';
+import type { Router } from './router.js';
+import type { Candidate, HostData } from './candidate.js';
+import { buildPipeline } from './pipeline.js';
 
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
 
@@ -159,90 +152,25 @@ class Agent implements AgentHandle, AgentView {
     this.done = new Promise((r) => { this.resolveDone = r; });
     this.token = productToken(config.userAgent);
     this.maxProcessing = config.concurrency * 4;
-    const { stats, metrics, recentErrors } = this;
-    this.fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns), {
-      addresses: new AddressPolicy(config.allowAddress),
-    });
-    this.politeness = new PolitenessControl(politenessConfig(config));
-    this.dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, stats.dedup) : undefined;
-    // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
-    this.fingerprinter = this.dedup?.wantsText ? new Fingerprinter() : undefined;
-    this.frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
-      maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
-      headSize: config.frontier.headSize,
-      createData: newHostData,
-      // In a mesh a host new to us may have just been contacted by its previous
-      // owner: wait for the politeness floor (the handoff gate does the rest).
-      initialNextAllowed: () => this.router.initialNextAllowed(Date.now()),
-    });
-    this.frontier.onReady = (h) => { this.turns.prefetchDns(h); this.schedulePump(); };
-    this.frontier.onLoadError = (host, err) => this.onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
-    const barrier = new SyncBarrier(store.meta);
-    const onFatal = (err: Error) => this.onFatal(err);
-    const stopping = () => this.stopping !== undefined;
-    this.admission = new Admission({
-      config, store, frontier: this.frontier, barrier, stats,
-      inlinks: {
-        noteNew: (items) => this.promotions.noteNew(items),
-        // Not in a mesh, for now: with promotions on, the join/leave test fetched a page twice on
-        // one agent in about 1 run of 8 under load (0 of 10 without them; cause not found yet).
-        noteRepeats: (items) => { if (!this.router.shared) this.promotions.noteRepeats(items); },
-      },
-    });
-    const drum = this.admission.drum;
-    this.promotions = new Promotions({ store, frontier: this.frontier, drum, stats, onFatal, stopping });
-    if (config.recrawl.enabled) {
-      this.recrawl = new Recrawler(store, config.recrawl, {
-        enqueue: (items, ops) => this.admission.enqueueRevisits(items, ops),
-        queued: () => this.frontier.queued,
-        owns: (host) => this.router.owns(host),
-        onError: (err) => this.onFatal(new Error(`recrawl scheduling failed: ${err.message}`)),
-      });
-    }
-    this.sitemaps = new Sitemaps({
-      config, grants: new SitemapGrants(store.meta), admission: this.admission, recrawl: this.recrawl, stats, log,
-      route: (cands) => this.router.route(cands),
-    });
-    this.router = config.mesh.enabled
-      ? new MeshRouter({
-        config, store, frontier: this.frontier, admission: this.admission, sitemaps: this.sitemaps, barrier, metrics, log,
-        lifecycle: () => this.lifecycle,
-        schedulePump: () => this.schedulePump(),
-        counters: () => ({ fetched: stats.fetched, queued: this.frontier.queued }),
-        localIdle: () => this.localIdle(),
-        working: () => this.inFlight > 0 || this.processing > 0,
-        onIdle: () => { if (config.untilIdle) void this.stop(); },
-        onFatal, stopping,
-      })
-      : new StandaloneRouter({ store, admission: this.admission, sitemaps: this.sitemaps });
-    this.archive = new Archive({ config, stats, log, onFatal });
-    this.completion = new Completion({
-      store, frontier: this.frontier, commits: new GroupCommit(store.db), router: this.router, recrawl: this.recrawl,
-      fatal: () => this.fatal, onFatal,
-    });
-    this.pages = new PageProcessor({
-      config, admission: this.admission, archive: this.archive,
-      sitemaps: this.sitemaps, completion: this.completion, dedup: this.dedup, fingerprinter: this.fingerprinter, recrawl: this.recrawl,
-      stats, metrics, recentErrors, log, token: this.token,
-      recordFailure: (q, h, out, failure) => this.turns.recordFailure(q, h, out, failure),
-    });
-    this.turns = new HostTurn({
-      store, frontier: this.frontier, fetcher: this.fetcher, robots: new RobotsCache(store.robots, this.fetcher, config.robots), politeness: this.politeness,
-      sideClocks: new SideClocks(), recrawl: this.recrawl, stats, metrics, recentErrors, log, token: this.token, maxPagesPerHost: config.crawlScope.maxPagesPerHost,
-      inMesh: () => this.router.shared,
-      owns: (host) => this.router.owns(host),
-      handOn: () => this.router.handOn(),
-      notBefore: (host, now) => this.router.notBefore(host, now),
+    const p = buildPipeline({
+      config, store, log, stats: this.stats, metrics: this.metrics, recentErrors: this.recentErrors, token: this.token,
+      schedulePump: () => this.schedulePump(),
+      onFatal: (err) => this.onFatal(err),
+      fatal: () => this.fatal,
+      stopping: () => this.stopping !== undefined,
       running: () => this.running,
-      settle: (q, h, record) => this.completion.finish(q, h, [], record),
-      writeWarc: (out) => this.archive.writeExchange(out),
-      process: (q, h, out, failure) => this.pages.process(q, h, out, failure),
+      lifecycle: () => this.lifecycle,
+      localIdle: () => this.localIdle(),
+      working: () => this.inFlight > 0 || this.processing > 0,
+      onIdle: () => { if (config.untilIdle) void this.stop(); },
       background: (job, fatal) => {
         this.processing++;
         job().catch((err: Error) => { if (fatal) this.onFatal(err); }).finally(() => { this.processing--; this.schedulePump(); });
       },
-      discoverSitemaps: (origin, entry) => this.sitemaps.discover(origin, entry),
     });
+    ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, admission: this.admission,
+      promotions: this.promotions, recrawl: this.recrawl, sitemaps: this.sitemaps, router: this.router, archive: this.archive, completion: this.completion,
+      pages: this.pages, turns: this.turns } = p);
   }
 
   async start(): Promise<void> {
