@@ -8,7 +8,7 @@ import type { ThroughputHistory, RecentErrors } from '../api/history.js';
 import type { Frontier, HostState } from '../frontier/frontier.js';
 import type { Store } from '../store/db.js';
 import type { CrawlStats } from './stats.js';
-import type { HostData } from './agent.js';
+import type { HostData } from './candidate.js';
 import { hostKey, seenKey, prefixEnd } from '../store/keys.js';
 import { seenStateOf } from '../seen/state.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';

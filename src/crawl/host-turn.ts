@@ -16,9 +16,8 @@ import { DnsError } from '../fetch/dns.js';
 import type { Fetcher, FetchFailure, FetchOutcome, FetchResponse } from '../fetch/fetcher.js';
 import type { BlockedAddress } from '../fetch/address.js';
 import type { RobotsCache, RobotsEntry } from '../robots/cache.js';
+import { RobotsTurn } from './robots-turn.js';
 import { hostOf } from '../url/normalize.js';
-import { unbracketHost } from '../url/host.js';
-import { retryDelayMs, type HostPoliteness } from '../politeness/host.js';
 import type { PolitenessControl, Verdict } from '../politeness/control.js';
 import type { SideClocks } from '../politeness/side-clocks.js';
 import type { Recrawler } from '../recrawl/recrawler.js';
@@ -26,22 +25,12 @@ import type { AgentMetrics } from '../api/metrics.js';
 import type { RecentErrors } from '../api/history.js';
 import { bump, type CrawlStats } from './stats.js';
 import type { FetchRecord } from './records.js';
-import type { HostData, RecentFetch } from './agent.js';
+import type { HostData, RecentFetch } from './candidate.js';
 import type { Logger } from '../util/log.js';
+import { unbracketHost } from '../url/host.js';
 
 /** Failure kind and record reason of a URL whose address is internal (src/fetch/address.ts). */
 export const BLOCKED = 'blocked-address';
-
-/** A host held for one robots.txt redirect hop made on another host's turn (HostTurn.holdHopHost). */
-interface HopHold {
-  state: HostPoliteness;
-  minDelayMs: number | null;
-  frontierHost: HostState<HostData> | undefined;
-  release(nextAllowedAt: number): void;
-}
-
-/** How soon a robots.txt hop to a host with a request in flight is tried again. */
-const HOP_BUSY_RETRY_MS = 100;
 
 const RECENT_PER_HOST = 10;
 
@@ -96,10 +85,20 @@ export class HostTurn {
   private readonly recentErrors: RecentErrors;
   private readonly log: Logger;
   private readonly token: string;
+  /** The robots.txt request of a turn (src/crawl/robots-turn.ts). */
+  private readonly robotsTurn: RobotsTurn;
 
   constructor(private readonly c: HostTurnComponents) {
     ({ frontier: this.frontier, fetcher: this.fetcher, robots: this.robots, politeness: this.politeness, sideClocks: this.sideClocks, recrawl: this.recrawl,
       stats: this.stats, metrics: this.metrics, recentErrors: this.recentErrors, log: this.log, token: this.token } = c);
+    this.robotsTurn = new RobotsTurn({
+      ...c,
+      writeWarc: (out) => c.writeWarc(out),
+      beforeRequest: (h, q, u) => this.beforeRequest(h, q, u),
+      refuseAddress: (q, h, blocked) => this.refuseAddress(q, h, blocked),
+      dnsPermanent: (out, host) => this.dnsPermanent(out, host),
+      notePoliteness: (h, v, url) => this.notePoliteness(h, v, url),
+    });
   }
 
   /** One turn of a host: at most one request to it (robots.txt or a page). */
@@ -141,62 +140,8 @@ export class HostTurn {
         if (robots) h.data.robots.set(origin, robots);
       }
       if (!robots) {
-        // Fetching robots.txt — one request of it: robots.txt itself or one redirect hop (RFC 9309 §2.3.1.2) — is
-        // this turn's request; the page waits for a later turn. Each hop waits for the clock of the host it goes
-        // to, as every request does (docs/politeness.md "Redirects").
-        const pending = h.data.robotsHop?.origin === origin ? h.data.robotsHop : undefined;
-        const target = pending?.target ?? `${origin}/robots.txt`;
-        const hop = pending?.hop ?? 0;
-        const targetHost = hostOf(target);
-        const other = targetHost === h.name ? undefined : this.holdHopHost(targetHost, Date.now());
-        if (typeof other === 'number') {
-          // The target's host is busy or resting: this host tries again when it is free (nothing was sent).
-          this.frontier.unshift(h, q);
-          h.data.pendingAcks--;
-          this.frontier.release(h, Math.max(other, h.data.polite.nextAllowedAt));
-          return;
-        }
-        if (other === 'parked') {
-          // Not contacted again in this run: robots.txt is unreachable (RFC 9309 §2.3.1.4).
-          this.frontier.unshift(h, q);
-          h.data.pendingAcks--;
-          h.data.robotsHop = undefined;
-          await this.robotsDecided(h, origin, await this.robots.giveUp(origin));
-          this.frontier.release(h, Math.max(Date.now(), h.data.polite.nextAllowedAt));
-          return;
-        }
-        const checked = this.beforeRequest(h, q, new URL(target));
-        if (checked === null) { other?.release(Date.now()); return; }
-        if (typeof checked === 'object' && hop === 0) { other?.release(Date.now()); await this.refuseAddress(q, h, checked); continue; }
-        // A redirect hop to a refused address is refused again by the fetcher's connect check: robots.txt is then
-        // unreachable (RFC 9309 §2.3.1.4), never silently allowed.
-        const ip = typeof checked === 'object' ? undefined : checked;
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        const step = await this.robots.step(origin, target, hop);
-        const out = step.out;
-        if (out.ok) await this.c.writeWarc(out);
-        // The exchange shapes the clock of the host it went to (its backoff, pauses and parking too).
-        const now = Date.now();
-        const clock = other ? other.state : h.data.polite;
-        const v = this.politeness.record(targetHost, clock, out, 0, now, {
-          dnsPermanent: this.dnsPermanent(out, new URL(target).hostname), minDelayMs: other ? other.minDelayMs : h.data.policy.minDelayMs, robots: true,
-        });
-        this.politeness.releaseIp(ip, v?.ipNextAllowedAt ?? now);
-        const next = v && !v.park ? v.nextAllowedAt : now;
-        if (other) {
-          if (v && other.frontierHost) this.notePoliteness(other.frontierHost, v, out.url);
-          other.release(next);
-        } else if (v) {
-          this.notePoliteness(h, v, out.url);
-        }
-        if (step.next !== undefined) {
-          h.data.robotsHop = { origin, target: step.next, hop: hop + 1 };
-        } else {
-          h.data.robotsHop = undefined;
-          await this.robotsDecided(h, origin, step.entry);
-        }
-        this.frontier.release(h, other ? Math.max(now, h.data.polite.nextAllowedAt) : next);
+        // Fetching robots.txt (or one redirect hop of it) is this turn's request (src/crawl/robots-turn.ts).
+        if (await this.robotsTurn.step(h, q, origin) === 'next') continue;
         return;
       }
       if (robots.rules.crawlDelay(this.token) !== undefined) h.data.polite.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
@@ -211,16 +156,14 @@ export class HostTurn {
       if (!robots.rules.isAllowed(q.url, this.token)) {
         this.stats.robotsBlocked++;
         const reason = robots.verdict === 'unreachable' ? 'robots-unreachable' : 'robots';
-        bump(this.stats.rejected, reason);
-        this.metrics.urlRejected(reason);
+        this.stats.reject(reason);
         await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: reason });
         continue; // no request was made: the host's turn goes on
       }
       // An operator's budget for the host (PUT /hosts/:host/policy), else --max-pages-per-host.
       const budget = h.data.policy.pageBudget ?? (this.c.maxPagesPerHost > 0 ? this.c.maxPagesPerHost : null);
       if (budget !== null && !q.attempt && h.data.budgetUsed >= budget) {
-        bump(this.stats.rejected, 'host-page-budget');
-        this.metrics.urlRejected('host-page-budget');
+        this.stats.reject('host-page-budget');
         await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'host-page-budget' });
         continue;
       }
@@ -262,51 +205,6 @@ export class HostTurn {
       this.c.background(() => this.c.process(q, h, out, v?.failure), true);
       return;
     }
-  }
-
-  /** robots.txt for `origin` is decided: kept, counted, its sitemaps found. */
-  private async robotsDecided(h: HostState<HostData>, origin: string, entry: RobotsEntry): Promise<void> {
-    this.stats.robotsFetches++;
-    this.metrics.robotsFetched(entry.verdict);
-    // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
-    if (entry.verdict === 'unreachable') {
-      const n = h.data.robotsFailures++;
-      if (n < this.politeness.cfg.maxRetries) entry.expires = Math.min(entry.expires, Date.now() + retryDelayMs(n, this.politeness.cfg));
-    } else {
-      h.data.robotsFailures = 0;
-    }
-    h.data.robots.set(origin, entry);
-    h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.token) ?? 0) * 1000;
-    if (entry.verdict === 'unreachable') this.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
-    else await this.c.discoverSitemaps(origin, entry);
-  }
-
-  /**
-   * The clock of another host a robots.txt redirect leads to, held for one
-   * request: that host's frontier record if we have one (held like a turn of
-   * its own, so none of its pages goes out meanwhile), else a side clock. A
-   * number when the host is busy or resting (try again then); 'parked' for a
-   * host we no longer contact.
-   */
-  private holdHopHost(name: string, now: number): HopHold | number | 'parked' {
-    const fh = this.frontier.host(name);
-    if (fh) {
-      if (fh.data.polite.parked) return 'parked';
-      const at = Math.max(fh.nextAllowed, fh.data.polite.nextAllowedAt);
-      if (at > now) return at;
-      if (!this.frontier.hold(fh)) return now + HOP_BUSY_RETRY_MS;
-      return {
-        state: fh.data.polite, minDelayMs: fh.data.policy.minDelayMs, frontierHost: fh,
-        // Never earlier than it was (a hop that sent nothing, e.g. waiting for DNS, leaves its clock as it was).
-        release: (t) => this.frontier.release(fh, Math.max(t, fh.nextAllowed)),
-      };
-    }
-    const c = this.sideClocks.get(name, now);
-    if (c.state.parked) return 'parked';
-    if (c.state.nextAllowedAt > now) return c.state.nextAllowedAt;
-    if (c.busy) return now + HOP_BUSY_RETRY_MS;
-    c.busy = true;
-    return { state: c.state, minDelayMs: null, frontierHost: undefined, release: () => { c.busy = false; } };
   }
 
   /**
@@ -429,12 +327,11 @@ export class HostTurn {
   /** A URL that failed for good: counted (stats, host, metrics, recent errors) and recorded with its reason. */
   async recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void> {
     const at = out.startedAt.getTime();
-    bump(this.stats.errors, out.kind);
+    this.stats.failed(out.kind, out.durationMs);
     bump(h.data.errors, out.kind);
     // Politeness never sees a refused address (nothing reached the host), so it is counted here.
     if (out.kind === BLOCKED) this.politeness.failed(BLOCKED);
     noteRecent(h, { url: q.url, status: null, at, durationMs: out.durationMs, error: out.kind });
-    this.metrics.fetchFailed(out.kind, out.durationMs);
     this.recentErrors.record(out.kind, out.message, q.url, h.name);
     this.log.debug({ url: q.url, kind: out.kind, err: out.message }, 'fetch failed');
     await this.c.settle(q, h, { url: q.url, at, status: 0, failure: failure ?? out.kind });

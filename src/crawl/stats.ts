@@ -1,5 +1,9 @@
 // Counters of one agent's crawl and the closing summary built from them.
 // Everything a person or a test wants to know afterwards is counted here, by kind.
+// A count the metrics endpoint shows too (src/api/metrics.ts) is recorded once,
+// through the methods below, which pass it on to the metrics sink.
+import type { AgentMetrics } from '../api/metrics.js';
+import type { CrawlCounts, CrawlSummary, RunFacts } from './summary.js';
 
 export type Counts = Record<string, number>;
 
@@ -7,8 +11,14 @@ export function bump(c: Counts, key: string, by = 1): void {
   c[key] = (c[key] ?? 0) + by;
 }
 
+/** The metrics a count is passed on to (none in a component test that does not look at them). */
+export type CounterSink = Pick<AgentMetrics, 'urlRejected' | 'responseSkipped' | 'fetchFailed' | 'robotsFetched'>;
+
 export class CrawlStats {
   readonly startedAt = Date.now();
+
+  constructor(private readonly sink?: CounterSink) {}
+
   fetched = 0;
   bytes = 0;
   readonly byStatusClass: Counts = {};
@@ -50,7 +60,34 @@ export class CrawlStats {
     bump(this.byStatus, String(status));
   }
 
-  summary(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  /** A URL turned away before fetching (scope, robots, budgets). */
+  reject(reason: string, n = 1): void {
+    bump(this.rejected, reason, n);
+    this.sink?.urlRejected(reason, n);
+  }
+
+  /** A response fetched but not stored (--accept-type). */
+  skip(reason: string): void {
+    bump(this.skipped, reason);
+    this.sink?.responseSkipped(reason);
+  }
+
+  /** A URL that failed for good, by kind. */
+  failed(kind: string, durationMs?: number): void {
+    bump(this.errors, kind);
+    this.sink?.fetchFailed(kind, durationMs);
+  }
+
+  /** robots.txt decided (fetched, or given up on). */
+  robotsDecided(verdict: string): void {
+    this.robotsFetches++;
+    this.sink?.robotsFetched(verdict);
+  }
+
+  /** The crawl's counters, and with `facts` the whole end summary. */
+  summary(): CrawlCounts;
+  summary(facts: RunFacts): CrawlSummary;
+  summary(facts?: RunFacts): CrawlCounts | CrawlSummary {
     const durationMs = Date.now() - this.startedAt;
     return {
       pages: this.fetched,
@@ -72,7 +109,7 @@ export class CrawlStats {
       urlsDiscovered: this.urlsDiscovered,
       inlinks: { ...this.inlinks },
       dedup: { ...this.dedup },
-      ...extra,
+      ...facts,
     };
   }
 }

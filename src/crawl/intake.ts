@@ -1,0 +1,166 @@
+// Peer intake (docs/mesh.md "Admission: URL batches, seen entries, handoffs"):
+// what another member sent us — URLs to crawl (or to pass on to their owner),
+// seen entries of a host handed to us (or replicas of one we are next in line
+// for), handoff markers — checked for admission, made durable, then
+// acknowledged. Part of ownership (src/crawl/ownership.ts), which gives it its
+// collaborators and the rings it checks seen entries against.
+import type { BatchOp } from '../store/db.js';
+import { hostKey, seenKey } from '../store/keys.js';
+import { settledValue } from '../seen/state.js';
+import { hostOf } from '../url/normalize.js';
+import { encodeFetchRecord } from './records.js';
+import type { RecentRings } from './handoff.js';
+import { HostRing } from '../assign/ring.js';
+import { RateLimitedLog } from '../mesh/admission.js';
+import { classifyItem, encodeItem, shortPeerId, type UrlItem } from '../mesh/index.js';
+import type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData } from './ownership.js';
+
+export interface IntakeComponents<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> extends OwnershipComponents<C, D> {
+  /** The mesh from its creation on (peer intake starts before the node runs), or undefined. */
+  mesh(): OwnershipMesh | undefined;
+  /** Our last rings: who may send us seen entries for a host. */
+  recentRings: RecentRings;
+  /** Hosts we hold seen entries for but no frontier state (a later handoff must include them). */
+  settledOnly: Map<string, Buffer>;
+}
+
+export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> {
+  /** heardRing()'s cache. */
+  private heard: { key: string; ring: HostRing } | undefined;
+  /** Items and batches from peers we refused, by reason (docs/mesh.md "Admission"). */
+  private readonly refused: Record<string, number> = {};
+  private readonly refusalLog: RateLimitedLog;
+  /** Items taken from peers (all kinds). */
+  received = 0;
+
+  constructor(private readonly c: IntakeComponents<C, D>) {
+    this.refusalLog = new RateLimitedLog(c.log);
+  }
+
+  /** Refusals by reason, of this component's own checks. */
+  refusals(): Record<string, number> { return { ...this.refused }; }
+
+  /**
+   * URLs a peer sent: seen entries of a handed-over host, or URLs to crawl (or
+   * to pass on), or handoff markers. `local`: items of our own outbox (a
+   * departed peer's queue re-routed to us), not checked for admission.
+   */
+  async accept(items: UrlItem[], from: string, local = false): Promise<void> {
+    // While the mesh starts, batches come already (a joiner listens a while first): the markers among them vouch.
+    const mesh = this.c.mesh();
+    const { config, store, frontier, drum } = this.c;
+    // docs/mesh.md "Admission": only members send us anything (the exchange checks too, when the stream
+    // opens); rejecting makes an honest sender we have not heard of yet retry later.
+    if (!local && mesh && !mesh.membership.member(from)) {
+      this.refuse('not-member', from, items.length);
+      throw new Error('not a member');
+    }
+    const cands: C[] = [];
+    const settled: Buffer[] = [];
+    const settledUrls: string[] = [];
+    let handedOver = 0; // settled entries that are not replicas
+    const passOn = new Map<string, UrlItem[]>();
+    const markers: bigint[] = [];
+    let startupRing: HostRing | null | undefined; // computed at the first seen entry
+    let bad = 0;
+    for (const it of items) {
+      const w = classifyItem(it);
+      if (w.kind === 'bad') { bad++; continue; }
+      if (w.kind === 'marker') {
+        markers.push(w.ringId);
+        continue;
+      }
+      if (w.kind === 'seen' || w.kind === 'replica') {
+        const host = hostOf(it.url);
+        if (!host) { bad++; continue; }
+        // A seen entry hides a page for good: only the host's recent owner may send one, and a
+        // replica only the owner for whom we are next (docs/mesh.md "Admission").
+        if (!local && mesh) {
+          const replica = w.kind === 'replica';
+          // While we start up, also the owner without us, and the ring of all members heard of (docs/mesh.md "Admission").
+          startupRing ??= this.c.gate.startingUp ? this.heardRing(mesh) : null;
+          const heard = startupRing ?? undefined;
+          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard) : !this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
+            this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
+            bad++;
+            continue;
+          }
+        }
+        // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
+        const owner = mesh ? mesh.ownerOf(host) : undefined;
+        if (mesh && owner !== mesh.id && w.kind === 'seen' && w.hops < config.mesh.maxHops) {
+          const l = passOn.get(owner!);
+          const item = encodeItem({ kind: 'seen', url: w.url, hops: w.hops + 1 });
+          if (l) l.push(item); else passOn.set(owner!, [item]);
+          continue;
+        }
+        const hk = hostKey(host);
+        settled.push(seenKey(hk, it.url));
+        settledUrls.push(it.url);
+        if (w.kind === 'seen') handedOver++;
+        const h = frontier.host(host);
+        if (h) h.data.checkSeen = true;
+        else if (w.kind === 'seen' && this.c.settledOnly.size < 1_000_000) this.c.settledOnly.set(host, hk);
+        continue;
+      }
+      const c = this.c.candidate(w.url, w.depth, w.sitemap ? 'sitemap' : 'page');
+      if (!c) { bad++; continue; }
+      if (!this.c.followsFromPeer(c)) continue;
+      c.hops = w.hops;
+      // A peer forwards the links its pages have to our hosts: in-links too.
+      if (c.kind === 'page') c.inlink = true;
+      if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
+      cands.push(c);
+    }
+    if (settled.length) {
+      const value = settledValue('settled-elsewhere');
+      const now = Date.now();
+      await drum.exclusive(async () => {
+        // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
+        const have = await store.fetches.getMany(settled);
+        const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: store.seen, key, value }));
+        for (let i = 0; i < settled.length; i++) {
+          if (!have[i]) ops.push({ type: 'put', sublevel: store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
+        }
+        // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
+        // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
+        await store.db.batch(ops, { sync: handedOver > 0 });
+        drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
+      });
+    }
+    // The sender deletes the batch once we acknowledge it: what it stored here is synced first.
+    await Promise.all([this.c.route(cands, true), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
+    if (passOn.size > 0) await this.c.barrier.sync();
+    // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
+    for (const rid of markers) {
+      this.c.gate.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
+      // Its first marker shows the sender finished a handoff round towards us: it may own hosts now.
+      mesh?.membership.vouch(from);
+      this.c.log.info({ from: shortPeerId(from), ring: rid.toString(16), waitingFor: this.c.gate.waitingFor().map(shortPeerId) }, 'handoff marker received');
+    }
+    if (markers.length) this.c.schedulePump();
+    this.received += items.length;
+    if (!local) this.c.metrics.urlsReceived(shortPeerId(from), items.length - bad, bad);
+  }
+
+  /**
+   * The ring of every active member we have heard of, ourselves included (cached per member set):
+   * who owns what in the mesh while we start up, before the members' markers let them into our ring.
+   */
+  private heardRing(mesh: OwnershipMesh): HostRing {
+    const ms = mesh.members().filter((m) => m.state === 'active' && m.capacity > 0 && !mesh.membership.isExcluded(m.id));
+    const key = ms.map((m) => `${m.id}:${m.capacity}`).join(',');
+    if (this.heard?.key !== key) {
+      const ring = new HostRing({ maxCapacity: this.c.config.mesh.admission.maxCapacity });
+      for (const m of ms) ring.add(m.id, m.capacity);
+      this.heard = { key, ring };
+    }
+    return this.heard.ring;
+  }
+
+  private refuse(reason: string, from: string, n: number): void {
+    this.refused[reason] = (this.refused[reason] ?? 0) + n;
+    this.c.metrics.meshRefused(reason, n);
+    this.refusalLog.warn(reason, { peer: shortPeerId(from), items: n }, 'refused items from a peer');
+  }
+}

@@ -1,0 +1,244 @@
+// Routing in a mesh (docs/mesh.md): hosts are owned by the consistent-hash ring
+// (src/assign/ring.ts); a URL of a host we do not own is forwarded to its owner
+// through the outbox, one we do is admitted here. It starts the mesh node
+// (src/crawl/mesh.ts) and the ownership component (src/crawl/ownership.ts:
+// ring changes, handoffs, peer intake), and runs a graceful leave.
+import type { BatchOp, Store } from '../store/db.js';
+import type { SyncBarrier } from '../store/sync-barrier.js';
+import type { AgentConfig } from '../config.js';
+import type { Frontier } from '../frontier/frontier.js';
+import type { AgentMetrics } from '../api/metrics.js';
+import type { AgentState, MemberReport } from '../api/backend.js';
+import { encodeItem, type UrlItem } from '../mesh/index.js';
+import { AgentMesh, type MeshHandlers } from './mesh.js';
+import { HandoffGate } from './handoff.js';
+import { Ownership } from './ownership.js';
+import { isStoreFailure, errorText } from './errors.js';
+import { queueHere, type Replica, type Router } from './router.js';
+import type { Admission } from './admission.js';
+import type { Sitemaps } from './sitemaps.js';
+import type { Candidate, HostData } from './candidate.js';
+import type { RoutingFacts } from './summary.js';
+import type { Logger } from '../util/log.js';
+import { shortPeerId } from '../mesh/index.js';
+
+/** Pause between two handoff rounds of a leave while URLs are still queued here. */
+const LEAVE_ROUND_MS = 50;
+
+export interface MeshRouterComponents {
+  config: AgentConfig;
+  store: Store;
+  frontier: Frontier<HostData>;
+  admission: Pick<Admission, 'submit' | 'candidate' | 'followsFromPeer' | 'drum'>;
+  sitemaps: Pick<Sitemaps, 'keepGrants' | 'attachGrants'>;
+  barrier: Pick<SyncBarrier, 'sync'>;
+  metrics: AgentMetrics;
+  log: Logger;
+  lifecycle(): AgentState;
+  /** Wakes the scheduling loop (a marker may have opened a gate). */
+  schedulePump(): void;
+  /** What our heartbeats tell the others. */
+  counters(): { fetched: number; queued: number };
+  /** Nothing in flight or queued here (the mesh's idle detection, src/crawl/mesh.ts). */
+  localIdle(): boolean;
+  /** Fetches or pages still being processed here: a leave waits for them. */
+  working(): boolean;
+  /** The whole mesh is idle. */
+  onIdle(): void;
+  onFatal(err: Error): void;
+  stopping(): boolean;
+  /** Starts the mesh node (default: src/crawl/mesh.ts on loopback or the network); a test gives a fake. */
+  startMesh?(handlers: MeshHandlers): Promise<AgentMesh>;
+}
+
+export class MeshRouter implements Router {
+  readonly shared = true;
+  private mesh: AgentMesh | undefined;
+  private readonly ownership: Ownership<Candidate, HostData>;
+  private forwarded = 0;
+
+  constructor(private readonly c: MeshRouterComponents) {
+    const { config } = c;
+    const hb = config.mesh.heartbeatMs;
+    const gate = new HandoffGate('', {
+      // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
+      timeoutMs: config.fetch.totalTimeoutMs + 20 * hb,
+      floorMs: config.minDelayMs,
+      // Members known when we start, whose markers we wait for before crawling (docs/mesh.md "Admission"):
+      // waits that give up on one that never speaks add up to silentAfterMs, then it is not waited for.
+      newcomerCooldownMs: 40 * hb,
+      silentAfterMs: config.fetch.totalTimeoutMs + 20 * hb,
+    });
+    this.ownership = new Ownership<Candidate, HostData>({
+      config, store: c.store, frontier: c.frontier, drum: c.admission.drum, barrier: c.barrier, gate, log: c.log, metrics: c.metrics,
+      candidate: (url, depth, kind) => c.admission.candidate(url, undefined, depth, kind),
+      followsFromPeer: (cand) => c.admission.followsFromPeer(cand),
+      route: (cands, sync) => this.route(cands, sync),
+      attachGrants: (items) => c.sitemaps.attachGrants(items),
+      schedulePump: () => c.schedulePump(),
+      lifecycle: () => c.lifecycle(),
+    });
+  }
+
+  get id(): string { return this.mesh?.id ?? ''; }
+  get busy(): boolean { return this.ownership.rebalancePending; }
+  get crawlId(): string { return this.c.config.mesh.crawlId; }
+
+  async start(): Promise<void> {
+    const { config, store, metrics, log } = this.c;
+    const ownership = this.ownership;
+    await ownership.restoreRings();
+    const handlers: MeshHandlers = {
+      // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
+      accept: (items, from) => ownership.acceptFromPeer(items, from).catch((err: unknown) => {
+        if (!this.c.stopping() && isStoreFailure(err)) this.c.onFatal(new Error(`store write failed: ${errorText(err)}`));
+        throw err;
+      }),
+      onChange: (ch) => ownership.onMembershipChange(ch),
+      counters: () => this.c.counters(),
+      localIdle: () => this.c.localIdle(),
+      created: (m) => ownership.attach(m),
+    };
+    const mesh = this.mesh = await (this.c.startMesh ? this.c.startMesh(handlers) : AgentMesh.start(config.mesh, config.dataDir, store, handlers, log));
+    mesh.on('idle', () => this.c.onIdle());
+    mesh.on('forget', (peer) => metrics.removePeer(shortPeerId(peer)));
+    mesh.exchange.on('rejected', (reason) => metrics.meshRefused(reason));
+    await ownership.start(mesh);
+  }
+
+  owns(host: string): boolean { return !this.mesh || this.mesh.ownerOf(host) === this.mesh.id; }
+  ownerOf(host: string): string { return this.mesh ? this.mesh.ownerOf(host) : ''; }
+
+  async route(cands: Candidate[], sync = false): Promise<void> {
+    if (cands.length === 0) return;
+    const { admission, sitemaps } = this.c;
+    const mesh = this.mesh;
+    // Peer intake runs while the mesh starts (a joiner listens first): what comes then is queued here.
+    if (!mesh) { await queueHere(admission, sitemaps, cands, sync); return; }
+    const local: Candidate[] = [];
+    const byOwner = new Map<string, UrlItem[]>();
+    const self = mesh.id;
+    for (const c of cands) {
+      const owner = mesh.ownerOf(c.host);
+      // Past the hop limit a URL stays where it is: views disagree only for a moment (docs/mesh.md).
+      if (owner === self || c.hops >= this.c.config.mesh.maxHops) { local.push(c); continue; }
+      const items = byOwner.get(owner);
+      const item = encodeItem({ kind: 'crawl', url: c.url, depth: c.depth, hops: c.hops + 1, sitemap: c.kind === 'sitemap', grant: c.grant });
+      if (items) items.push(item); else byOwner.set(owner, [item]);
+    }
+    await sitemaps.keepGrants(local);
+    const jobs: Promise<unknown>[] = [admission.submit(local, sync)];
+    for (const [owner, items] of byOwner) {
+      jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.c.metrics.urlsForwarded(shortPeerId(owner), n); }));
+    }
+    await Promise.all(jobs);
+    if (sync && byOwner.size > 0) await this.c.barrier.sync(); // the outbox writes
+  }
+
+  /**
+   * The host's next owner on the ring (who takes it over should we die) learns
+   * what we settled, so a crash of ours costs no second fetch of it beyond the
+   * pages in flight (docs/mesh.md "Crashes"). The replica seen entry is queued
+   * in the same batch as the completion (appended to `ops`): a settled page's
+   * replica is on its way or acknowledged, never missing. It leaves on the
+   * replica lane at once (src/mesh/exchange.ts), not behind URL batches.
+   */
+  replicate(host: string, url: string, ops: BatchOp[]): Replica | undefined {
+    const mesh = this.mesh;
+    if (!mesh) return undefined;
+    const next = mesh.membership.ring.nextOwnersOf(host, 2)[1];
+    if (!next || next === mesh.id) return undefined;
+    try {
+      const q = mesh.replicas.queueOps(next, [encodeItem({ kind: 'replica', url })]);
+      for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
+      return { peer: next, n: q.n };
+    } catch (err) {
+      // The mesh is stopping (outbox closed): the page is settled all the same, without a replica.
+      this.c.log.debug({ err: (err as Error).message }, 'replicating a seen entry failed');
+      return undefined;
+    }
+  }
+
+  replicated(r: Replica): void { this.mesh?.replicas.written(r.peer, r.n); }
+  notBefore(host: string, now: number): number { return this.ownership.notBefore(host, now); }
+  handOn(): void { this.ownership.scheduleRebalance(); }
+  initialNextAllowed(now: number): number { return now + this.c.config.minDelayMs; }
+  sent(): number { return this.forwarded + this.ownership.handedOver; }
+  received(): number { return this.ownership.received; }
+
+  members(): MemberReport[] {
+    const mesh = this.mesh;
+    if (!mesh) return [];
+    const shares = mesh.membership.ring.shares();
+    return mesh.members().map((m) => ({
+      id: shortPeerId(m.id), self: m.self, addrs: m.addrs, state: m.state === 'active' && !mesh.membership.isVouched(m.id) ? 'joining' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
+      counters: { ...m.counters }, lastSeen: m.lastHeard,
+    }));
+  }
+
+  idleWith(): boolean { return false; }
+
+  /**
+   * Graceful leave: announce it, hand every host (queued URLs and seen
+   * entries) to its new owner, wait until the peers acknowledged all of it.
+   * With no other member to hand to, the queue stays on disk for the next
+   * start. Bounded by mesh.leaveTimeoutMs; waits on timers and I/O only, so the
+   * API and a second signal are answered meanwhile (docs/mesh.md, "Graceful leave").
+   */
+  async leave(): Promise<void> {
+    const mesh = this.mesh;
+    if (!mesh) return;
+    const { frontier, log, config } = this.c;
+    const drum = this.c.admission.drum;
+    const ownership = this.ownership;
+    log.info('leaving the mesh: handing hosts over');
+    await mesh.leave();
+    // Our own ring no longer holds us: with nobody else in it every host maps back to us.
+    const nobodyToHandTo = () => mesh.membership.ring.members().length === 0;
+    if (nobodyToHandTo()) {
+      if (frontier.queued > 0) log.warn({ queued: frontier.queued }, 'no other member to hand hosts to: stopping with the queue kept for the next start');
+      return;
+    }
+    const deadline = Date.now() + config.mesh.leaveTimeoutMs;
+    // Our queue drains only through handoffs now. URLs still in the DRUM buffer, or
+    // arriving from peers that have not yet seen us leave, land in our frontier
+    // after a handoff: repeat until nothing is left here.
+    for (;;) {
+      await drum.flush();
+      ownership.scheduleRebalance();
+      await ownership.rebalancing;
+      while ((this.c.working() || ownership.rebalancePending) && Date.now() < deadline) await ownership.rebalancing.then(() => sleep(20));
+      if ((frontier.queued === 0 && !drum.busy) || Date.now() >= deadline || nobodyToHandTo()) break;
+      // A real timer between rounds: URLs that cannot move yet must not make this a microtask loop.
+      await sleep(LEAVE_ROUND_MS);
+    }
+    if (frontier.queued > 0) log.warn({ queued: frontier.queued }, 'left with URLs still queued here; they are crawled when this agent returns');
+    const acked = await mesh.outbox.waitEmpty({ timeoutMs: Math.max(0, deadline - Date.now()) });
+    if (!acked) log.warn({ queued: mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
+  }
+
+  scrape(metrics: AgentMetrics): void {
+    const mesh = this.mesh;
+    if (!mesh) return;
+    const members = mesh.members();
+    metrics.setMembers({
+      active: members.filter((m) => m.state === 'active' && mesh.membership.isVouched(m.id)).length,
+      joining: members.filter((m) => m.state === 'active' && !mesh.membership.isVouched(m.id)).length,
+      leaving: members.filter((m) => m.state === 'leaving').length,
+    });
+    metrics.retainPeers(members.filter((m) => !m.self).map((m) => shortPeerId(m.id)));
+    for (const m of members) if (!m.self) metrics.setOutboxDepth(shortPeerId(m.id), mesh.outbox.queued(m.id));
+    metrics.heartbeatsRefusedTotals(mesh.membership.refusals());
+  }
+
+  summary(): RoutingFacts {
+    if (!this.mesh) return {};
+    return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: this.ownership.meshSummary() };
+  }
+
+  quiesce(): void { this.ownership.stop(); }
+  async stop(): Promise<void> { await this.mesh?.stop(); }
+  saved(): Promise<void> { return this.ownership.saved(); }
+}
+
+function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
