@@ -154,12 +154,16 @@ test('WARC writer: the file being written is fsynced every fsyncIntervalMs, only
     await w.writeMetadata('http://x.test/', new Date(), { note: 'one' });
     const deadline = Date.now() + 5000;
     while (w.stats.syncs < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(w.stats.syncs, 1, 'synced once after the write');
+    assert.ok(w.stats.syncs >= 1, 'synced after the write');
+    // A tick may have fallen between the file's warcinfo and the record (two appends): let it sync that tail too.
+    await new Promise((r) => setTimeout(r, 60));
+    const settled = w.stats.syncs;
+    assert.ok(settled <= 2, 'at most one sync per append');
     await new Promise((r) => setTimeout(r, 100));
-    assert.equal(w.stats.syncs, 1, 'not again while nothing was written');
+    assert.equal(w.stats.syncs, settled, 'not again while nothing was written');
     await w.writeMetadata('http://x.test/', new Date(), { note: 'two' });
-    while (w.stats.syncs < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(w.stats.syncs, 2);
+    while (w.stats.syncs < settled + 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(w.stats.syncs, settled + 1);
   } finally {
     await w.close();
   }
