@@ -14,7 +14,7 @@
 // crawler; the crawler runs in this process and is measured with
 // process.cpuUsage() (user + system) and sampled RSS.
 //
-//   node dist/bench/crawl.js [--runs 5] [--mode join|standalone|both] [--hosts 200] [--pages 50] [--concurrency 32] [--page-kb 10-30] [--no-near-dup]
+//   node dist/bench/crawl.js [--runs 5] [--mode join|standalone|both] [--hosts 200] [--pages 50] [--concurrency 32] [--page-kb 10-30] [--no-near-dup] [--no-link-graph]
 import '../src/polyfill.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -30,12 +30,12 @@ import { median } from './measure.js';
 type Mode = 'join' | 'standalone' | 'both';
 type RunMode = Exclude<Mode, 'both'>;
 const MODES: readonly Mode[] = ['join', 'standalone', 'both'];
-const USAGE = 'node dist/bench/crawl.js [--runs N] [--mode join|standalone|both] [--hosts N] [--pages N] [--concurrency N] [--page-kb MIN-MAX] [--no-near-dup]\n';
+const USAGE = 'node dist/bench/crawl.js [--runs N] [--mode join|standalone|both] [--hosts N] [--pages N] [--concurrency N] [--page-kb MIN-MAX] [--no-near-dup] [--no-link-graph]\n';
 
-interface Args { runs: number; mode: Mode; hosts: number; pages: number; concurrency: number; minKb: number; maxKb: number; nearDup: boolean }
+interface Args { runs: number; mode: Mode; hosts: number; pages: number; concurrency: number; minKb: number; maxKb: number; nearDup: boolean; linkGraph: boolean }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { runs: 5, mode: 'join', hosts: 200, pages: 50, concurrency: 32, minKb: 10, maxKb: 30, nearDup: true };
+  const a: Args = { runs: 5, mode: 'join', hosts: 200, pages: 50, concurrency: 32, minKb: 10, maxKb: 30, nearDup: true, linkGraph: true };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i];
     const v = argv[i + 1];
@@ -49,6 +49,7 @@ function parseArgs(argv: string[]): Args {
       a.mode = v as Mode; i++;
     }
     else if (k === '--no-near-dup') a.nearDup = false;
+    else if (k === '--no-link-graph') a.linkGraph = false;
     else if (k === '--help') { process.stdout.write(USAGE); process.exit(0); }
   }
   return a;
@@ -100,6 +101,7 @@ async function runOnce(a: Args, web: WebInfo, mode: RunMode): Promise<RunResult>
       dataDir: dir, seeds: web.roots, untilIdle: true, minDelayMs: 0, delayFactor: 0,
       concurrency: a.concurrency, resolve: web.resolve.map(parseResolveRule), logLevel: 'warn',
       ...(a.nearDup ? {} : { dedup: { near: false } }),
+      ...(a.linkGraph ? {} : { linkGraph: { enabled: false } }),
       // As `ubicrawl join` (src/cli/main.ts): always a mesh member; here alone, on an ephemeral loopback port.
       ...(mode === 'join' ? { mesh: { enabled: true, listen: ['/ip4/127.0.0.1/tcp/0'] } } : {}),
     });
