@@ -29,6 +29,17 @@ async function setup(dir: string, opts: { maxActiveHosts?: number; headSize?: nu
 }
 
 /** Drains the frontier in scheduling order, acknowledging each URL; returns URLs in fetch order. */
+/** The first host ready to crawl, once the submitted URLs have reached the frontier (its loads are asynchronous); bounded. */
+async function readyHost(s: Awaited<ReturnType<typeof setup>>) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const h = s.frontier.nextReady(Date.now());
+    if (h) return h;
+    if (Date.now() > deadline) throw new Error('no host became ready within 10 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 async function drain(s: Awaited<ReturnType<typeof setup>>): Promise<string[]> {
   const got: string[] = [];
   for (let spins = 0; spins < 10_000; spins++) {
@@ -89,8 +100,7 @@ test('frontier: per-host FIFO order, every URL handed out exactly once, bounded 
 test('frontier: politeness heap never hands out a host before its next-allowed time', async () => {
   const s = await setup(tempDir());
   await s.drum.submit([item('x.test', '/1'), item('x.test', '/2')]);
-  await new Promise((r) => setTimeout(r, 20));
-  const h = s.frontier.nextReady(Date.now())!;
+  const h = await readyHost(s);
   s.frontier.take(h);
   const later = Date.now() + 60_000;
   s.frontier.release(h, later);
@@ -104,8 +114,7 @@ test('frontier + seen survive a reopen: unacknowledged URLs come back, acknowled
   const dir = tempDir();
   let s = await setup(dir);
   await s.drum.submit([item('r.test', '/1'), item('r.test', '/2'), item('q.test', '/1')]);
-  await new Promise((r) => setTimeout(r, 20));
-  const h = s.frontier.nextReady(Date.now())!;
+  const h = await readyHost(s);
   const q = s.frontier.take(h)!;
   await s.store.db.batch([s.frontier.doneOp(q)] as never);
   await s.store.close();
