@@ -9,7 +9,9 @@ COPY tsconfig.json ./
 COPY src ./src
 COPY bench ./bench
 COPY test ./test
-RUN npx tsc -p tsconfig.json
+COPY scripts ./scripts
+# tsc, then the CLI bundle that bin/ubicrawl.js loads (scripts/bundle.js)
+RUN npm run build
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production

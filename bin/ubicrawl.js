@@ -1,7 +1,6 @@
 #!/usr/bin/env node
-// Entry point. The polyfill must be the very first import (see src/polyfill.ts).
-import '../dist/src/polyfill.js';
-import { main } from '../dist/src/cli/main.js';
+// Entry point: the bundled CLI (scripts/bundle.js; it runs src/polyfill.ts before anything else).
+import { main } from '../dist/bundle/ubicrawl.js';
 
 main(process.argv).then((code) => { process.exitCode = code; }, (err) => {
   process.stderr.write(`ubicrawl: ${err?.message ?? err}\n`);

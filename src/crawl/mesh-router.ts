@@ -56,9 +56,12 @@ export class MeshRouter implements Router {
   private mesh: AgentMesh | undefined;
   private readonly ownership: Ownership<Candidate, HostData>;
   private forwarded = 0;
+  /** Another member was ever in the mesh with us (or we join one): a host new to us may have had an owner before. */
+  private everShared: boolean;
 
   constructor(private readonly c: MeshRouterComponents) {
     const { config } = c;
+    this.everShared = config.mesh.peers.length > 0;
     const hb = config.mesh.heartbeatMs;
     const gate = new HandoffGate('', {
       // Fallback for a live peer whose marker does not come: its handoff first waits for its in-flight fetches.
@@ -94,7 +97,10 @@ export class MeshRouter implements Router {
         if (!this.c.stopping() && isStoreFailure(err)) this.c.onFatal(new Error(`store write failed: ${errorText(err)}`));
         throw err;
       }),
-      onChange: (ch) => ownership.onMembershipChange(ch),
+      onChange: (ch) => {
+        if (ch.members.length > 1 || ch.removed.length > 0) this.everShared = true;
+        return ownership.onMembershipChange(ch);
+      },
       counters: () => this.c.counters(),
       localIdle: () => this.c.localIdle(),
       created: (m) => ownership.attach(m),
@@ -162,7 +168,12 @@ export class MeshRouter implements Router {
   replicated(r: Replica): void { this.mesh?.replicas.written(r.peer, r.n); }
   notBefore(host: string, now: number): number { return this.ownership.notBefore(host, now); }
   handOn(): void { this.ownership.scheduleRebalance(); }
-  initialNextAllowed(now: number): number { return now + this.c.config.minDelayMs; }
+  initialNextAllowed(now: number): number {
+    // An agent that has been alone since it started is the only one that ever contacted its hosts: its first
+    // request goes at once (docs/performance.md "Start-up"). Otherwise the previous owner may just have.
+    if (!this.everShared) this.everShared = this.mesh?.members().some((m) => !m.self) ?? false;
+    return this.everShared ? now + this.c.config.minDelayMs : now;
+  }
   sent(): number { return this.forwarded + this.ownership.handedOver; }
   received(): number { return this.ownership.received; }
 
