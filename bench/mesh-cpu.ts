@@ -1,0 +1,136 @@
+// What coordination costs (docs/performance.md "Mesh CPU"): the same synthetic web crawled by one `ubicrawl join`
+// agent and by a mesh of N agents on this machine, in one run, alternating which goes first. Each agent is its own
+// process under GNU time, so it is charged its own CPU (user + system, all threads); the mesh's figure is the sum
+// over its agents. Prints pages, wall time, CPU-ms per page for each, and the ratio mesh / one (the coordination
+// overhead per page: forwarding, the libp2p connections' encryption, handoffs, duplicate seen-set work and each
+// process's fixed costs).
+//
+// The agents start together, as a cluster does: the first listens on a free loopback port, the others join it
+// (`--seed 127.0.0.1:PORT`); every agent is given the web's roots, which each routes to their owners.
+//
+//   node dist/bench/mesh-cpu.js [--runs 3] [--agents 3] [--hosts 200] [--pages 50] [--concurrency 32]
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import { median } from './measure.js';
+
+interface Args { runs: number; agents: number; hosts: number; pages: number; concurrency: number }
+const USAGE = 'node dist/bench/mesh-cpu.js [--runs N] [--agents N] [--hosts N] [--pages N] [--concurrency N]\n';
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { runs: 3, agents: 3, hosts: 200, pages: 50, concurrency: 32 };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i]!;
+    const v = Number(argv[i + 1]);
+    const key = k.replace(/^--/, '') as keyof Args;
+    if (k === '--help') { process.stdout.write(USAGE); process.exit(0); }
+    if (!(key in a) || !Number.isInteger(v) || v < 1) { process.stderr.write(`bad argument ${k} ${argv[i + 1] ?? ''}\n${USAGE}`); process.exit(2); }
+    a[key] = v;
+    i++;
+  }
+  return a;
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const bin = join(here, '..', '..', 'bin', 'ubicrawl.js');
+
+interface Web { child: ChildProcess; resolve: string[]; roots: string[] }
+
+async function startWeb(a: Args): Promise<Web> {
+  const child = spawn(process.execPath, [join(here, 'web', 'cli.js'), '--hosts', String(a.hosts), '--pages', String(a.pages), '--no-log', '--json'],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`synthetic web exited with ${code}`)));
+  });
+  const info = JSON.parse(line) as { resolve: string[]; roots: string[] };
+  return { child, resolve: info.resolve, roots: info.roots };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
+  });
+}
+
+interface AgentRun { pages: number; cpuS: number; maxRssKb: number }
+
+/** One `ubicrawl join` under GNU time; resolves when it exits with its pages (from the summary) and its CPU. */
+function runAgent(args: string[], dir: string): Promise<AgentRun> {
+  const timeFile = join(dir, 'time.txt');
+  const child = spawn('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, process.execPath, bin, 'join', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => { out += d.toString('utf8'); });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) { reject(new Error(`agent exited with ${code}`)); return; }
+      const [user, sys, rss] = readFileSync(timeFile, 'utf8').trim().split('\n').pop()!.split(' ').map(Number);
+      const summary = JSON.parse(out) as { pages: number };
+      resolve({ pages: summary.pages, cpuS: user! + sys!, maxRssKb: rss! });
+    });
+  });
+}
+
+interface RunResult { agents: number; pages: number; wallS: number; cpuMsPerPage: number; maxRssMb: number }
+
+async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
+  const base = mkdtempSync(join(tmpdir(), 'ubicrawl-meshcpu-'));
+  const port = await freePort();
+  const common = [
+    ...web.roots.flatMap((u) => ['--seed', u]), ...web.resolve.flatMap((r) => ['--resolve', r]),
+    '--until-idle', '--min-delay', '0', '--delay-factor', '0', '--concurrency', String(a.concurrency), '--progress', 'off', '--log-level', 'warn',
+  ];
+  const t0 = performance.now();
+  try {
+    const runs = await Promise.all(Array.from({ length: agents }, (_, i) => {
+      const dir = join(base, `a${i}`);
+      rmSync(dir, { recursive: true, force: true });
+      const mesh = i === 0 ? ['--listen', `/ip4/127.0.0.1/tcp/${port}`] : ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`];
+      return runAgent([...common, ...mesh, '--data-dir', dir], base).then((r) => r, (err: Error) => { throw new Error(`agent ${i}: ${err.message}`); });
+    }));
+    const wallS = (performance.now() - t0) / 1000;
+    const pages = runs.reduce((s, r) => s + r.pages, 0);
+    const cpuS = runs.reduce((s, r) => s + r.cpuS, 0);
+    return { agents, pages, wallS, cpuMsPerPage: (cpuS * 1000) / pages, maxRssMb: Math.max(...runs.map((r) => r.maxRssKb)) / 1024 };
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
+const line = (r: RunResult): string =>
+  `${r.agents} agent(s): ${r.pages} pages  ${r.wallS.toFixed(1)} s  ${(r.pages / r.wallS).toFixed(0)} pages/s  ${r.cpuMsPerPage.toFixed(2)} CPU-ms/page (all agents)  peak RSS ${r.maxRssMb.toFixed(0)} MB per agent`;
+
+async function main(): Promise<void> {
+  const a = parseArgs(process.argv.slice(2));
+  process.stdout.write(`mesh CPU bench: ${a.hosts} hosts × ${a.pages} pages, 1 agent vs ${a.agents}, ${a.runs} pairs (the first of each alternates); load ${load()}\n`);
+  const web = await startWeb(a);
+  const one: RunResult[] = [];
+  const many: RunResult[] = [];
+  try {
+    for (let i = 0; i < a.runs; i++) {
+      for (const n of i % 2 === 0 ? [1, a.agents] : [a.agents, 1]) {
+        const r = await runMesh(a, web, n);
+        (n === 1 ? one : many).push(r);
+        process.stdout.write(`run ${i + 1} ${line(r)}  load ${load()}\n`);
+      }
+    }
+  } finally {
+    web.child.kill('SIGTERM');
+  }
+  const ratios = many.map((r, i) => r.cpuMsPerPage / one[i]!.cpuMsPerPage);
+  const walls = many.map((r, i) => r.wallS / one[i]!.wallS);
+  process.stdout.write(`median 1 agent: ${median(one.map((r) => r.cpuMsPerPage)).toFixed(2)} CPU-ms/page, ${median(one.map((r) => r.wallS)).toFixed(1)} s\n`);
+  process.stdout.write(`median ${a.agents} agents: ${median(many.map((r) => r.cpuMsPerPage)).toFixed(2)} CPU-ms/page, ${median(many.map((r) => r.wallS)).toFixed(1)} s\n`);
+  process.stdout.write(`${a.agents} agents / 1, pair by pair: CPU per page ${ratios.map((x) => x.toFixed(2)).join(' ')} (median ${median(ratios).toFixed(2)}×); ` +
+    `wall ${walls.map((x) => x.toFixed(2)).join(' ')} (median ${median(walls).toFixed(2)}×); load ${load()}\n`);
+}
+
+main().catch((err) => { process.stderr.write(`bench failed: ${(err as Error).stack}\n`); process.exit(1); });
