@@ -8,7 +8,9 @@
 // The agents start together, as a cluster does: the first listens on a free loopback port, the others join it
 // (`--seed 127.0.0.1:PORT`); every agent is given the web's roots, which each routes to their owners.
 //
-//   node dist/bench/mesh-cpu.js [--runs 3] [--agents 3] [--hosts 200] [--pages 50] [--concurrency 32]
+//   node dist/bench/mesh-cpu.js [--runs 3] [--agents 3] [--hosts 200] [--pages 50] [--concurrency 32] [--cpu-prof DIR]
+//
+// --cpu-prof DIR writes each agent's V8 CPU profiles (one per thread) into DIR/agents<N>-a<i>/ (the last pair's).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -18,17 +20,18 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { median } from './measure.js';
 
-interface Args { runs: number; agents: number; hosts: number; pages: number; concurrency: number }
-const USAGE = 'node dist/bench/mesh-cpu.js [--runs N] [--agents N] [--hosts N] [--pages N] [--concurrency N]\n';
+interface Args { runs: number; agents: number; hosts: number; pages: number; concurrency: number; cpuProf?: string }
+const USAGE = 'node dist/bench/mesh-cpu.js [--runs N] [--agents N] [--hosts N] [--pages N] [--concurrency N] [--cpu-prof DIR]\n';
 
 function parseArgs(argv: string[]): Args {
   const a: Args = { runs: 3, agents: 3, hosts: 200, pages: 50, concurrency: 32 };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
     const v = Number(argv[i + 1]);
-    const key = k.replace(/^--/, '') as keyof Args;
+    const key = k.replace(/^--/, '') as Exclude<keyof Args, 'cpuProf'>;
     if (k === '--help') { process.stdout.write(USAGE); process.exit(0); }
-    if (!(key in a) || !Number.isInteger(v) || v < 1) { process.stderr.write(`bad argument ${k} ${argv[i + 1] ?? ''}\n${USAGE}`); process.exit(2); }
+    if (k === '--cpu-prof') { a.cpuProf = argv[++i]; continue; }
+    if (!['runs', 'agents', 'hosts', 'pages', 'concurrency'].includes(key) || !Number.isInteger(v) || v < 1) { process.stderr.write(`bad argument ${k} ${argv[i + 1] ?? ''}\n${USAGE}`); process.exit(2); }
     a[key] = v;
     i++;
   }
@@ -36,7 +39,8 @@ function parseArgs(argv: string[]): Args {
 }
 
 const here = dirname(fileURLToPath(import.meta.url));
-const bin = join(here, '..', '..', 'bin', 'ubicrawl.js');
+// UBICRAWL_BIN: another entry (e.g. one that loads dist/src unbundled, for profiles with file names).
+const bin = process.env.UBICRAWL_BIN ?? join(here, '..', '..', 'bin', 'ubicrawl.js');
 
 interface Web { child: ChildProcess; resolve: string[]; roots: string[] }
 
@@ -62,9 +66,9 @@ function freePort(): Promise<number> {
 interface AgentRun { pages: number; cpuS: number; maxRssKb: number }
 
 /** One `ubicrawl join` under GNU time; resolves when it exits with its pages (from the summary) and its CPU. */
-function runAgent(args: string[], dir: string): Promise<AgentRun> {
-  const timeFile = join(dir, 'time.txt');
-  const child = spawn('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, process.execPath, bin, 'join', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+function runAgent(args: string[], dir: string, prof: string[]): Promise<AgentRun> {
+  const timeFile = join(dir, `time-${process.hrtime.bigint()}.txt`);
+  const child = spawn('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, process.execPath, ...prof, bin, 'join', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => { out += d.toString('utf8'); });
   return new Promise((resolve, reject) => {
@@ -93,7 +97,8 @@ async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
       const dir = join(base, `a${i}`);
       rmSync(dir, { recursive: true, force: true });
       const mesh = i === 0 ? ['--listen', `/ip4/127.0.0.1/tcp/${port}`] : ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`];
-      return runAgent([...common, ...mesh, '--data-dir', dir], base).then((r) => r, (err: Error) => { throw new Error(`agent ${i}: ${err.message}`); });
+      const prof = a.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(a.cpuProf, `agents${agents}-a${i}`)}`] : [];
+      return runAgent([...common, ...mesh, '--data-dir', dir], base, prof).then((r) => r, (err: Error) => { throw new Error(`agent ${i}: ${err.message}`); });
     }));
     const wallS = (performance.now() - t0) / 1000;
     const pages = runs.reduce((s, r) => s + r.pages, 0);
