@@ -400,12 +400,6 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     const maxUrls = limits.maxUrls;
     // Frame header: 4 + 128 (from) + 16 + 3 bytes at most.
     const maxBytes = limits.maxBytes - 160;
-    // A young partial batch waits for its linger without a scan: the whole queue is known to be smaller than one
-    // batch. The sender is woken by every write, so scanning here made forwarding quadratic in the batch size.
-    if (o.lingerMs && st.unsentSince && st.count < maxUrls && st.bytes < maxBytes) {
-      const age = Date.now() - st.unsentSince;
-      if (age < o.lingerMs) return { batch: null, waitMs: o.lingerMs - age };
-    }
     const gen = st.gen;
     const runs: EncodedRun[] = [];
     const keys: Buffer[] = [];
