@@ -16,6 +16,8 @@ import { startAgent, type AgentHandle } from '../src/crawl/agent.js';
 import { parseResolveRule, type AgentOptions } from '../src/config.js';
 import { readWarc, type WarcEntry } from '../src/warc/reader.js';
 import type { RenderStep } from '../src/render/step.js';
+import type { AgentMetrics } from '../src/api/metrics.js';
+import { AgentBackend, type AgentView } from '../src/crawl/backend.js';
 import { tempDir, waitUntil } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -158,6 +160,17 @@ describe('render tier in a crawl', () => {
         assert.match(dom, /href="\/page\/4"/);
       }
       assert.ok(r.linksAdmitted >= PAGES.length - 1, 'the rendered links went through admission');
+
+      // Operations: /metrics and GET /status (the dashboard's source) count the same renders.
+      const metrics = await (agent as unknown as { metrics: AgentMetrics }).metrics.render();
+      assert.match(metrics, new RegExp(`^ubicrawl_renders_total\\{outcome="rendered"\\} ${PAGES.length}$`, 'm'));
+      assert.match(metrics, new RegExp(`^ubicrawl_render_duration_seconds_count ${PAGES.length}$`, 'm'));
+      assert.match(metrics, /^ubicrawl_render_queue_depth 0$/m);
+      assert.match(metrics, /^ubicrawl_render_browser_memory_bytes [1-9]\d*$/m);
+      const status = new AgentBackend(agent as unknown as AgentView).status().render!;
+      assert.equal(status.renders.rendered, PAGES.length);
+      assert.equal(status.queue, 0);
+      assert.ok(status.meanRenderMs > 0 && status.browserRssBytes > 0, JSON.stringify(status));
     } finally {
       await site.close();
       rmSync(dir, { recursive: true, force: true });

@@ -25,6 +25,7 @@ import type { RenderSignals } from '../parse/html.js';
 import { extractPage } from '../parse/html.js';
 import type { WriteResult } from '../warc/writer.js';
 import type { AgentMetrics } from '../api/metrics.js';
+import type { StatusReport } from '../api/backend.js';
 import { nearDupFields, type ContentDedup } from '../dedup/content.js';
 import { hostOf } from '../url/normalize.js';
 import type { Archive } from '../crawl/archive.js';
@@ -94,6 +95,8 @@ export interface RenderSummary {
   browser: { launches: number; crashes: number; memoryRestarts: number; rssBytes: number };
 }
 
+export type RenderStatus = NonNullable<StatusReport['render']>;
+
 /** Renders of one page that the browser's death may interrupt before it is filed anyway (empty). */
 const MAX_ATTEMPTS = 3;
 /** Subresources kept for the rest of the run (a site's script bundle serves every page of it). */
@@ -118,6 +121,7 @@ export class RenderStep {
   private readonly robotsKnown = new Map<string, RobotsEntry>();
   private readonly robotsPending = new Map<string, Promise<RobotsEntry | undefined>>();
   private lastRestarts = { crashes: 0, memory: 0 };
+  private readonly timed = { n: 0, ms: 0 };
   private readonly counts = {
     decisions: {} as Partial<Record<RenderReason, number>>, queued: 0, retried: 0, linksFound: 0, linksAdmitted: 0, conversionRecords: 0,
     subresources: { fetched: 0, cached: 0, refused: 0, failed: 0, archived: 0, alreadyArchived: 0, robotsRefused: 0 },
@@ -200,6 +204,20 @@ export class RenderStep {
       conversionRecords: this.counts.conversionRecords,
       subresources: { ...this.counts.subresources },
       browser: { launches: st?.launches ?? 0, crashes: st?.crashes ?? 0, memoryRestarts: st?.memoryRestarts ?? 0, rssBytes: st?.browserRssBytes ?? 0 },
+    };
+    if (this.off !== undefined) s.off = this.off;
+    return s;
+  }
+
+  /** For GET /status and the dashboard; undefined when the tier is not configured. */
+  status(): RenderStatus | undefined {
+    if (!this.configured) return undefined;
+    const st = this.pool?.stats();
+    const s: RenderStatus = {
+      mode: this.cfg.mode, queue: this.queue?.size ?? 0, active: this.active,
+      renders: { ...(st?.outcomes ?? { rendered: 0, timeout: 0, budget: 0, crashed: 0, unavailable: 0 }) },
+      meanRenderMs: this.timed.n > 0 ? Math.round(this.timed.ms / this.timed.n) : 0,
+      browserRssBytes: st?.browserRssBytes ?? 0,
     };
     if (this.off !== undefined) s.off = this.off;
     return s;
@@ -294,6 +312,7 @@ export class RenderStep {
 
   private noteOutcome(r: RenderResult): void {
     this.metrics?.rendered(r.outcome, r.ms);
+    if (r.outcome !== 'unavailable') { this.timed.n++; this.timed.ms += r.ms; }
     const st = this.pool!.stats();
     this.metrics?.restarted('crash', st.crashes - this.lastRestarts.crashes);
     this.metrics?.restarted('memory', st.memoryRestarts - this.lastRestarts.memory);
