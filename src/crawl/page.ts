@@ -49,7 +49,7 @@ export interface PageComponents {
   /** The link graph's recorder (src/graph/recorder.ts), once open; undefined with --no-link-graph. */
   linkGraph(): Pick<LinkGraphRecorder, 'page' | 'redirect'> | undefined;
   /** The render step (src/render/step.ts): an HTML page it should render is queued before the page completes. */
-  render?: Pick<RenderStep, 'wantsSignals' | 'enabled' | 'consider'>;
+  render?: Pick<RenderStep, 'wantsSignals' | 'enabled' | 'consider' | 'considerDuplicate'>;
   /** A URL that failed for good: counted and recorded (src/crawl/host-turn.ts). */
   recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void>;
 }
@@ -108,8 +108,7 @@ export class PageProcessor {
         if (fp !== undefined && fp !== 0n && exact) { near = this.noteNearDup(out, record, this.fingerprintOf(q, out, fp), stored); near.catch(() => {}); } // failures surface in finish
         if (html.parsed && this.c.render?.enabled) await this.c.render.consider(q.url, q.depth, out, html.signals, stored);
       } else if (this.c.render?.enabled) {
-        // The shells of a client-side app are byte-identical; their rendered pages are not (docs/render.md "Queue").
-        await this.renderDuplicate(q, out, stored);
+        await this.c.render.considerDuplicate(q.url, q.depth, out, stored);
       }
     }
     if (recrawl && q.kind === 'sitemap') await recrawl.flushHints();
@@ -131,13 +130,6 @@ export class PageProcessor {
     // A sitemap's redirect leads to the sitemap, with its cross-submit grants.
     if (c && q.kind === 'sitemap') await this.c.sitemaps.redirected(q.url, c, into);
     else if (c) { c.inlink = true; into.push(c); }
-  }
-
-  /** An exact duplicate the render step may still want: parsed for its signals only (its links are the original's). */
-  private async renderDuplicate(q: QueuedUrl, out: FetchResponse, stored: WriteResult | undefined): Promise<void> {
-    let page;
-    try { page = this.parsePage(q, out, false); } catch { return; }
-    if (page.isHtml && !page.directives.nofollow) await this.c.render!.consider(q.url, q.depth, out, page.renderSignals, stored);
   }
 
   /** An exact duplicate: a revisit record naming the first capture (WARC/1.1 §6.7.2), counted. */

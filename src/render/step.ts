@@ -188,6 +188,24 @@ export class RenderStep {
     this.kick();
   }
 
+  /**
+   * An exact duplicate (archived as a revisit, not parsed by page processing): the shells of a client-side app
+   * are byte-identical, their rendered pages are not, so it is parsed here for the decision.
+   */
+  async considerDuplicate(url: string, depth: number, out: FetchResponse, stored: WriteResult | undefined): Promise<void> {
+    if (!this.enabled) return;
+    let page;
+    try {
+      page = extractPage(out.body, {
+        url, contentType: out.header('content-type'), robotsToken: this.c.token, wantRenderSignals: this.wantsSignals,
+        xRobotsTag: out.responseHeaders.filter(([k]) => k === 'x-robots-tag').map(([, v]) => v),
+      });
+    } catch {
+      return; // page processing counted the parse failure of the original
+    }
+    if (page.isHtml && !page.directives.nofollow) await this.consider(url, depth, out, page.renderSignals, stored);
+  }
+
   /** For the summary. */
   summary(): RenderSummary {
     const st = this.pool?.stats();
