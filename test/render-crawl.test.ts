@@ -160,6 +160,8 @@ describe('render tier in a crawl', () => {
         assert.match(dom, /href="\/page\/4"/);
       }
       assert.ok(r.linksAdmitted >= PAGES.length - 1, 'the rendered links went through admission');
+      // The shells have no visible word (no fingerprint); the rendered pages' text is fingerprinted.
+      assert.equal(summary.dedup.fingerprinted, PAGES.length, 'the rendered text feeds the near-duplicate index');
 
       // Operations: /metrics and GET /status (the dashboard's source) count the same renders.
       const metrics = await (agent as unknown as { metrics: AgentMetrics }).metrics.render();
