@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { startAgent, type AgentHandle } from '../src/crawl/agent.js';
 import { parseResolveRule, type AgentOptions } from '../src/config.js';
 import { readWarc, type WarcEntry } from '../src/warc/reader.js';
-import type { RenderStep } from '../src/render/step.js';
+import type { RenderStep } from '../src/crawl/render-step.js';
 import type { AgentMetrics } from '../src/api/metrics.js';
 import { AgentBackend, type AgentView } from '../src/crawl/backend.js';
 import { tempDir, waitUntil } from './helpers.js';

@@ -8,7 +8,7 @@ import { decideRender, hostMatches, HostRenderMemory, pageNeedsRender } from '..
 import { RenderQueue } from '../src/render/queue.js';
 import { openStore } from '../src/store/db.js';
 import { tempDir } from './helpers.js';
-import { HostClocks } from '../src/render/host-clock.js';
+import { HostClocks } from '../src/crawl/render-clocks.js';
 import { PolitenessControl } from '../src/politeness/control.js';
 import { politenessConfig } from '../src/politeness/host.js';
 import { SideClocks } from '../src/politeness/side-clocks.js';

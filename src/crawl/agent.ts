@@ -48,7 +48,7 @@ import { PageProcessor } from './page.js';
 import type { Router } from './router.js';
 import type { Candidate, HostData } from './candidate.js';
 import { buildPipeline } from './pipeline.js';
-import type { RenderStep } from '../render/step.js';
+import type { RenderStep } from './render-step.js';
 
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
 
@@ -137,7 +137,7 @@ class Agent implements AgentHandle, AgentView {
   private readonly dedup: ContentDedup | undefined;
   /** `--recrawl`: revisit scheduling (src/recrawl/); undefined for a one-pass crawl. */
   private readonly recrawl: Recrawler | undefined;
-  /** The render tier (src/render/step.ts, docs/render.md); idle unless --render or --render-host. */
+  /** The render tier (src/crawl/render-step.ts, docs/render.md); idle unless --render or --render-host. */
   readonly render: RenderStep;
   /** Host turns in progress (each holds one fetch slot). */
   private inFlight = 0;

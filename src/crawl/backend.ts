@@ -28,7 +28,7 @@ export interface AgentView {
   readonly robotsToken: string;
   readonly minDelayMs: number;
   readonly capacity: number;
-  /** The render tier (src/render/step.ts). */
+  /** The render tier (src/crawl/render-step.ts). */
   readonly render?: { status(): StatusReport['render'] };
   state(): AgentState;
   inFlightCount(): number;

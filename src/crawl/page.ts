@@ -27,7 +27,7 @@ import type { Completion } from './completion.js';
 import { noteRecent } from './host-turn.js';
 import type { Candidate, HostData } from './candidate.js';
 import type { Logger } from '../util/log.js';
-import type { RenderStep, RenderCandidate } from '../render/step.js';
+import type { RenderStep, RenderCandidate } from './render-step.js';
 
 export interface PageComponents {
   config: Pick<AgentConfig, 'crawlScope'>;
@@ -48,7 +48,7 @@ export interface PageComponents {
   token: string;
   /** The link graph's recorder (src/graph/recorder.ts), once open; undefined with --no-link-graph. */
   linkGraph(): Pick<LinkGraphRecorder, 'page' | 'redirect'> | undefined;
-  /** The render step (src/render/step.ts): an HTML page it should render is queued before the page completes. */
+  /** The render step (src/crawl/render-step.ts): an HTML page it should render is queued before the page completes. */
   render?: Pick<RenderStep, 'wantsSignals' | 'enabled' | 'consider' | 'considerDuplicate'>;
   /** A URL that failed for good: counted and recorded (src/crawl/host-turn.ts). */
   recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void>;

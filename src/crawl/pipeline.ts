@@ -35,8 +35,8 @@ import type { LinkGraphRecorder } from '../graph/recorder.js';
 import { StandaloneRouter, type Router } from './router.js';
 import { MeshRouter } from './mesh-router.js';
 import { newHostData, type HostData } from './candidate.js';
-import { RenderStep } from '../render/step.js';
-import { HostClocks } from '../render/host-clock.js';
+import { RenderStep } from './render-step.js';
+import { HostClocks } from './render-clocks.js';
 
 /** What the pipeline needs from the agent that runs it. */
 export interface PipelineHooks {

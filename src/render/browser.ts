@@ -59,7 +59,7 @@ export interface RenderComponents {
   allowed(url: string): boolean | Promise<boolean>;
   /**
    * Fetches one subresource the crawler's own way (its fetcher, its hosts' politeness clocks, its
-   * archive: src/render/step.ts); undefined refuses the request. `deadline`: the render's end (epoch
+   * archive: src/crawl/render-step.ts); undefined refuses the request. `deadline`: the render's end (epoch
    * ms). Without it the pool fetches with playwright's route.fetch, timed by `acquire`/`release`.
    */
   fetch?(url: string, method: string, deadline: number): Promise<Subresource | undefined>;

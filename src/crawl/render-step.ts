@@ -5,7 +5,7 @@
 // Chromium pool (src/render/browser.ts) and files what came out:
 //   - every subresource the browser asked for went through `allowed` (robots.txt
 //     from the agent's robots cache) and `fetchSubresource` (the crawler's own
-//     fetcher, timed by the host's politeness clock, src/render/host-clock.ts) and
+//     fetcher, timed by the host's politeness clock, src/crawl/render-clocks.ts) and
 //     is archived once (response + request records; a URL this run already has
 //     is served from memory, one archived before with the same payload is not
 //     archived again);
@@ -28,15 +28,15 @@ import type { AgentMetrics } from '../api/metrics.js';
 import type { StatusReport } from '../api/backend.js';
 import { nearDupFields, type ContentDedup } from '../dedup/content.js';
 import { hostOf } from '../url/normalize.js';
-import type { Archive } from '../crawl/archive.js';
-import type { Admission } from '../crawl/admission.js';
-import type { Candidate } from '../crawl/candidate.js';
+import type { Archive } from './archive.js';
+import type { Admission } from './admission.js';
+import type { Candidate } from './candidate.js';
 import type { Logger } from '../util/log.js';
-import { decideRender, HostRenderMemory, type RenderReason } from './decide.js';
-import { RenderQueue, type QueuedRender, type RenderQueueItem } from './queue.js';
-import { RenderPool, type RenderOutcome, type RenderResult, type Subresource } from './browser.js';
-import type { HostClocks } from './host-clock.js';
-import { RenderMetrics } from './metrics.js';
+import { decideRender, HostRenderMemory, type RenderReason } from '../render/decide.js';
+import { RenderQueue, type QueuedRender, type RenderQueueItem } from '../render/queue.js';
+import { RenderPool, type RenderOutcome, type RenderResult, type Subresource } from '../render/browser.js';
+import type { HostClocks } from './render-clocks.js';
+import { RenderMetrics } from '../render/metrics.js';
 
 export interface RenderStepComponents {
   config: Pick<AgentConfig, 'render' | 'userAgent' | 'robots'>;

@@ -9,7 +9,7 @@ import type { Frontier, HostState } from '../frontier/frontier.js';
 import type { PolitenessControl, Exchange } from '../politeness/control.js';
 import type { HostPoliteness } from '../politeness/host.js';
 import type { SideClocks } from '../politeness/side-clocks.js';
-import type { HostData } from '../crawl/candidate.js';
+import type { HostData } from './candidate.js';
 
 /** A host's clock held for one request. */
 export interface HeldClock {
