@@ -18,7 +18,7 @@ import { readWarc, type WarcEntry } from '../src/warc/reader.js';
 import type { RenderStep } from '../src/crawl/render-step.js';
 import type { AgentMetrics } from '../src/api/metrics.js';
 import { AgentBackend, type AgentView } from '../src/crawl/backend.js';
-import { tempDir, waitUntil } from './helpers.js';
+import { spawnAgent, tempDir, waitUntil } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is not installed (Debian: apt-get install -y chromium); render crawl tests skipped`;
@@ -96,6 +96,25 @@ describe('render tier in a crawl', () => {
       assert.deepEqual(summary.render?.renders, { rendered: 0, timeout: 0, budget: 0, crashed: 0, unavailable: 0 });
       assert.equal(count(site.hits, '/'), 1);
       assert.equal(count(site.hits, '/app.js'), 0, 'no browser, no script fetched');
+    } finally {
+      await site.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('from the command line: --render, --render-host and --chromium reach the agent; without Chromium it says so once', async () => {
+    const site = await startSite();
+    const dir = tempDir();
+    try {
+      const run = spawnAgent(['join', '--seed', `http://${HOST}:${site.port}/`, '--data-dir', dir, '--until-idle', '--min-delay', '0', '--delay-factor', '0',
+        '--progress', 'off', '--log-level', 'warn', '--listen', '/ip4/127.0.0.1/tcp/0', '--no-sitemaps', '--resolve', `${HOST}:${site.port}:127.0.0.1`,
+        '--render', 'auto', '--render-host', '*.spa.test', '--render-timeout', '30s', '--chromium', '/nonexistent/chromium']);
+      const { code } = await run.closed;
+      assert.equal(code, 0, run.stderr);
+      const summary = JSON.parse(run.stdout.slice(run.stdout.indexOf('{'))) as { render?: { mode: string; off?: string } };
+      assert.equal(summary.render?.mode, 'auto');
+      assert.match(summary.render?.off ?? '', /\/nonexistent\/chromium is not installed/);
+      assert.equal(run.stderr.split('rendering is off').length - 1, 1, `said once: ${run.stderr}`);
     } finally {
       await site.close();
       rmSync(dir, { recursive: true, force: true });
