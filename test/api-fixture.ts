@@ -109,6 +109,7 @@ export class MemoryBackend implements ApiBackend {
         },
       },
       mesh: { crawlId: 'test-crawl', members: [member(SELF, 0.34, null), member(PEER_B, 0.33, now - 800), member(PEER_C, 0.33, now - 1200)] },
+      render: { mode: 'auto', queue: 17, active: 2, renders: { rendered: 40, timeout: 3, budget: 1, crashed: 2, unavailable: 0 }, meanRenderMs: 1450, browserRssBytes: 300 * 1024 * 1024 },
     };
   }
 

@@ -82,6 +82,12 @@ describe('dashboard in headless chromium', () => {
     assert.match(String(await page.locator('#chart').getAttribute('aria-label')), /^Pages per second over the last 5 minutes: now [\d.]+, peak [\d.]+\.$/);
     assert.match(await page.locator('#hosts tbody').innerText(), /www\.example\.com/);
     assert.match(await page.locator('#errors tbody').innerText(), /ENOTFOUND nowhere\.invalid/);
+    // The render tier's figures (docs/render.md "Operations").
+    assert.equal(await page.locator('#render').isVisible(), true);
+    assert.equal(await page.locator('#render-queue').innerText(), '17');
+    assert.equal(await page.locator('#render-failed').innerText(), '3 / 1 / 2');
+    assert.equal(await page.locator('#render-time').innerText(), '1.45 s');
+    assert.match(await page.locator('#render-memory').innerText(), /300(\.0)? MiB/);
     assert.deepEqual(problems, []);
     await page.close();
   });

@@ -8,6 +8,10 @@ import { decideRender, hostMatches, HostRenderMemory, pageNeedsRender } from '..
 import { RenderQueue } from '../src/render/queue.js';
 import { openStore } from '../src/store/db.js';
 import { tempDir } from './helpers.js';
+import { HostClocks } from '../src/crawl/render-clocks.js';
+import { PolitenessControl } from '../src/politeness/control.js';
+import { politenessConfig } from '../src/politeness/host.js';
+import { SideClocks } from '../src/politeness/side-clocks.js';
 
 function signals(html: string): RenderSignals {
   const ex = extractPage(Buffer.from(html), { url: 'https://example.test/', contentType: 'text/html; charset=utf-8', robotsToken: 'ubicrawl', wantRenderSignals: true });
@@ -143,4 +147,53 @@ test('render queue: FIFO, bounded, at least once across a restart', async () => 
   assert.deepEqual(order, ['https://spa.test/p2', 'https://spa.test/p3', 'https://spa.test/p5']);
   assert.equal(q.size, 0);
   await store.close();
+});
+
+test('render queue: a render the browser lost is taken again before younger entries; entries being rendered are skipped', async () => {
+  const dir = tempDir();
+  const store = await openStore(dir);
+  try {
+    const q = await RenderQueue.open({ db: store.render, maxQueued: 10 });
+    for (let n = 1; n <= 3; n++) await q.push({ url: `https://spa.test/p${n}`, meta: {}, enqueuedAt: n });
+    const a = (await q.take())!;
+    const b = (await q.take())!;
+    q.retry(a.seq); // p1's browser died; p2 is still rendering
+    const again = (await q.take())!;
+    assert.equal(again.item.url, 'https://spa.test/p1', 'the lost render comes first');
+    const next = (await q.take())!;
+    assert.equal(next.item.url, 'https://spa.test/p3', 'p2, being rendered, is not handed out twice');
+    assert.equal(await q.take(), undefined);
+    for (const e of [again, b, next]) await q.ack(e.seq);
+    assert.equal(q.size, 0);
+  } finally {
+    await store.close();
+  }
+});
+
+test("host clocks: the browser's requests to a host wait for its clock, one at a time; a parked host or a passed deadline refuses", async () => {
+  const politeness = new PolitenessControl(politenessConfig({ minDelayMs: 120, delayFactor: 0 }));
+  const sideClocks = new SideClocks();
+  // No host is in this frontier: every host runs on a side clock (a host of the frontier is held as a turn: test/render-crawl.test.ts).
+  const clocks = new HostClocks({ frontier: { host: () => undefined, hold: () => false, release: () => {} }, sideClocks, politeness });
+  const t0 = Date.now();
+  const first = await clocks.acquire('cdn.test', t0 + 5_000);
+  assert.ok(first, 'a free host is held at once');
+  let secondAt = 0;
+  const second = clocks.acquire('cdn.test', t0 + 5_000).then((h) => { secondAt = Date.now(); return h; });
+  const other = await clocks.acquire('api.test', t0 + 5_000);
+  assert.ok(other && secondAt === 0, 'another host is not held up; the same host waits while held');
+  other.done({ ok: true, status: 200, durationMs: 1 });
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(secondAt, 0, 'still held');
+  const released = Date.now();
+  first.done({ ok: true, status: 200, durationMs: 1 });
+  const h2 = await second;
+  assert.ok(h2);
+  assert.ok(secondAt - released >= 110, `the next request waits for the host's delay (${secondAt - released} ms)`);
+  // The clock is not free again before the deadline: refused, nothing held.
+  h2.done({ ok: true, status: 200, durationMs: 1 });
+  assert.equal(await clocks.acquire('cdn.test', Date.now() + 20), undefined);
+  sideClocks.get('gone.test', Date.now()).state.parked = true;
+  assert.equal(await clocks.acquire('gone.test', Date.now() + 1_000), undefined, 'a parked host is not contacted');
+  assert.deepEqual({ parked: clocks.counts.parked, timedOut: clocks.counts.timedOut }, { parked: 1, timedOut: 1 });
 });

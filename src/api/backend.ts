@@ -66,6 +66,20 @@ export interface StatusReport {
     crawlId: string | null;
     members: MemberReport[];
   };
+  /** The render tier (docs/render.md), when --render or --render-host turned it on. */
+  render?: {
+    mode: 'never' | 'auto' | 'always';
+    /** Pages in the durable render queue (those being rendered included). */
+    queue: number;
+    active: number;
+    /** Renders by outcome (rendered, timeout, budget, crashed, unavailable). */
+    renders: Record<string, number>;
+    meanRenderMs: number;
+    /** The browser's process tree at the last check (PSS summed). */
+    browserRssBytes: number;
+    /** Why rendering is off on this machine (no Chromium). */
+    off?: string;
+  };
 }
 
 export interface ThroughputPoint {

@@ -159,6 +159,19 @@ function drawChart(points, now) {
   $('chart-caption').textContent = label;
 }
 
+function renderTier(r) {
+  $('render').hidden = !r;
+  if (!r) return;
+  const o = r.renders || {};
+  $('render-mode').textContent = '--render ' + r.mode + (r.off ? ' · off: ' + r.off : '');
+  $('render-queue').textContent = num(r.queue);
+  $('render-active').textContent = num(r.active);
+  $('render-done').textContent = num(o.rendered || 0);
+  $('render-failed').textContent = num(o.timeout || 0) + ' / ' + num(o.budget || 0) + ' / ' + num(o.crashed || 0);
+  $('render-time').textContent = r.meanRenderMs ? (r.meanRenderMs / 1000).toFixed(2) + ' s' : '–';
+  $('render-memory').textContent = bytes(r.browserRssBytes);
+}
+
 function render(st) {
   const a = st.agent, c = a.counters, now = st.now;
   $('agent-id').textContent = a.id;
@@ -171,6 +184,7 @@ function render(st) {
   $('stat-bytes').textContent = bytes(c.bytes);
   $('stat-errors').textContent = num(Object.values(c.errors || {}).reduce((x, y) => x + y, 0));
   $('stat-exchange').textContent = num(c.urlsSent) + ' / ' + num(c.urlsReceived);
+  renderTier(st.render);
   drawChart(st.throughput || [], now);
   const members = st.mesh.members.slice().sort((p, q) => (q.self - p.self) || (p.id < q.id ? -1 : 1));
   $('mesh-summary').textContent = members.length + (members.length === 1 ? ' member' : ' members') + (st.mesh.crawlId ? ' · crawl ' + st.mesh.crawlId : '');
@@ -310,6 +324,17 @@ const HTML_HEAD = `<!doctype html>
       <div><dt>Downloaded</dt><dd id="stat-bytes">–</dd></div>
       <div><dt>Errors</dt><dd id="stat-errors">–</dd></div>
       <div><dt>URLs sent / received</dt><dd id="stat-exchange">–</dd></div>
+    </dl>
+  </section>
+  <section id="render" class="wide" hidden aria-labelledby="render-h">
+    <h2 id="render-h">Rendering <span class="meta" id="render-mode"></span></h2>
+    <dl class="tiles">
+      <div><dt>Render queue</dt><dd id="render-queue">–</dd></div>
+      <div><dt>Rendering now</dt><dd id="render-active">–</dd></div>
+      <div><dt>Rendered</dt><dd id="render-done">–</dd></div>
+      <div><dt>Timeout / budget / crashed</dt><dd id="render-failed">–</dd></div>
+      <div><dt>Mean render time</dt><dd id="render-time">–</dd></div>
+      <div><dt>Browser memory</dt><dd id="render-memory">–</dd></div>
     </dl>
   </section>
   <section class="wide" aria-labelledby="tp-h">

@@ -16,6 +16,8 @@ import { compilePatterns, SCOPE_MODES } from '../scope/crawl-scope.js';
 import { parseHeaderFields } from '../fetch/headers.js';
 import { parseProxyUrl } from '../fetch/proxy.js';
 
+const RENDER_MODES = ['never', 'auto', 'always'] as const;
+
 /** The options a command was given, by commander's camel-case attribute names. */
 export type ParsedOptions = Record<string, unknown>;
 
@@ -214,6 +216,17 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--no-dedup', help: 'store exact duplicates as full responses and skip near-duplicate detection', config: 'dedup.enabled' },
   { flags: '--no-near-dup', help: 'keep exact-duplicate revisit records, skip SimHash near-duplicate detection', config: 'dedup.near' },
   { flags: '--near-dup-distance <bits>', help: 'SimHash Hamming distance (0-3) that marks a near-duplicate', config: 'dedup.maxDistance', parse: nearDupDistanceArg },
+  {
+    flags: '--render <mode>', config: 'render.mode', choices: RENDER_MODES,
+    help: "render pages in headless Chromium to find links built by JavaScript: auto (pages whose static parse looks like an empty shell, decided per host), always (every HTML page), never (docs/render.md)",
+  },
+  { flags: '--render-host <host>', help: "always render this host ('name', or '*.suffix' for every name under suffix), whatever --render says; repeatable", config: 'render.hosts', parse: collect, repeatable: true },
+  { flags: '--render-concurrency <n>', help: 'pages rendered at once (one Chromium process for all)', config: 'render.concurrency', parse: intArg('--render-concurrency', 1) },
+  { flags: '--render-timeout <duration>', help: "a render's wall-time budget, waits for the hosts' politeness clocks included (e.g. 20s)", config: 'render.timeoutMs', parse: durationArg('--render-timeout'), show: formatDuration },
+  { flags: '--render-max-requests <n>', help: "requests one render may make besides the page itself; more are refused inside the browser", config: 'render.maxRequests', parse: intArg('--render-max-requests', 0) },
+  { flags: '--render-max-bytes <bytes>', help: 'bytes of subresource bodies one render may fetch; further requests are refused', config: 'render.maxBytes', parse: intArg('--render-max-bytes', 0) },
+  { flags: '--render-memory <bytes>', help: "restart the browser once its process tree holds more memory than this", config: 'render.maxBrowserRssBytes', parse: intArg('--render-memory', 1024 * 1024) },
+  { flags: '--chromium <path>', help: 'the Chromium to render with (missing: rendering is off, said once)', config: 'render.chromiumPath' },
   {
     flags: '--listen <multiaddr>', help: `libp2p listen address; repeatable (default ${DEFAULT_MESH_LISTEN}, with --swarm-key ${DEFAULT_MESH_LISTEN_WITH_KEY}); beyond loopback it needs --swarm-key or --open-mesh`,
     config: 'mesh.listen', parse: collect, repeatable: true,

@@ -48,6 +48,7 @@ import { PageProcessor } from './page.js';
 import type { Router } from './router.js';
 import type { Candidate, HostData } from './candidate.js';
 import { buildPipeline } from './pipeline.js';
+import type { RenderStep } from './render-step.js';
 
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
 
@@ -136,6 +137,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly dedup: ContentDedup | undefined;
   /** `--recrawl`: revisit scheduling (src/recrawl/); undefined for a one-pass crawl. */
   private readonly recrawl: Recrawler | undefined;
+  /** The render tier (src/crawl/render-step.ts, docs/render.md); idle unless --render or --render-host. */
+  readonly render: RenderStep;
   /** Host turns in progress (each holds one fetch slot). */
   private inFlight = 0;
   /** Fetched pages still being written, parsed and acknowledged (host already released). */
@@ -178,6 +181,7 @@ class Agent implements AgentHandle, AgentView {
     ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, admission: this.admission,
       promotions: this.promotions, recrawl: this.recrawl, sitemaps: this.sitemaps, router: this.router, archive: this.archive, completion: this.completion,
       pages: this.pages, turns: this.turns } = p);
+    this.render = p.render;
   }
 
   async start(): Promise<void> {
@@ -189,6 +193,7 @@ class Agent implements AgentHandle, AgentView {
     await this.router.start();
     this.shortId = shortPeerId(this.router.id);
     await this.archive.open(this.shortId);
+    await this.render.open();
     if (this.config.linkGraph.enabled) this.linkGraph = await this.openLinkGraph();
     this.running = true;
     this.lifecycle = 'active';
@@ -375,6 +380,7 @@ class Agent implements AgentHandle, AgentView {
     const drum = this.admission.drum;
     await drum.flush().catch((err: Error) => this.log.error({ err: err.message }, 'seen flush failed'));
     await this.promotions.running; // stops after its current batch (errors were reported where they happened)
+    await this.render.stop(); // its records go to the WARC writer: before it closes
     await this.linkGraph?.close(); // its metadata records go to the WARC writer: before it closes
     await this.archive.close();
     await this.fingerprinter?.close();
@@ -393,6 +399,7 @@ class Agent implements AgentHandle, AgentView {
       ...this.router.summary(),
       ...(this.fetcher.requestSummary() ? { requests: this.fetcher.requestSummary() } : {}),
       ...(this.recrawl ? { recrawl: this.recrawl.summary() } : {}),
+      ...(this.render.configured ? { render: this.render.summary() } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
     await this.api?.close().catch(() => {});

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { AgentConfig } from '../config.js';
 import { archivedBody, type FetchResponse } from '../fetch/fetcher.js';
-import { WarcWriter, type WriteResult } from '../warc/writer.js';
+import { WarcWriter, type ConversionInput, type WriteResult } from '../warc/writer.js';
 import { warcinfoFields } from '../warc/warcinfo.js';
 import { indexWarcFile } from '../warc/cdxj.js';
 import { serverNotModifiedRevisit } from '../warc/notmodified.js';
@@ -100,6 +100,12 @@ export class Archive {
   async writeMetadata(url: string, date: Date, fields: Record<string, string> | [string, string][], concurrentTo?: string, protocols?: string[]): Promise<WriteResult | undefined> {
     const warc = this.warc;
     return warc ? this.write(1, () => warc.writeMetadata(url, date, fields, concurrentTo, protocols)) : undefined;
+  }
+
+  /** The rendered DOM of a page, referring to its response record (docs/warc.md "Rendered pages"). */
+  async writeConversion(cv: ConversionInput): Promise<WriteResult | undefined> {
+    const warc = this.warc;
+    return warc ? this.write(1, () => warc.writeConversion(cv)) : undefined;
   }
 
   /** Closes the current file and waits for every index. */

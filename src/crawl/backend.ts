@@ -28,6 +28,8 @@ export interface AgentView {
   readonly robotsToken: string;
   readonly minDelayMs: number;
   readonly capacity: number;
+  /** The render tier (src/crawl/render-step.ts). */
+  readonly render?: { status(): StatusReport['render'] };
   state(): AgentState;
   inFlightCount(): number;
   /** Members of the mesh as this agent sees them (itself only when alone). */
@@ -70,6 +72,7 @@ export class AgentBackend implements ApiBackend {
         },
       },
       mesh: { crawlId: this.a.crawlId(), members: this.a.members() },
+      ...(this.a.render?.status() ? { render: this.a.render.status() } : {}),
     };
   }
 

@@ -27,6 +27,7 @@ import type { Completion } from './completion.js';
 import { noteRecent } from './host-turn.js';
 import type { Candidate, HostData } from './candidate.js';
 import type { Logger } from '../util/log.js';
+import type { RenderStep, RenderCandidate } from './render-step.js';
 
 export interface PageComponents {
   config: Pick<AgentConfig, 'crawlScope'>;
@@ -47,6 +48,8 @@ export interface PageComponents {
   token: string;
   /** The link graph's recorder (src/graph/recorder.ts), once open; undefined with --no-link-graph. */
   linkGraph(): Pick<LinkGraphRecorder, 'page' | 'redirect'> | undefined;
+  /** The render step (src/crawl/render-step.ts): an HTML page it should render is queued before the page completes. */
+  render?: Pick<RenderStep, 'wantsSignals' | 'enabled' | 'consider' | 'considerDuplicate'>;
   /** A URL that failed for good: counted and recorded (src/crawl/host-turn.ts). */
   recordFailure(q: QueuedUrl, h: HostState<HostData>, out: FetchFailure, failure?: string): Promise<void>;
 }
@@ -99,9 +102,13 @@ export class PageProcessor {
     } else if (out.status >= 200 && out.status < 300) {
       if (q.kind === 'sitemap') await this.c.sitemaps.read(q, out, links);
       else if (!exact?.original) {
-        const fp = this.extractLinks(q, out, links, record, stored);
+        const html: RenderCandidate = {};
+        const fp = this.extractLinks(q, out, links, record, stored, html);
         // The SimHash check runs while the links are made durable; the page completes after both.
         if (fp !== undefined && fp !== 0n && exact) { near = this.noteNearDup(out, record, this.fingerprintOf(q, out, fp), stored); near.catch(() => {}); } // failures surface in finish
+        if (html.parsed && this.c.render?.enabled) await this.c.render.consider(q.url, q.depth, out, html.signals, stored);
+      } else if (this.c.render?.enabled) {
+        await this.c.render.considerDuplicate(q.url, q.depth, out, stored);
       }
     }
     if (recrawl && q.kind === 'sitemap') await recrawl.flushHints();
@@ -171,11 +178,12 @@ export class PageProcessor {
       robotsToken: this.c.token,
       wantFingerprint: this.c.dedup?.wantsText ?? false,
       fingerprintLater,
+      wantRenderSignals: this.c.render?.wantsSignals ?? false,
     });
   }
 
   /** Returns the simhash64 of the page's visible text when dedup asked for it, or what the fingerprint thread needs to take it. */
-  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord, stored?: WriteResult): bigint | FingerprintJob | undefined {
+  private extractLinks(q: QueuedUrl, out: FetchResponse, into: Candidate[], record: FetchRecord, stored?: WriteResult, html?: RenderCandidate): bigint | FingerprintJob | undefined {
     const { stats, admission } = this.c;
     let page;
     try {
@@ -193,6 +201,7 @@ export class PageProcessor {
     this.c.linkGraph()?.page(q.url, captureRef(out, stored), page.links);
     if (page.nofollowLinks) bump(stats.rejected, 'rel-nofollow', page.nofollowLinks);
     if (page.directives.nofollow) { stats.nofollowPages++; return page.fingerprintJob ?? page.fingerprint; }
+    if (html) { html.parsed = true; html.signals = page.renderSignals; }
     if (page.canonical) stats.canonicals++;
     if (page.metaRefresh) stats.metaRefreshes++;
     stats.linksExtracted += page.links.length;

@@ -35,6 +35,8 @@ import type { LinkGraphRecorder } from '../graph/recorder.js';
 import { StandaloneRouter, type Router } from './router.js';
 import { MeshRouter } from './mesh-router.js';
 import { newHostData, type HostData } from './candidate.js';
+import { RenderStep } from './render-step.js';
+import { HostClocks } from './render-clocks.js';
 
 /** What the pipeline needs from the agent that runs it. */
 export interface PipelineHooks {
@@ -122,14 +124,22 @@ export function buildPipeline(hooks: PipelineHooks) {
     store, frontier, commits: new GroupCommit(store.db), router, recrawl,
     fatal: hooks.fatal, onFatal,
   });
+  const robots = new RobotsCache(store.robots, fetcher, config.robots);
+  const sideClocks = new SideClocks();
+  // The render tier (docs/render.md): the browser's requests run on the hosts' clocks, as host turns do.
+  const render = new RenderStep({
+    config, store, fetcher, robots, archive, admission, dedup, metrics, log, token,
+    clocks: new HostClocks({ frontier, sideClocks, politeness }),
+    route: (cands) => router.route(cands), background: hooks.background, running: hooks.running,
+  });
   const pages = new PageProcessor({
-    config, admission, archive, sitemaps, completion, dedup, fingerprinter, recrawl, stats, metrics, recentErrors, log, token,
+    config, admission, archive, sitemaps, completion, dedup, fingerprinter, recrawl, stats, metrics, recentErrors, log, token, render,
     linkGraph: () => hooks.linkGraph(),
     recordFailure: (q, h, out, failure) => turns.recordFailure(q, h, out, failure),
   });
   const turns: HostTurn = new HostTurn({
-    store, frontier, fetcher, robots: new RobotsCache(store.robots, fetcher, config.robots), politeness,
-    sideClocks: new SideClocks(), recrawl, stats, metrics, recentErrors, log, token, maxPagesPerHost: config.crawlScope.maxPagesPerHost,
+    store, frontier, fetcher, robots, politeness,
+    sideClocks, recrawl, stats, metrics, recentErrors, log, token, maxPagesPerHost: config.crawlScope.maxPagesPerHost,
     inMesh: () => router.shared,
     owns: (host) => router.owns(host),
     handOn: () => router.handOn(),
@@ -141,5 +151,5 @@ export function buildPipeline(hooks: PipelineHooks) {
     background: hooks.background,
     discoverSitemaps: (origin, entry) => sitemaps.discover(origin, entry),
   });
-  return { fetcher, politeness, dedup, fingerprinter, frontier, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns };
+  return { fetcher, politeness, dedup, fingerprinter, frontier, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render };
 }

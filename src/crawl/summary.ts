@@ -4,6 +4,7 @@
 // the agent from its components when it stops.
 import type { Counts } from './stats.js';
 import type { PolitenessCounts } from '../politeness/control.js';
+import type { RenderSummary } from './render-step.js';
 
 /** Mesh admission figures (src/crawl/ownership.ts `meshSummary`, docs/mesh.md "Admission"). */
 export type MeshSummary = Record<string, unknown>;
@@ -58,6 +59,8 @@ export type RunFacts = {
   requests?: Record<string, unknown>;
   /** `--recrawl` figures (src/recrawl/recrawler.ts). */
   recrawl?: Record<string, unknown>;
+  /** The render tier (src/crawl/render-step.ts), when --render or --render-host turned it on. */
+  render?: RenderSummary;
   /** Why the agent stopped early (a failed write, a full disk). */
   failure?: string;
 };

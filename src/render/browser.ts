@@ -57,10 +57,16 @@ export interface RenderResult {
 export interface RenderComponents {
   /** robots.txt, crawl scope and address policy for one URL the browser asks for. */
   allowed(url: string): boolean | Promise<boolean>;
+  /**
+   * Fetches one subresource the crawler's own way (its fetcher, its hosts' politeness clocks, its
+   * archive: src/crawl/render-step.ts); undefined refuses the request. `deadline`: the render's end (epoch
+   * ms). Without it the pool fetches with playwright's route.fetch, timed by `acquire`/`release`.
+   */
+  fetch?(url: string, method: string, deadline: number): Promise<Subresource | undefined>;
   /** Resolves when a request to `host` (URL host, with its port if any) may go: the host's politeness clock. */
-  acquire(host: string): Promise<void>;
+  acquire?(host: string): Promise<void>;
   /** The request to `host` is over (the clock computes the next slot from here). */
-  release(host: string): void;
+  release?(host: string): void;
   logger?: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
 
@@ -315,19 +321,26 @@ export class RenderPool {
       }
       if (!(await this.components.allowed(url))) return refuse(route);
       requests++;
-      const host = new URL(url).host;
-      await this.components.acquire(host);
       let sub: Subresource;
-      try {
-        if (finished) return refuse(route);
-        // No redirect is followed here: a 3xx goes back to the browser, whose next request comes
-        // through this handler again (robots.txt and politeness apply to the target too).
-        const resp = await route.fetch({ maxRedirects: 0, timeout: remaining() });
-        const body = await resp.body();
-        const headers = resp.headersArray();
-        sub = { url, method, status: resp.status(), headers, contentType: headerOf(headers, 'content-type') ?? '', body };
-      } finally {
-        this.components.release(host);
+      if (this.components.fetch !== undefined) {
+        // No redirect is followed there either: a 3xx goes back to the browser.
+        const got = await this.components.fetch(url, method, deadline);
+        if (got === undefined || finished) return refuse(route);
+        sub = got;
+      } else {
+        const host = new URL(url).host;
+        await this.components.acquire?.(host);
+        try {
+          if (finished) return refuse(route);
+          // No redirect is followed here: a 3xx goes back to the browser, whose next request comes
+          // through this handler again (robots.txt and politeness apply to the target too).
+          const resp = await route.fetch({ maxRedirects: 0, timeout: remaining() });
+          const body = await resp.body();
+          const headers = resp.headersArray();
+          sub = { url, method, status: resp.status(), headers, contentType: headerOf(headers, 'content-type') ?? '', body };
+        } finally {
+          this.components.release?.(host);
+        }
       }
       bytes += sub.body.length;
       if (bytes > maxBytes) overBudget = true;

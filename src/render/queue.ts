@@ -148,13 +148,15 @@ export class RenderQueue {
 
   /** Leases the oldest entry not taken yet; undefined when there is none. */
   async take(): Promise<QueuedRender | undefined> {
-    for (let attempt = 0; attempt < 16; attempt++) {
+    // Leased entries are skipped (a retry() moves the cursor back over them): bounded by their number.
+    for (let attempt = 0; attempt < 16 + this.leased.size; attempt++) {
       const page = await this.opts.db.iterator({ gte: seqKey(this.nextTake), limit: 1 }).all();
       if (page.length === 0) return undefined;
       const [k, v] = page[0]!;
       const seq = keySeq(k);
       if (seq === undefined) return undefined;
       this.nextTake = seq + 1;
+      if (this.leased.has(seq)) continue;
       const item = decode(v);
       if (item === undefined) {
         this.damaged++;
@@ -166,6 +168,12 @@ export class RenderQueue {
       return { seq, item };
     }
     return undefined;
+  }
+
+  /** The render of `seq` did not happen (the browser died): the entry is taken again, before younger ones. */
+  retry(seq: number): void {
+    if (!this.leased.delete(seq)) return;
+    if (seq < this.nextTake) this.nextTake = seq;
   }
 
   /** The render of `seq` is filed: the entry goes. */

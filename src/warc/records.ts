@@ -101,8 +101,20 @@ export interface MetadataInput {
   protocols?: string[];
 }
 
+/** A `conversion` record: another version of a captured record's content (the rendered DOM of a page, docs/warc.md "Rendered pages"). */
+export interface ConversionInput {
+  url: string;
+  date: Date;
+  contentType: string;
+  body: Uint8Array;
+  /** The record this one was made from (WARC/1.1 §5.11), e.g. the page's `response`. */
+  refersTo?: string;
+  protocols?: string[];
+}
+
 /** `digest`: the algorithm of the digests computed here (default sha1, docs/warc.md "Digests"). */
 export type EncodeJob =
+  | { kind: 'conversion'; input: ConversionInput; level: number; digest?: DigestAlgo }
   | { kind: 'exchange'; input: ExchangeInput; level: number; digest?: DigestAlgo }
   | { kind: 'revisit'; input: RevisitInput; level: number; digest?: DigestAlgo }
   | { kind: 'metadata'; input: MetadataInput; level: number; digest?: DigestAlgo };
@@ -579,6 +591,27 @@ export async function encodeMetadata(md: MetadataInput, level: number, algo: Dig
   return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest: digest };
 }
 
+/**
+ * A `conversion` record (WARC/1.1 §6.8). Not indexed: a replay tool asked for the page URL finds
+ * its `response`, and the conversion through WARC-Refers-To (docs/warc.md "Rendered pages").
+ */
+export async function encodeConversion(cv: ConversionInput, level: number, algo: DigestAlgo = DEFAULT_DIGEST): Promise<Encoded> {
+  const date = warcDate(cv.date);
+  const id = newRecordId();
+  const body = Buffer.from(cv.body.buffer, cv.body.byteOffset, cv.body.byteLength);
+  const digest = labelledDigest(algo, body);
+  const warc: HeaderList = [
+    ['WARC-Type', 'conversion'],
+    ['WARC-Record-ID', id],
+    ['WARC-Date', date],
+  ];
+  for (const p of cv.protocols ?? []) warc.push(['WARC-Protocol', cleanHeaderValue(p)]);
+  if (cv.refersTo) warc.push(['WARC-Refers-To', normaliseRecordId(cv.refersTo)]);
+  warc.push(['Content-Type', cleanHeaderValue(cv.contentType)], ['WARC-Payload-Digest', digest], ['WARC-Block-Digest', digest]);
+  const rec = WARCRecord.create({ url: cv.url, date, type: 'conversion', warcVersion: WARC_1_1, warcHeaders: warc }, [body]);
+  return { ...concat([await member(rec, level, false)]), primary: 0, recordId: id, payloadDigest: digest };
+}
+
 /** The `warcinfo` record that opens every file (WARC/1.1 §6.2). */
 export async function encodeWarcinfo(
   filename: string,
@@ -615,5 +648,7 @@ export function encodeJob(job: EncodeJob): Promise<Encoded> {
       return encodeRevisit(job.input, job.level, job.digest);
     case 'metadata':
       return encodeMetadata(job.input, job.level, job.digest);
+    case 'conversion':
+      return encodeConversion(job.input, job.level, job.digest);
   }
 }

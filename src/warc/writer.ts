@@ -11,12 +11,12 @@ import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encodeJob, encodeWarcinfo, DEFAULT_DIGEST } from './records.js';
 import type { DigestAlgo } from './digest.js';
-import type { EncodeJob, Encoded, ExchangeInput, HeaderList, RevisitInput } from './records.js';
+import type { ConversionInput, EncodeJob, Encoded, ExchangeInput, HeaderList, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
 import { cdxjLineTail, cdxjPathFor } from './cdxj.js';
 import { DEFAULT_WARC } from '../config.js';
 
-export type { ExchangeInput, RevisitInput, HeaderList, RevisitProfile, TruncatedReason } from './records.js';
+export type { ConversionInput, ExchangeInput, RevisitInput, HeaderList, RevisitProfile, TruncatedReason } from './records.js';
 
 export interface WarcWriterOptions {
   /** Directory for the files (created if missing). */
@@ -447,6 +447,11 @@ export class WarcWriter {
   /** A `metadata` record of warc-fields about `url`, e.g. a near-duplicate note. */
   writeMetadata(url: string, date: Date, fields: Record<string, string> | HeaderList, concurrentTo?: string, protocols?: string[]): Promise<WriteResult> {
     return this.submit({ kind: 'metadata', input: { url, date, fields, concurrentTo, ...(protocols?.length ? { protocols } : {}) }, level: this.level, digest: this.digest });
+  }
+
+  /** A `conversion` record (the rendered DOM of a page) referring to the record it was made from. */
+  writeConversion(cv: ConversionInput): Promise<WriteResult> {
+    return this.submit({ kind: 'conversion', input: cv, level: this.level, digest: this.digest });
   }
 
   get stats(): WriterStats {
