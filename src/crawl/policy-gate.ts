@@ -93,6 +93,9 @@ export class PolicyGate implements MeshPolicyHooks {
   private readonly dropping = new Set<string>();
   private drops: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Seed units this agent added: in scope here even if the document could not take them (its bound). */
+  private readonly localUnits = new Set<string>();
+  private readonly unitsToPublish = new Set<string>();
 
   constructor(private readonly c: PolicyGateComponents) {
     this.channel = c.config.mesh.enabled ? new MeshChannel() : null;
@@ -121,7 +124,7 @@ export class PolicyGate implements MeshPolicyHooks {
   /** Before routing starts: the stored policy merged with the options' one. */
   async load(): Promise<void> {
     await this.sync.load();
-    this.inForce = new PolicyInForce(this.sync.current);
+    this.inForce = new PolicyInForce(this.sync.current, this.localUnits);
   }
 
   /**
@@ -186,13 +189,25 @@ export class PolicyGate implements MeshPolicyHooks {
     return true;
   }
 
-  /** A seed on `host` (given here, through the API, or forwarded): its unit is in scope here at once, and mesh-wide through the policy. */
+  /**
+   * A seed on `host` (given here, through the API, or forwarded): its unit is in scope here at once, and
+   * mesh-wide through the policy — the units of one batch of seeds in one change (one version, one message).
+   */
   addSeed(host: string): void {
-    this.inForce.crawlScope.addSeed(host);
+    if (!this.inForce.crawlScope.addSeed(host)) return;
     const unit = this.inForce.seedUnitOf(host);
-    if (unit === null || this.inForce.doc.seedUnits.includes(unit)) return;
-    this.sync.change((d, _self, now) => withSeedUnits(d, [unit], now)).catch((err: Error) => {
-      this.c.log.warn({ unit, err: err.message }, 'seed unit not added to the crawl policy');
+    if (unit === null) return;
+    this.localUnits.add(unit);
+    this.unitsToPublish.add(unit);
+    if (this.unitsToPublish.size === 1) queueMicrotask(() => this.publishUnits());
+  }
+
+  private publishUnits(): void {
+    const units = [...this.unitsToPublish];
+    this.unitsToPublish.clear();
+    this.sync.change((d, _self, now) => withSeedUnits(d, units, now)).catch((err: Error) => {
+      // Still in scope here (localUnits); the other agents follow the seed's lineage (docs/scope.md "In a mesh").
+      this.c.log.warn({ units: units.length, err: err.message }, 'seed units not added to the crawl policy');
     });
   }
 
@@ -250,7 +265,7 @@ export class PolicyGate implements MeshPolicyHooks {
 
   private changed(doc: PolicyDocument, previous: PolicyDocument): void {
     try {
-      this.inForce = new PolicyInForce(doc);
+      this.inForce = new PolicyInForce(doc, this.localUnits);
     } catch (err) {
       // Decoded documents compile (src/policy/document.ts): this is a bug, not input; keep the rules we had.
       this.c.log.error({ err: (err as Error).message }, 'crawl policy not compiled: the previous one stays in force');

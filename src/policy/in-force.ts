@@ -11,9 +11,11 @@ export class PolicyInForce {
   readonly crawlScope: CrawlScope;
   readonly blocks: BlockList;
 
-  constructor(readonly doc: PolicyDocument) {
+  /** `localUnits`: seed units this agent knows beyond the document's (e.g. past its bound). */
+  constructor(readonly doc: PolicyDocument, localUnits: Iterable<string> = []) {
     this.crawlScope = new CrawlScope(doc.scope);
     for (const unit of doc.seedUnits) this.crawlScope.addSeed(unit);
+    for (const unit of localUnits) this.crawlScope.addSeed(unit);
     this.blocks = new BlockList(doc.blocks);
   }
 
