@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { createServer, connect, type AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
 import { tempDir } from './helpers.js';
 import { agentOf, listeningOn, pageCounts, startAgentProcess, startMeshAgents, waitFor, waitMembers, seedThroughApi } from './mesh-agents.js';
@@ -138,12 +139,11 @@ test('the scope is the mesh\'s policy: the first agent\'s --scope web is in forc
 test('--max-depth 2 holds when a join moves hosts mid-crawl: URLs handed to the joiner keep their depth', async () => {
   let port = 0;
   let hosts: string[] = [];
-  // /c/0 on h0 links to /c/1 on every host; /c/k on host i links to /c/k+1 on host i+1. A crawl-delay keeps URLs at
-  // depth 1 and 2 queued while the fourth agent joins and takes hosts over.
+  // /c/0 on h0 links to /c/1 on every host; /c/k on host i links to /c/k+1 on host i+1.
   const web: SyntheticWeb = await startSyntheticWeb({
     seed: 23, hosts: 9, pagesPerHost: 2, sitemap: false,
     intercept: (req) => {
-      if (req.path === '/robots.txt') return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'User-agent: *\nCrawl-delay: 4\n' };
+      if (req.path === '/robots.txt') return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'User-agent: *\nCrawl-delay: 2\n' };
       const m = /^\/c\/(\d+)$/.exec(req.path);
       if (!m) return null;
       const k = Number(m[1]);
@@ -156,8 +156,8 @@ test('--max-depth 2 holds when a join moves hosts mid-crawl: URLs handed to the 
   port = web.port;
   hosts = Array.from({ length: web.hostCount }, (_, i) => web.hostName(i));
   const dir = tempDir();
-  // The joiner reaches the mesh through this gate: closed (connections dropped, the joiner retries) until the crawl is under way,
-  // so it is loaded and waiting when the join is to happen, however slow a start is on a loaded machine.
+  // The joiner reaches the mesh through this gate: closed (connections dropped, the joiner retries) until the URLs at
+  // depth 1 are queued and their hosts paused, so the join moves hosts that hold queued URLs, however slow the machine.
   let open = false;
   let meshPort = 0;
   const gate = createServer((socket) => {
@@ -172,18 +172,37 @@ test('--max-depth 2 holds when a join moves hosts mid-crawl: URLs handed to the 
     const { agents, port: p0, apis } = await startMeshAgents(web, dir, 3, ['--max-depth', '2']);
     meshPort = p0;
     for (const p of apis) await waitMembers(p, 3);
-    const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${(gate.address() as AddressInfo).port}`, '--max-depth', '2']);
+    const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${(gate.address() as AddressInfo).port}`, '--api', '127.0.0.1:0', '--max-depth', '2']);
+    agents.push(a3);
     await waitFor(() => a3.log().includes('waiting for seed peer'), 120_000, 'the joiner loaded and knocking');
+    const tokens = agents.map((a) => readFileSync(join(dir, a.name, 'api.token'), 'utf8').trim());
+    const control = async (i: number, host: string, action: 'pause' | 'resume') =>
+      (await fetch(`http://127.0.0.1:${apis[i]!}/hosts/${host}/${action}`, { method: 'POST', headers: { authorization: `Bearer ${tokens[i]!}` } })).status;
     await seedThroughApi(apis[0]!, [`http://${hosts[0]}:${port}/c/0`], join(dir, 'a0'));
     await waitFor(() => web.requests().some((r) => r.path === '/c/0'), 60_000, 'the seed fetched: depth-1 URLs queued on every host');
+    // Each host paused on its owner, with its URL at depth 1 queued (a crawl-delay of 2 s keeps it there meanwhile).
+    const paused = new Set<string>();
+    for (const deadline = Date.now() + 30_000; paused.size < hosts.length && Date.now() < deadline;) {
+      for (const h of hosts) for (let i = 0; i < 3 && !paused.has(h); i++) if (await control(i, h, 'pause') === 200) paused.add(h);
+    }
+    assert.equal(paused.size, hosts.length, 'every host paused on its owner');
     open = true;
-    const results = await Promise.all([...agents, a3].map((a) => a.done));
+    apis.push((await listeningOn(a3, { api: true })).api);
+    for (const p of apis) await waitMembers(p, 4);
+    // Resumed where each host is now: on its old owner, or taken over by the joiner with its queue (not paused there).
+    const resumed = new Set<string>();
+    for (const deadline = Date.now() + 60_000; resumed.size < hosts.length && Date.now() < deadline;) {
+      for (const h of hosts) for (let i = 0; i < 4 && !resumed.has(h); i++) if (await control(i, h, 'resume') === 200) resumed.add(h);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(resumed.size, hosts.length, 'every host resumed where it is owned');
+    const results = await Promise.all(agents.map((a) => a.done));
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
     const pages = web.requests().filter((r) => r.path.startsWith('/c/'));
     const expected = [`${hosts[0]}/c/0`, ...hosts.map((h) => `${h}/c/1`), ...hosts.map((h) => `${h}/c/2`)].sort();
     assert.deepEqual(pages.map((r) => `${r.host}${r.path}`).sort(), expected, 'the seed and two hops, each once, nothing at depth 3');
     const byJoiner = pages.filter((r) => agentOf(r.userAgent) === 'a3').map((r) => `${r.host}${r.path}`);
-    assert.ok(byJoiner.length > 0, 'the joiner took hosts over mid-crawl and fetched some of their pages');
+    assert.ok(byJoiner.some((u) => u.endsWith('/c/1')), `the joiner took hosts over with their queued URLs (it fetched: ${byJoiner.join(' ')})`);
     process.stderr.write(`# fetched by the joiner: ${byJoiner.join(' ')}\n`);
   } finally {
     gate.close();
