@@ -137,7 +137,7 @@ export class PolicyGate implements MeshPolicyHooks {
     const { config, log } = this.c;
     const joiner = config.mesh.enabled && config.mesh.peers.length > 0;
     if (!joiner) await this.sync.change((d, self, now) => withOptionsScope(d, config.crawlScope, self, now));
-    else await this.caughtUp(Math.max(2_000, 10 * config.mesh.heartbeatMs));
+    else await this.caughtUp(Math.max(1_000, 5 * config.mesh.heartbeatMs));
     if (config.blocklistFile) {
       const targets = readBlocklistFile(config.blocklistFile);
       const doc = await this.sync.change((d, _self, now) => targets.reduce((x, t) => withBlock(x, t, now, `--blocklist ${config.blocklistFile}`), d));
