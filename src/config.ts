@@ -78,6 +78,8 @@ export interface AgentConfig {
   dedup: DedupConfig;
   /** What every request carries and how it travels: header fields, proxy, cookies (docs/requests.md). */
   requests: RequestsConfig;
+  /** `--blocklist`: block rules loaded into the crawl policy at start, one a line (docs/scope.md "Block list"). */
+  blocklistFile?: string;
   /** The config file the command line read (`--config`; docs/requests.md "Config file"): informational. */
   configFile?: string;
   /** The mesh (libp2p). Off: a lone agent without networking (library use, benchmarks). */

@@ -5,9 +5,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
+import { createServer, connect, type AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
 import { tempDir } from './helpers.js';
-import { agentOf, pageCounts, startMeshAgents, waitMembers, seedThroughApi } from './mesh-agents.js';
+import { agentOf, listeningOn, pageCounts, startAgentProcess, startMeshAgents, waitFor, waitMembers, seedThroughApi } from './mesh-agents.js';
 
 /** Each page of the web (all hosts in web.test) also links to hosts of other registrable domains, served by the same server. */
 async function webWithOutsideLinks(): Promise<SyntheticWeb> {
@@ -102,6 +104,108 @@ test('--max-depth 2 on a chain of pages that crosses hosts owned by different ag
     assert.deepEqual(web.requests().filter((r) => r.host === chain[3]).map((r) => r.path), [], 'not even robots.txt of the host at depth 3');
     assert.ok(new Set(pages.map((r) => agentOf(r.userAgent))).size >= 2, 'fetched by different agents');
   } finally {
+    await web.close();
+  }
+});
+
+test('the scope is the mesh\'s policy: the first agent\'s --scope web is in force on joiners started without it; a seed given to a joiner fetches the outside hosts too', async () => {
+  const web = await webWithOutsideLinks();
+  const dir = tempDir();
+  try {
+    const resolveOutside = ['--resolve', `*.test:${web.port}:127.0.0.1`];
+    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--scope', 'web', ...resolveOutside]);
+    const first = await listeningOn(a0, { api: true });
+    const joiners = [1, 2].map((i) => startAgentProcess(web, dir, `a${i}`, ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${first.mesh}`, '--api', '127.0.0.1:0', ...resolveOutside]));
+    const apis = [first.api];
+    for (const a of joiners) apis.push((await listeningOn(a, { api: true })).api);
+    for (const p of apis) await waitMembers(p, 3);
+    const scopeOf = async (api: number) => ((await (await fetch(`http://127.0.0.1:${api}/policy`)).json()) as { scope: { mode: string } }).scope.mode;
+    assert.deepEqual(await Promise.all(apis.map(scopeOf)), ['web', 'web', 'web'], 'every agent holds the first agent\'s scope');
+    await seedThroughApi(apis[2]!, [web.url(0, '/')], join(dir, 'a2'));
+    const results = await Promise.all([a0.done, ...joiners.map((a) => a.done)]);
+    for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
+    const outside = new Set(web.requests().filter((r) => !r.host.endsWith('.web.test') && r.path === '/').map((r) => r.host));
+    // The pages of web.test link to x1 (their paths' lengths), x1's page to x2, x2's to itself.
+    assert.deepEqual([...outside].sort(), ['x1.elsewhere1.test', 'x2.elsewhere2.test'], 'the outside hosts, as --scope web says');
+    const counts = pageCounts(web);
+    const expected = web.reachable({ seeds: [web.url(0, '/')] }).reachableAllowed;
+    assert.deepEqual([...expected].filter((u) => !counts.has(u)), [], 'every page of web.test reachable from the seed');
+    assert.ok(joiners.every((a) => a.log().includes('the mesh\'s crawl scope is in force')), 'each joiner says whose scope it crawls with');
+  } finally {
+    await web.close();
+  }
+});
+
+test('--max-depth 2 holds when a join moves hosts mid-crawl: URLs handed to the joiner keep their depth', async () => {
+  let port = 0;
+  let hosts: string[] = [];
+  // /c/0 on h0 links to /c/1 on every host; /c/k on host i links to /c/k+1 on host i+1.
+  const web: SyntheticWeb = await startSyntheticWeb({
+    seed: 23, hosts: 9, pagesPerHost: 2, sitemap: false,
+    intercept: (req) => {
+      if (req.path === '/robots.txt') return { status: 200, headers: { 'content-type': 'text/plain' }, body: 'User-agent: *\nCrawl-delay: 2\n' };
+      const m = /^\/c\/(\d+)$/.exec(req.path);
+      if (!m) return null;
+      const k = Number(m[1]);
+      const i = hosts.indexOf(req.host);
+      const next = k === 0 ? hosts : [hosts[(i + 1) % hosts.length]!];
+      const links = k >= 3 ? '' : next.map((h) => `<a href="http://${h}:${port}/c/${k + 1}">next</a>`).join('');
+      return { status: 200, headers: { 'content-type': 'text/html' }, body: `<html><body>${links}</body></html>` };
+    },
+  });
+  port = web.port;
+  hosts = Array.from({ length: web.hostCount }, (_, i) => web.hostName(i));
+  const dir = tempDir();
+  // The joiner reaches the mesh through this gate: closed (connections dropped, the joiner retries) until the URLs at
+  // depth 1 are queued and their hosts paused, so the join moves hosts that hold queued URLs, however slow the machine.
+  let open = false;
+  let meshPort = 0;
+  const gate = createServer((socket) => {
+    if (!open) { socket.destroy(); return; }
+    const upstream = connect(meshPort, '127.0.0.1');
+    socket.pipe(upstream).pipe(socket);
+    const close = () => { socket.destroy(); upstream.destroy(); };
+    socket.on('error', close); upstream.on('error', close); socket.on('close', close); upstream.on('close', close);
+  });
+  await new Promise<void>((r) => gate.listen(0, '127.0.0.1', r));
+  try {
+    const { agents, port: p0, apis } = await startMeshAgents(web, dir, 3, ['--max-depth', '2']);
+    meshPort = p0;
+    for (const p of apis) await waitMembers(p, 3);
+    const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${(gate.address() as AddressInfo).port}`, '--api', '127.0.0.1:0', '--max-depth', '2']);
+    agents.push(a3);
+    await waitFor(() => a3.log().includes('waiting for seed peer'), 120_000, 'the joiner loaded and knocking');
+    const tokens = agents.map((a) => readFileSync(join(dir, a.name, 'api.token'), 'utf8').trim());
+    const control = async (i: number, host: string, action: 'pause' | 'resume') =>
+      (await fetch(`http://127.0.0.1:${apis[i]!}/hosts/${host}/${action}`, { method: 'POST', headers: { authorization: `Bearer ${tokens[i]!}` } })).status;
+    await seedThroughApi(apis[0]!, [`http://${hosts[0]}:${port}/c/0`], join(dir, 'a0'));
+    await waitFor(() => web.requests().some((r) => r.path === '/c/0'), 60_000, 'the seed fetched: depth-1 URLs queued on every host');
+    // Each host paused on its owner, with its URL at depth 1 queued (a crawl-delay of 2 s keeps it there meanwhile).
+    const paused = new Set<string>();
+    for (const deadline = Date.now() + 30_000; paused.size < hosts.length && Date.now() < deadline;) {
+      for (const h of hosts) for (let i = 0; i < 3 && !paused.has(h); i++) if (await control(i, h, 'pause') === 200) paused.add(h);
+    }
+    assert.equal(paused.size, hosts.length, 'every host paused on its owner');
+    open = true;
+    apis.push((await listeningOn(a3, { api: true })).api);
+    for (const p of apis) await waitMembers(p, 4);
+    // Resumed where each host is now: on its old owner, or taken over by the joiner with its queue (not paused there).
+    const resumed = new Set<string>();
+    for (const deadline = Date.now() + 60_000; resumed.size < hosts.length && Date.now() < deadline;) {
+      for (const h of hosts) for (let i = 0; i < 4 && !resumed.has(h); i++) if (await control(i, h, 'resume') === 200) resumed.add(h);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(resumed.size, hosts.length, 'every host resumed where it is owned');
+    const results = await Promise.all(agents.map((a) => a.done));
+    for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
+    const pages = web.requests().filter((r) => r.path.startsWith('/c/'));
+    const expected = [`${hosts[0]}/c/0`, ...hosts.map((h) => `${h}/c/1`), ...hosts.map((h) => `${h}/c/2`)].sort();
+    assert.deepEqual(pages.map((r) => `${r.host}${r.path}`).sort(), expected, 'the seed and two hops, each once, nothing at depth 3');
+    const byJoiner = pages.filter((r) => agentOf(r.userAgent) === 'a3').map((r) => `${r.host}${r.path}`);
+    assert.ok(byJoiner.some((u) => u.endsWith('/c/1')), `the joiner took hosts over with their queued URLs (it fetched: ${byJoiner.join(' ')})`);
+    process.stderr.write(`# fetched by the joiner: ${byJoiner.join(' ')}\n`);
+  } finally {
+    gate.close();
     await web.close();
   }
 });

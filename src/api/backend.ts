@@ -256,6 +256,32 @@ export interface HostControlResult {
   policy: { minDelayMs: number | null; pageBudget: number | null };
 }
 
+/** A block rule as `GET /policy` shows it (src/policy/document.ts). */
+export interface PolicyRuleReport {
+  kind: 'host' | 'domain' | 'url';
+  value: string;
+  /** The policy version that set it. */
+  rev: number;
+  changedAt: number;
+  reason: string;
+}
+
+/** `GET /policy`: the crawl policy in force on this agent, and the version each member announced (docs/scope.md "Mesh-wide policy"). */
+export interface PolicyReport {
+  /** `version.digest`: equal on two agents means the same policy. */
+  summary: string;
+  version: number;
+  updatedAt: number;
+  scope: { mode: string; allowHosts: string[]; include: string[]; exclude: string[]; maxDepth: number; maxPagesPerHost: number; acceptTypes: string[] };
+  /** Who set the scope (empty: the options of every agent, never changed). */
+  scopeOrigin: string;
+  seedUnits: string[];
+  /** Rules in force (unblocked ones are left out). */
+  blocks: PolicyRuleReport[];
+  /** Each member's announced policy (`self` is this agent); null when its heartbeats carry none (yet). */
+  members: Array<{ id: string; self: boolean; summary: string | null; version: number | null; same: boolean }>;
+}
+
 /**
  * What the agent implements for the API server. Methods may throw `ApiError`
  * to answer with a given 4xx status and message; anything else thrown becomes a
@@ -271,6 +297,12 @@ export interface ApiBackend {
   pauseHost(name: string): Promise<HostControlResult>;
   resumeHost(name: string): Promise<HostControlResult>;
   setHostPolicy(name: string, policy: HostPolicy): Promise<HostControlResult>;
+  /** The crawl policy in force and each member's version (`GET /policy`). */
+  policy?(): PolicyReport;
+  /** Adds block rules (`ubicrawl block` arguments); throws ApiError 400 for a bad one, nothing changed. */
+  block?(targets: string[], reason: string): Promise<PolicyReport>;
+  /** Lifts block rules. */
+  unblock?(targets: string[]): Promise<PolicyReport>;
   /** Starts the graceful leave (docs/mesh.md "Membership"); the API answers 202 without waiting for it. */
   leave(): Promise<void>;
   /** What `GET /metrics` renders (see `createMetrics`). */

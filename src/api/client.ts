@@ -3,7 +3,7 @@
 // The run* functions return exit codes (0 success, 1 runtime failure, 2 usage error)
 // and write one clear line on stderr when something fails (docs/cli.md).
 import { readFileSync } from 'node:fs';
-import { DEFAULT_API_LISTEN, type HostReport, type SeedResult, type StatusResponse, type UrlReport } from './backend.js';
+import { DEFAULT_API_LISTEN, type PolicyReport, type HostReport, type SeedResult, type StatusResponse, type UrlReport } from './backend.js';
 import { isLoopbackHost } from './server.js';
 import { apiTokenPath, readTokenFileIfPresent } from './token.js';
 import { DEFAULT_DATA_DIR } from '../config.js';
@@ -355,5 +355,50 @@ export function runInspect(target: string, opts: ClientOptions = {}): Promise<nu
       const r = await apiRequest<HostReport>(api, 'GET', `/hosts/${encodeURIComponent(t.toLowerCase())}`, undefined, token, opts.timeoutMs);
       if (opts.json) printJson(opts, r); else print(opts, formatHostReport(r));
     }
+  });
+}
+
+// ---- the crawl policy (docs/scope.md "Mesh-wide policy") -------------------
+
+/** `ubicrawl policy` and the answer of `block` / `unblock`: the version in force here and on each member, the rules. */
+export function formatPolicy(p: PolicyReport): string {
+  const out: string[] = [];
+  const sc = p.scope;
+  out.push(`policy ${p.summary}${p.updatedAt ? ` (changed ${iso(p.updatedAt)})` : ''}`);
+  out.push(`scope: ${sc.mode}${sc.allowHosts.length ? `, allow ${sc.allowHosts.map(clean).join(' ')}` : ''}${p.scopeOrigin ? ` (set by ${clean(p.scopeOrigin)})` : ''}`);
+  const filters = [
+    ...sc.include.map((r) => `include ${clean(r)}`), ...sc.exclude.map((r) => `exclude ${clean(r)}`),
+    ...(sc.maxDepth ? [`max depth ${sc.maxDepth}`] : []), ...(sc.maxPagesPerHost ? [`max ${formatNumber(sc.maxPagesPerHost)} pages a host`] : []),
+    ...(sc.acceptTypes.length ? [`store ${sc.acceptTypes.map(clean).join(', ')}`] : []),
+  ];
+  if (filters.length) out.push(`filters: ${filters.join('; ')}`);
+  if (sc.mode !== 'web') out.push(`seed units: ${p.seedUnits.length ? p.seedUnits.slice(0, 10).map(clean).join(' ') + (p.seedUnits.length > 10 ? ` … (${p.seedUnits.length})` : '') : 'none'}`);
+  out.push(`blocked: ${p.blocks.length ? '' : 'nothing'}`);
+  for (const b of p.blocks) out.push(`  ${b.kind.padEnd(6)} ${clean(b.value)}${b.reason ? `  (${clean(b.reason)})` : ''}`);
+  if (p.members.length > 1) {
+    out.push('members:');
+    for (const m of p.members) out.push(`  ${shortId(m.id)}${m.self ? ' (this agent)' : ''}  ${m.summary ?? 'none announced'}${m.self || m.same ? '' : '  (differs: catching up)'}`);
+  }
+  return out.join('\n') + '\n';
+}
+
+/** `ubicrawl policy`: the crawl policy in force (`GET /policy`). */
+export function runPolicy(opts: ClientOptions = {}): Promise<number> {
+  return run(opts, async (token) => {
+    const p = await apiRequest<PolicyReport>(opts.api ?? DEFAULT_API_LISTEN, 'GET', '/policy', undefined, token, opts.timeoutMs);
+    if (opts.json) printJson(opts, p); else print(opts, formatPolicy(p));
+  });
+}
+
+/** `ubicrawl block|unblock <target…>`: changes the block list mesh-wide through one agent. */
+export async function runBlock(action: 'block' | 'unblock', targets: string[], opts: ClientOptions & { reason?: string } = {}): Promise<number> {
+  if (targets.length === 0) {
+    (opts.stderr ?? process.stderr).write(`ubicrawl: give at least one host, domain or URL pattern to ${action}\n`);
+    return 2;
+  }
+  return run(opts, async (token) => {
+    const body = action === 'block' ? { targets, reason: opts.reason ?? '' } : { targets };
+    const p = await apiRequest<PolicyReport>(opts.api ?? DEFAULT_API_LISTEN, 'POST', `/policy/${action}`, body, token, opts.timeoutMs);
+    if (opts.json) printJson(opts, p); else print(opts, formatPolicy(p));
   });
 }

@@ -61,6 +61,8 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_SEED_URLS = 10_000;
 /** Longest URL accepted anywhere in the API (browsers and servers commonly stop near 8 KiB). */
 export const MAX_URL_LENGTH = 8192;
+/** Most block rules one `POST /policy/block` or `/policy/unblock` names. */
+export const MAX_POLICY_TARGETS = 1_000;
 const MAX_DELAY_MS = 24 * 3600 * 1000;
 const MAX_PAGE_BUDGET = 1_000_000_000;
 /** A declared body this far past the limit is not drained: the connection is closed instead. */
@@ -315,6 +317,31 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       },
     },
     {
+      pattern: /^\/policy$/,
+      methods: { GET: async (req, res) => sendJson(req, res, 200, policyBackend(backend).policy()) },
+    },
+    {
+      pattern: /^\/policy\/(block|unblock)$/,
+      methods: {
+        POST: async (req, res, p) => {
+          const body = await readJsonObject(req, limit);
+          const blocking = p.host === 'block';
+          onlyKeys(body, blocking ? ['targets', 'reason'] : ['targets']);
+          const targets = body.targets;
+          if (!Array.isArray(targets) || targets.length === 0) throw new ApiError(400, 'targets: expected a non-empty array of hosts, domains or URL patterns');
+          if (targets.length > MAX_POLICY_TARGETS) throw new ApiError(400, `targets: at most ${MAX_POLICY_TARGETS} per request`);
+          for (let i = 0; i < targets.length; i++) {
+            const t = targets[i];
+            if (typeof t !== 'string' || t.length === 0 || t.length > MAX_URL_LENGTH) throw new ApiError(400, `targets[${i}]: expected a string of 1-${MAX_URL_LENGTH} characters`);
+          }
+          const reason = body.reason ?? '';
+          if (typeof reason !== 'string' || reason.length > 500) throw new ApiError(400, 'reason: expected a string of at most 500 characters');
+          const b = policyBackend(backend);
+          sendJson(req, res, 200, blocking ? await b.block(targets as string[], reason) : await b.unblock(targets as string[]));
+        },
+      },
+    },
+    {
       pattern: /^\/leave$/,
       methods: {
         POST: async (req, res) => {
@@ -483,4 +510,10 @@ function countParam(q: URLSearchParams, name: string, dflt: number): number {
   if (v === null) return dflt;
   if (!/^\d{1,3}$/.test(v) || Number(v) > 100) throw new ApiError(400, `${name}: expected a whole number 0-100`);
   return Number(v);
+}
+
+/** The backend's policy routes; 501 for a backend without a crawl policy. */
+function policyBackend(b: ApiBackend): Required<Pick<ApiBackend, 'policy' | 'block' | 'unblock'>> {
+  if (typeof b.policy !== 'function' || typeof b.block !== 'function' || typeof b.unblock !== 'function') throw new ApiError(501, 'this agent has no crawl policy');
+  return b as Required<Pick<ApiBackend, 'policy' | 'block' | 'unblock'>>;
 }

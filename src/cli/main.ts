@@ -8,7 +8,7 @@ import { DEFAULT_DATA_DIR, DEFAULT_ROBOTS_TOKEN, type AgentOptions, type Resolve
 import { UsageError } from './seeds.js';
 import { VERSION } from '../version.js';
 import {
-  addOptions, toAgentOptions, API_CLIENT_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
+  addOptions, toAgentOptions, API_CLIENT_OPTIONS, BLOCK_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
   WARC_GET_OPTIONS, GRAPH_EXPORT_OPTIONS, DERIVE_OPTIONS, WACZ_OPTIONS, type ParsedOptions,
 } from './options.js';
 
@@ -79,6 +79,14 @@ export function buildProgram(): Command {
     .action(async (opts) => { const { runStatus } = await import('../api/client.js'); process.exitCode = await runStatus(opts); });
   apiOptions(program.command('seed').description('add crawl seeds through a running agent (routed to their owners)').argument('<url...>'))
     .action(async (urls: string[], opts) => { const { runSeed } = await import('../api/client.js'); process.exitCode = await runSeed(urls, opts); });
+  apiOptions(addOptions(program.command('block')
+    .description("stop crawling a domain (example.org: it and every name under it), a host (=www.example.org) or URL pattern (https://example.org/private/*) on every agent of the crawl; its queued URLs are dropped (docs/scope.md)")
+    .argument('<target...>'), BLOCK_OPTIONS))
+    .action(async (targets: string[], opts) => { const { runBlock } = await import('../api/client.js'); process.exitCode = await runBlock('block', targets, opts); });
+  apiOptions(program.command('unblock').description('lift blocks made with `ubicrawl block` (the same arguments), on every agent').argument('<target...>'))
+    .action(async (targets: string[], opts) => { const { runBlock } = await import('../api/client.js'); process.exitCode = await runBlock('unblock', targets, opts); });
+  apiOptions(program.command('policy').description("show the crawl policy in force (scope, filters, seed units, blocks) and each member's version"))
+    .action(async (opts) => { const { runPolicy } = await import('../api/client.js'); process.exitCode = await runPolicy(opts); });
   apiOptions(addOptions(program.command('leave').description('ask an agent to leave the mesh gracefully'), LEAVE_OPTIONS))
     .action(async (opts) => { const { runLeave } = await import('../api/client.js'); process.exitCode = await runLeave(opts); });
   apiOptions(program.command('inspect').description('what an agent knows about a URL or a host').argument('<url-or-host>'))

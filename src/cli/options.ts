@@ -163,6 +163,10 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--max-depth <n>', help: 'follow links at most this many hops from a seed (0 = no limit)', config: 'crawlScope.maxDepth', parse: intArg('--max-depth', 0) },
   { flags: '--max-pages-per-host <n>', help: 'fetch at most this many URLs of one host (0 = no limit); the rest are recorded as host-page-budget', config: 'crawlScope.maxPagesPerHost', parse: intArg('--max-pages-per-host', 0) },
   { flags: '--accept-type <mime>', help: "store only responses of this media type ('text/html', 'image/*'); others are still parsed for links, recorded as skipped; repeatable (default: all)", config: 'crawlScope.acceptTypes', parse: mediaTypeArg, repeatable: true },
+  {
+    flags: '--blocklist <file>', config: 'blocklistFile', noDefault: true,
+    help: 'block these hosts, domains and URL patterns mesh-wide from the start, one a line as `ubicrawl block` takes them (# comments); docs/scope.md',
+  },
   { flags: '--data-dir <dir>', help: 'where the store, the WARC files and the API token (api.token) live', config: 'dataDir' },
   { flags: '--user-agent <string>', help: 'User-Agent header; its product token is matched against robots.txt', config: 'userAgent' },
   { flags: '--concurrency <n>', help: 'parallel fetches (each to a different host)', config: 'concurrency', parse: intArg('--concurrency', 1) },
@@ -296,6 +300,10 @@ export const API_CLIENT_OPTIONS: readonly CliOption[] = [
   { flags: '--token-file <file>', help: 'bearer token file (default: DATA-DIR/api.token, for an agent on this machine)' },
   { flags: '--data-dir <dir>', help: "the agent's data dir, where its API token is", fallback: () => DEFAULT_DATA_DIR },
   { flags: '--json', help: 'print raw JSON' },
+];
+
+export const BLOCK_OPTIONS: readonly CliOption[] = [
+  { flags: '--reason <text>', help: 'why (a takedown ticket, a complaint): kept with the rule, shown by `ubicrawl policy`' },
 ];
 
 export const LEAVE_OPTIONS: readonly CliOption[] = [

@@ -20,6 +20,7 @@ import { priorityClass } from '../frontier/priority.js';
 import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { ScopePolicy } from '../scope/traps.js';
 import { CrawlScope } from '../scope/crawl-scope.js';
+import { BLOCKED_BY_POLICY } from './policy-gate.js';
 import { bump, type CrawlStats } from './stats.js';
 import type { Candidate, HostData } from './candidate.js';
 
@@ -32,13 +33,23 @@ export interface AdmissionComponents {
   stats: CrawlStats;
   /** The in-link counts (src/crawl/promotions.ts): new URLs found as links, and repeat discoveries. */
   inlinks: { noteNew(items: Candidate[]): void; noteRepeats(items: Candidate[]): void };
+  /** The crawl policy in force (src/crawl/policy-gate.ts): scope with the mesh's seed units, block list. Absent: the options' scope alone. */
+  policy?: AdmissionPolicy;
+}
+
+/** What admission reads of the crawl policy in force. */
+export interface AdmissionPolicy {
+  readonly crawlScope: CrawlScope;
+  /** A seed's unit is in scope from now on (mesh-wide, through the policy). */
+  addSeed(host: string): void;
+  blocked(url: string, host: string): boolean;
 }
 
 export class Admission {
   /** Traps and budgets (src/scope/traps.ts). */
   readonly scope: ScopePolicy;
-  /** What the crawl follows (--scope, --allow-host, --include/--exclude, --max-depth; docs/scope.md). */
-  readonly crawlScope: CrawlScope;
+  /** The crawl policy in force: what the crawl follows (--scope, --allow-host, --include/--exclude, --max-depth; docs/scope.md), what is blocked. */
+  private readonly policy: AdmissionPolicy;
   /** The seen-set: one round writes the new URLs' seen entries and frontier entries in one batch. */
   readonly drum: Drum<Candidate>;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
@@ -46,7 +57,7 @@ export class Admission {
 
   constructor(private readonly c: AdmissionComponents) {
     this.scope = new ScopePolicy(c.config.scope);
-    this.crawlScope = new CrawlScope(c.config.crawlScope);
+    this.policy = c.policy ?? optionsPolicy(new CrawlScope(c.config.crawlScope));
     this.drum = new Drum<Candidate>(c.store.db, c.store.seen, {
       batchSize: c.config.seen.batchSize,
       maxWaitMs: c.config.seen.maxWaitMs,
@@ -65,6 +76,11 @@ export class Admission {
       onOld: (items) => c.inlinks.noteRepeats(items),
       syncBarrier: () => c.barrier.sync(),
     });
+  }
+
+  /** What the crawl follows, as in force now. */
+  get crawlScope(): CrawlScope {
+    return this.policy.crawlScope;
   }
 
   /** Candidates that stay here: queued if new, durable when this resolves (with `sync`, fsynced). */
@@ -88,6 +104,8 @@ export class Admission {
     const host = hostOf(url);
     // Scope rejections are counted by the policy itself (summary: rejectedByScope).
     if (this.scope.checkStatic(url, host)) return null;
+    // The block list, for every URL whatever agent it came through (docs/scope.md "Block list").
+    if (this.policy.blocked(url, host)) { this.c.stats.reject(BLOCKED_BY_POLICY); return null; }
     const hk = hostKey(host);
     return { host, hostKey: hk, url, depth, hops: 0, kind, key: seenKey(hk, url), priority: priorityClass({ depth, sitemapPriority }) };
   }
@@ -108,7 +126,7 @@ export class Admission {
 
   /** A seed (or a seed's redirect): always in scope, and its unit is from now on (docs/scope.md). */
   asSeed(c: Candidate): Candidate {
-    this.crawlScope.addSeed(c.host);
+    this.policy.addSeed(c.host);
     return c;
   }
 
@@ -127,4 +145,9 @@ export class Admission {
     this.c.stats.reject(reason);
     return false;
   }
+}
+
+/** Without a policy document (a component test): the options' scope, no block list. */
+function optionsPolicy(crawlScope: CrawlScope): AdmissionPolicy {
+  return { crawlScope, addSeed: (host) => { crawlScope.addSeed(host); }, blocked: () => false };
 }

@@ -19,7 +19,7 @@ import { Frontier } from '../frontier/frontier.js';
 import { Fetcher } from '../fetch/fetcher.js';
 import { parseCidr } from '../fetch/address.js';
 import { productToken } from '../robots/index.js';
-import { normalizeUrl } from '../url/normalize.js';
+import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { CrawlScope } from '../scope/crawl-scope.js';
 import { createMetrics } from '../api/metrics.js';
 import { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -49,6 +49,7 @@ import type { Router } from './router.js';
 import type { Candidate, HostData } from './candidate.js';
 import { buildPipeline } from './pipeline.js';
 import type { RenderStep } from './render-step.js';
+import { readBlocklistFile, type PolicyGate } from './policy-gate.js';
 
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
 
@@ -81,6 +82,9 @@ export async function startAgent(options: AgentOptions & { logger?: Logger } = {
   const config = resolveConfig(options);
   for (const a of config.allowAddress) parseCidr(a); // a bad range is a usage error, found before anything opens
   new CrawlScope(config.crawlScope); // so is a bad scope or pattern
+  if (config.blocklistFile) {
+    try { readBlocklistFile(config.blocklistFile); } catch (err) { throw new StartupError((err as Error).message); } // and a bad block list line
+  }
   const logger = options.logger ?? (config.logLevel === 'silent' ? silentLogger : createLogger(config.logLevel));
   // Every startup error is found before anything starts (src/crawl/preflight.ts).
   const { api } = await preflight(config, logger);
@@ -119,6 +123,8 @@ class Agent implements AgentHandle, AgentView {
   readonly frontier: Frontier<HostData>;
   /** Where a URL goes: alone every host is ours, in a mesh the ring decides (src/crawl/router.ts). */
   private readonly router: Router;
+  /** The crawl policy in force, shared with the mesh (src/crawl/policy-gate.ts). */
+  readonly policy: PolicyGate;
   /** Candidate → normalise → scope → seen-set (src/crawl/admission.ts). */
   private readonly admission: Admission;
   private readonly promotions: Promotions;
@@ -178,7 +184,7 @@ class Agent implements AgentHandle, AgentView {
       },
       linkGraph: () => this.linkGraph,
     });
-    ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, admission: this.admission,
+    ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, policy: this.policy, admission: this.admission,
       promotions: this.promotions, recrawl: this.recrawl, sitemaps: this.sitemaps, router: this.router, archive: this.archive, completion: this.completion,
       pages: this.pages, turns: this.turns } = p);
     this.render = p.render;
@@ -190,7 +196,9 @@ class Agent implements AgentHandle, AgentView {
     this.dedup?.load().then(({ otherAlgorithm }) => {
       if (otherAlgorithm) this.log.warn({ digests: otherAlgorithm, now: this.config.warc.digest }, 'payload digests of the other --warc-digest in this data dir: their payloads are archived once more, then deduplicated again (docs/warc.md "Digests")');
     }, (err: Error) => this.log.warn({ err: err.message }, 'dedup filter not loaded: every payload is looked up'));
+    await this.policy.load();
     await this.router.start();
+    await this.policy.started();
     this.shortId = shortPeerId(this.router.id);
     await this.archive.open(this.shortId);
     await this.render.open();
@@ -267,7 +275,10 @@ class Agent implements AgentHandle, AgentView {
       const blocked = c && this.turns.blockedTarget(c.url);
       if (blocked) rejected.push({ url: u, reason: BLOCKED, detail: `${blocked.reason}; --allow-address opens a range` });
       else if (c) { this.admission.asSeed(c); cands.push(c); }
-      else rejected.push({ url: u, reason: normalizeUrl(u) ? 'out of scope' : 'not a crawlable http(s) URL' });
+      else {
+        const n = normalizeUrl(u);
+        rejected.push({ url: u, reason: !n ? 'not a crawlable http(s) URL' : this.policy.blocked(n, hostOf(n)) ? 'blocked by the crawl policy' : 'out of scope' });
+      }
     }
     const routed: Record<string, number> = {};
     for (const c of cands) { const o = this.ownerOf(c.host); routed[o] = (routed[o] ?? 0) + 1; }
@@ -403,9 +414,11 @@ class Agent implements AgentHandle, AgentView {
       ...(this.fatal ? { failure: this.fatal.message } : {}),
     });
     await this.api?.close().catch(() => {});
+    this.policy.stop();
     await this.router.stop();
     this.lifecycle = 'stopped';
     await this.router.saved();
+    await this.policy.flushed();
     await this.store.close().catch(() => {});
     if (this.idleTimer) clearInterval(this.idleTimer);
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
@@ -419,7 +432,9 @@ class Agent implements AgentHandle, AgentView {
     this.router.quiesce();
     if (this.sampler) clearInterval(this.sampler);
     await this.api?.close().catch(() => {});
+    this.policy.stop();
     await this.router.stop().catch(() => {});
+    await this.policy.flushed().catch(() => {});
     await this.linkGraph?.close().catch(() => {});
     await this.archive.abandon();
     await this.fingerprinter?.close().catch(() => {});

@@ -1,7 +1,7 @@
 // The agent seen through its HTTP API (src/api/backend.ts): this adapter reads
 // the agent's state and turns API calls into agent actions. It holds no state
 // of its own.
-import type { AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary } from '../api/backend.js';
+import type { PolicyReport, AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary } from '../api/backend.js';
 import { ApiError } from '../api/backend.js';
 import type { AgentMetrics } from '../api/metrics.js';
 import type { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -15,6 +15,7 @@ import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
 import { describeHost, unpark } from '../politeness/host.js';
 import { VERSION } from '../version.js';
+import type { PolicyGate } from './policy-gate.js';
 
 /** What the adapter needs from an agent. */
 export interface AgentView {
@@ -42,12 +43,28 @@ export interface AgentView {
   /** Seeds URLs; returns the per-URL verdicts and where they were routed. */
   seedUrls(urls: string[]): Promise<SeedResult>;
   leave(): Promise<void>;
+  /** The crawl policy (src/crawl/policy-gate.ts). */
+  readonly policy: Pick<PolicyGate, 'report' | 'block' | 'unblock'>;
 }
 
 export class AgentBackend implements ApiBackend {
   constructor(private readonly a: AgentView) {}
 
   get metrics(): AgentMetrics { return this.a.metrics; }
+
+  policy(): PolicyReport {
+    return this.a.policy.report(this.a.members());
+  }
+
+  async block(targets: string[], reason: string): Promise<PolicyReport> {
+    try { await this.a.policy.block(targets, reason); } catch (err) { throw new ApiError(400, (err as Error).message); }
+    return this.policy();
+  }
+
+  async unblock(targets: string[]): Promise<PolicyReport> {
+    try { await this.a.policy.unblock(targets); } catch (err) { throw new ApiError(400, (err as Error).message); }
+    return this.policy();
+  }
 
   status(): StatusReport {
     const s = this.a.stats;

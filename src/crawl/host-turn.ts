@@ -32,6 +32,9 @@ import { unbracketHost } from '../url/host.js';
 /** Failure kind and record reason of a URL whose address is internal (src/fetch/address.ts). */
 export const BLOCKED = 'blocked-address';
 
+/** Failure kind of a URL the crawl policy's block list refused (docs/scope.md "Block list"). */
+const POLICY_BLOCKED = 'blocked-by-policy';
+
 const RECENT_PER_HOST = 10;
 
 export interface HostTurnComponents {
@@ -56,6 +59,8 @@ export interface HostTurnComponents {
   inMesh(): boolean;
   /** Whether we own the host (always, without a mesh). */
   owns(host: string): boolean;
+  /** The crawl policy's block list (src/crawl/policy-gate.ts): a blocked URL gets no request, robots.txt included. */
+  policyBlocks?(url: string, host: string): boolean;
   /** A host we hold but no longer own: hand it on (src/crawl/ownership.ts). */
   handOn(): void;
   /** The handoff gate: 0, or when the host may be contacted (src/crawl/handoff.ts). */
@@ -121,6 +126,11 @@ export class HostTurn {
         // A parked host is not contacted again in this run: its URLs are recorded as failed.
         this.politeness.failed('parked');
         await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'parked' });
+        continue;
+      }
+      if (this.c.policyBlocks?.(q.url, h.name)) {
+        this.stats.reject(POLICY_BLOCKED);
+        await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: POLICY_BLOCKED });
         continue;
       }
       // In a mesh a previous owner's handoff may have settled this URL after we queued it.

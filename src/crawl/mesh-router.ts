@@ -17,6 +17,7 @@ import { isStoreFailure, errorText } from './errors.js';
 import { queueHere, type Replica, type Router } from './router.js';
 import type { Admission } from './admission.js';
 import type { Sitemaps } from './sitemaps.js';
+import type { MeshPolicyHooks } from './policy-gate.js';
 import type { Candidate, HostData } from './candidate.js';
 import type { RoutingFacts } from './summary.js';
 import type { Logger } from '../util/log.js';
@@ -47,6 +48,8 @@ export interface MeshRouterComponents {
   onIdle(): void;
   onFatal(err: Error): void;
   stopping(): boolean;
+  /** The crawl policy: carried in heartbeats, kept in step over its topic (src/crawl/policy-gate.ts). */
+  policy?: MeshPolicyHooks;
   /** Starts the mesh node (default: src/crawl/mesh.ts on loopback or the network); a test gives a fake. */
   startMesh?(handlers: MeshHandlers): Promise<AgentMesh>;
 }
@@ -103,7 +106,8 @@ export class MeshRouter implements Router {
       },
       counters: () => this.c.counters(),
       localIdle: () => this.c.localIdle(),
-      created: (m) => ownership.attach(m),
+      created: (m) => { ownership.attach(m); this.c.policy?.attach(m.node); },
+      policy: this.c.policy,
     };
     const mesh = this.mesh = await (this.c.startMesh ? this.c.startMesh(handlers) : AgentMesh.start(config.mesh, config.dataDir, store, handlers, log));
     mesh.on('idle', () => this.c.onIdle());

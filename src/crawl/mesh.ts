@@ -23,6 +23,8 @@ export interface MeshHandlers {
    * members' heartbeats): peer intake needs it from here on.
    */
   created?(mesh: AgentMesh): void;
+  /** The crawl policy (src/crawl/policy-gate.ts): our `version.digest` for heartbeats, and each member's as heard. */
+  policy?: { summary(): string; heard(peer: string, summary: unknown): void };
 }
 
 export interface AgentMeshStats {
@@ -74,6 +76,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
         node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
         // Another member owns hosts in our view once its first handoff marker came (the agent vouches: docs/mesh.md "Admission").
         ringNeedsVouch: true,
+        policySummary: handlers.policy ? () => handlers.policy!.summary() : undefined,
         counters: () => {
           const own = handlers.counters();
           const ex = exchange?.idleCounters() ?? { sent: 0, received: 0 };
@@ -90,6 +93,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       mesh = new AgentMesh(node, membership, outbox, replicas, exchange, cfg, log);
       handlers.created?.(mesh);
       membership.on('change', (c) => handlers.onChange(c));
+      membership.on('heartbeat', (info) => handlers.policy?.heard(info.id, info.policy));
       await membership.start();
       await exchange.start();
       // A joiner keeps trying its seed peers until it hears a member (docs/mesh.md "Joining in any order"),

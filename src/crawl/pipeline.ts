@@ -37,6 +37,7 @@ import { MeshRouter } from './mesh-router.js';
 import { newHostData, type HostData } from './candidate.js';
 import { RenderStep } from './render-step.js';
 import { HostClocks } from './render-clocks.js';
+import { PolicyGate } from './policy-gate.js';
 
 /** What the pipeline needs from the agent that runs it. */
 export interface PipelineHooks {
@@ -90,8 +91,17 @@ export function buildPipeline(hooks: PipelineHooks) {
   frontier.onLoadError = (host, err) => onFatal(new Error(`frontier read for ${host} failed: ${err.message}`));
   const barrier = new SyncBarrier(store.meta);
   const { onFatal, stopping } = hooks;
+  // The crawl policy in force (scope, filters, seed units, block list), shared with the mesh (src/crawl/policy-gate.ts).
+  const policy: PolicyGate = new PolicyGate({
+    config, store, frontier, stats, log,
+    exclusive: (fn) => admission.drum.exclusive(fn),
+    forgetCached: () => admission.drum.forgetCached(),
+    id: () => router.id,
+  });
+  // Readers of the scope's caps and types see the policy in force.
+  const inForce: AgentConfig = { ...config, get crawlScope() { return policy.scopeConfig; } };
   const admission: Admission = new Admission({
-    config, store, frontier, barrier, stats,
+    config, store, frontier, barrier, stats, policy,
     inlinks: {
       noteNew: (items) => promotions.noteNew(items),
       // Not in a mesh, for now: with promotions on, the join/leave test fetched a page twice on
@@ -113,7 +123,7 @@ export function buildPipeline(hooks: PipelineHooks) {
   });
   const router: Router = config.mesh.enabled
     ? new MeshRouter({
-      config, store, frontier, admission, sitemaps, barrier, metrics, log,
+      config, store, frontier, admission, sitemaps, barrier, metrics, log, policy,
       lifecycle: hooks.lifecycle, schedulePump: hooks.schedulePump, localIdle: hooks.localIdle, working: hooks.working, onIdle: hooks.onIdle,
       counters: () => ({ fetched: stats.fetched, queued: frontier.queued }),
       onFatal, stopping,
@@ -133,15 +143,17 @@ export function buildPipeline(hooks: PipelineHooks) {
     route: (cands) => router.route(cands), background: hooks.background, running: hooks.running,
   });
   const pages = new PageProcessor({
-    config, admission, archive, sitemaps, completion, dedup, fingerprinter, recrawl, stats, metrics, recentErrors, log, token, render,
+    config: inForce, admission, archive, sitemaps, completion, dedup, fingerprinter, recrawl, stats, metrics, recentErrors, log, token, render,
     linkGraph: () => hooks.linkGraph(),
     recordFailure: (q, h, out, failure) => turns.recordFailure(q, h, out, failure),
   });
   const turns: HostTurn = new HostTurn({
     store, frontier, fetcher, robots, politeness,
-    sideClocks, recrawl, stats, metrics, recentErrors, log, token, maxPagesPerHost: config.crawlScope.maxPagesPerHost,
+    sideClocks, recrawl, stats, metrics, recentErrors, log, token,
+    get maxPagesPerHost() { return policy.scopeConfig.maxPagesPerHost; },
     inMesh: () => router.shared,
     owns: (host) => router.owns(host),
+    policyBlocks: (url, host) => policy.blockedAtTurn(url, host),
     handOn: () => router.handOn(),
     notBefore: (host, now) => router.notBefore(host, now),
     running: hooks.running,
@@ -151,5 +163,5 @@ export function buildPipeline(hooks: PipelineHooks) {
     background: hooks.background,
     discoverSitemaps: (origin, entry) => sitemaps.discover(origin, entry),
   });
-  return { fetcher, politeness, dedup, fingerprinter, frontier, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render };
+  return { fetcher, politeness, dedup, fingerprinter, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render };
 }

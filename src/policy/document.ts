@@ -304,3 +304,18 @@ export function withScope(doc: PolicyDocument, scope: PolicyScope, origin: strin
   next.scopeOrigin = origin;
   return next;
 }
+
+/**
+ * The document with the scope of this agent's options set by `origin`, for the
+ * agent that starts a crawl (alone, or the first of a mesh): its options win over
+ * any scope at version 0 (every agent's options) and over one it held before a
+ * restart. The same document when that scope is already set, at a version.
+ */
+export function withOptionsScope(doc: PolicyDocument, scope: PolicyScope, origin: string, now: number): PolicyDocument {
+  if (doc.scopeRev > 0 && sameScope(doc.scope, scope)) return doc;
+  const next = bump(doc, now);
+  next.scope = cloneScope(scope);
+  next.scopeRev = next.version;
+  next.scopeOrigin = origin;
+  return next;
+}
