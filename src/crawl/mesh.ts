@@ -7,7 +7,9 @@ import { EventEmitter } from 'node:events';
 import { createMeshNode, joinThroughPeers, Membership, Outbox, UrlExchange, type MeshNode, type MembershipChange, type UrlItem, type MemberInfo } from '../mesh/index.js';
 import type { Store } from '../store/db.js';
 import type { Logger } from '../util/log.js';
-import type { MeshConfig } from '../config.js';
+import { DEFAULT_MESH_EXCHANGE, type MeshConfig } from '../config.js';
+import { parseZoneRule } from '../assign/zones.js';
+import { ZoneView } from './zone-view.js';
 
 export interface MeshHandlers {
   /** URLs a peer sent us; resolve only once they are durable. */
@@ -56,6 +58,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     /** Replica seen entries, sent on their own lane (docs/mesh.md "Crashes"). */
     readonly replicas: Outbox,
     readonly exchange: UrlExchange,
+    /** Zones: batches to other zones, traffic per zone (docs/mesh.md "Zones"). */
+    readonly zones: ZoneView,
     private readonly cfg: MeshConfig,
     private readonly log: Logger,
   ) { super(); }
@@ -70,8 +74,9 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       const replicas = await Outbox.open({ db: store.replicas, recentSize: 0 });
       let exchange: UrlExchange | undefined;
       let mesh: AgentMesh | undefined;
+      const zoneRules = cfg.zoneRules.map(parseZoneRule);
       const membership = new Membership({
-        node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
+        node, crawlId: cfg.crawlId, capacity: cfg.capacity, zone: cfg.zone, zoneWeight: cfg.zoneWeight, zoneRules, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
         // Another member owns hosts in our view once its first handoff marker came (the agent vouches: docs/mesh.md "Admission").
         ringNeedsVouch: true,
         counters: () => {
@@ -81,13 +86,17 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
           return { fetched: own.fetched, queued: own.queued + pending + (handlers.localIdle() ? 0 : 1), sent: ex.sent, received: ex.received };
         },
       });
+      const zones = new ZoneView({
+        zone: membership.zone, rulesDigest: membership.zoneRulesDigest,
+        crossZone: { lingerMs: cfg.crossZoneLingerMs, maxUrls: DEFAULT_MESH_EXCHANGE.crossZoneBatchMaxUrls, maxBytes: DEFAULT_MESH_EXCHANGE.crossZoneBatchMaxBytes },
+      }, (id) => membership.member(id));
       exchange = new UrlExchange({
-        node, outbox, replicaOutbox: replicas, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log,
+        node, outbox, batchPolicy: (peer) => zones.batchPolicy(peer), replicaOutbox: replicas, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log,
         // Batches only from members (active or leaving, joining or not): docs/mesh.md "Admission".
         admit: (from) => (membership.member(from) ? null : 'not-member'),
         limits: cfg.receiveLimits,
       });
-      mesh = new AgentMesh(node, membership, outbox, replicas, exchange, cfg, log);
+      mesh = new AgentMesh(node, membership, outbox, replicas, exchange, zones, cfg, log);
       handlers.created?.(mesh);
       membership.on('change', (c) => handlers.onChange(c));
       await membership.start();
@@ -118,7 +127,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
 
   /** Queues URLs for their owner; resolves once durable in our outbox. */
   forward(owner: string, items: UrlItem[], handoff = false): Promise<number> {
-    return this.outbox.enqueue(owner, items, { bypassRecent: handoff });
+    return this.outbox.enqueue(owner, items, { bypassRecent: handoff }).then((n) => { this.zones.noteForwarded(owner, n); return n; });
   }
 
   /**
