@@ -199,7 +199,9 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     if (!this.sawWork) {
       const own = h.counters();
       // Pages fetched or queued, not items exchanged: a mesh that formed and traded handoff markers has no work yet.
-      this.sawWork = own.fetched > 0 || own.queued > 0 || members.some((m) => m.counters.fetched > 0);
+      // Only members that count: a joiner whose peers are all still unvouched (their markers cross a WAN) would
+      // otherwise see their work, count none of them, and call the crawl idle before it took part.
+      this.sawWork = own.fetched > 0 || own.queued > 0 || members.some((m) => !m.self && !ignored(m.id) && m.counters.fetched > 0);
       if (!this.sawWork) return;
     }
     const counted = members.filter((m) => m.self || !ignored(m.id));
