@@ -8,7 +8,8 @@ import { createServer } from 'node:net';
 import { startSyntheticWeb, checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
 import { WanRelay } from '../bench/wan/relay.js';
 import { ZonedRing, parseZoneRule } from '../src/assign/zones.js';
-import type { StatusReport } from '../src/api/backend.js';
+import type { StatusResponse } from '../src/api/backend.js';
+import { formatStatus } from '../src/api/client.js';
 import { tempDir } from './helpers.js';
 import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, waitMembers, seedThroughApi, whoFetched, type AgentProc } from './mesh-agents.js';
 
@@ -21,8 +22,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function status(api: number): Promise<StatusReport> {
-  return await (await fetch(`http://127.0.0.1:${api}/status`)).json() as StatusReport;
+async function status(api: number): Promise<StatusResponse> {
+  return await (await fetch(`http://127.0.0.1:${api}/status`)).json() as StatusResponse;
 }
 
 const ZONE_OF_AGENT: Record<string, string> = { a0: 'eu', a1: 'eu', a2: 'us', a3: 'us', a4: 'ap', a5: 'ap' };
@@ -90,6 +91,7 @@ test('3 zones × 2 agents behind the WAN emulator: every page once, each host cr
     for (const z of zones.values()) assert.ok(Math.abs(z.share - 1 / 3) < 1e-9, `zone ${z.zone} owns a third of the hosts (equal weights)`);
     const self = st.mesh.members.find((m) => m.self)!;
     assert.equal(self.zone, 'eu');
+    assert.match(formatStatus(st), /zones:\n.*ZONE.*\n\s+ap .*\n\s+eu \* +2 /, '`ubicrawl status` shows the zones');
     // A leave inside us, once the newcomer crawls.
     await waitFor(() => web.requests().concat(de.requests()).some((r) => agentOf(r.userAgent) === 'a1'), 60_000, 'the joiner crawling');
     const a3 = procs.find((p) => p.name === 'a3')!;
