@@ -129,6 +129,11 @@ export interface MeshConfig {
   heartbeatMs: number;
   /** Silence (and no connection) after which a member is declared dead. */
   deadAfterMs: number;
+  /**
+   * A member that meets the dead rule is suspect this long before it is declared dead and its hosts
+   * are taken over (docs/mesh.md "Suspicion before takeover"). 0: at once.
+   */
+  takeoverGraceMs: number;
   /** A URL forwarded this many times is kept where it lands (views disagree for a moment). */
   maxHops: number;
   /**
@@ -488,6 +493,9 @@ export const DEFAULT_MESH: Readonly<MeshConfig> = Object.freeze({
   crossZoneLingerMs: 500,
   heartbeatMs: DEFAULT_HEARTBEAT_MS,
   deadAfterMs: DEAD_AFTER_HEARTBEATS * DEFAULT_HEARTBEAT_MS,
+  // On one site a silent member is most likely gone: take over at once. Across data centers raise it
+  // (docs/deploy.md "Three data centers"): a partition shorter than dead-after + grace moves no host.
+  takeoverGraceMs: 0,
   maxHops: 3,
   leaveTimeoutMs: 120_000,
   // About 10× what an honest agent sends at full speed (docs/mesh.md "Admission"); a handoff of a large

@@ -265,6 +265,10 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--heartbeat <ms>', help: 'membership heartbeat interval', config: 'mesh.heartbeatMs', parse: intArg('--heartbeat', 50) },
   { flags: '--dead-after <ms>', help: 'a silent member without a connection is dead after this long', config: 'mesh.deadAfterMs', parse: intArg('--dead-after', 100) },
   {
+    flags: '--takeover-grace <duration>', help: 'a member silent past --dead-after is suspect this long before its hosts are taken over (a partition shorter than both moves no host; 0 = at once)',
+    config: 'mesh.takeoverGraceMs', parse: durationArg('--takeover-grace'), show: formatDuration,
+  },
+  {
     flags: '--peer-rate <urls/s>', help: `URLs per second one peer may send us (bursts of ${RECEIVE_BURST_SECONDS} s); faster senders are slowed down`,
     config: 'mesh.receiveLimits.itemsPerSec', parse: intArg('--peer-rate', 1),
     apply: (rate: number, into) => { into.mesh = { ...into.mesh, receiveLimits: { ...DEFAULT_MESH.receiveLimits, itemsPerSec: rate, itemsBurst: RECEIVE_BURST_SECONDS * rate } }; },

@@ -171,7 +171,7 @@ export class MeshRouter implements Router {
     if (!mesh) return [];
     const shares = mesh.membership.ring.shares();
     return mesh.members().map((m) => ({
-      id: shortPeerId(m.id), self: m.self, addrs: m.addrs, state: m.state === 'active' && !mesh.membership.isVouched(m.id) ? 'joining' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
+      id: shortPeerId(m.id), self: m.self, addrs: m.addrs, state: m.state === 'active' && !mesh.membership.isVouched(m.id) ? 'joining' : mesh.membership.isSuspect(m.id) ? 'suspect' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
       counters: { ...m.counters }, lastSeen: m.lastHeard, ...(m.zone ? { zone: m.zone } : {}),
     }));
   }
@@ -227,7 +227,8 @@ export class MeshRouter implements Router {
     if (!mesh) return;
     const members = mesh.members();
     metrics.setMembers({
-      active: members.filter((m) => m.state === 'active' && mesh.membership.isVouched(m.id)).length,
+      active: members.filter((m) => m.state === 'active' && mesh.membership.isVouched(m.id) && !mesh.membership.isSuspect(m.id)).length,
+      suspect: members.filter((m) => mesh.membership.isSuspect(m.id)).length,
       joining: members.filter((m) => m.state === 'active' && !mesh.membership.isVouched(m.id)).length,
       leaving: members.filter((m) => m.state === 'leaving').length,
     });

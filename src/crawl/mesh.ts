@@ -76,7 +76,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       let mesh: AgentMesh | undefined;
       const zoneRules = cfg.zoneRules.map(parseZoneRule);
       const membership = new Membership({
-        node, crawlId: cfg.crawlId, capacity: cfg.capacity, zone: cfg.zone, zoneWeight: cfg.zoneWeight, zoneRules, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
+        node, crawlId: cfg.crawlId, capacity: cfg.capacity, zone: cfg.zone, zoneWeight: cfg.zoneWeight, zoneRules, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, suspectGraceMs: cfg.takeoverGraceMs, admission: cfg.admission, logger: log,
         // Another member owns hosts in our view once its first handoff marker came (the agent vouches: docs/mesh.md "Admission").
         ringNeedsVouch: true,
         counters: () => {
@@ -140,6 +140,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     const now = Date.now();
     for (const p of this.outbox.peers()) {
       if (!this.membership.ring.capacityOf(p)) continue; // not in our ring: its queue is re-routed anyway
+      // A suspect member is silent, not misbehaving: the takeover grace decides when its hosts move (docs/mesh.md).
+      if (this.membership.isSuspect(p)) continue;
       const quota = this.outbox.queuedBytes(p) > this.cfg.outboxQuotaBytes;
       const stalled = this.outbox.stalledFor(p, now) > this.cfg.peerStallMs;
       if (!quota && !stalled) continue;

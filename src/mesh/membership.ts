@@ -46,6 +46,11 @@ export interface MemberTableOptions {
    * heartbeats may be ignored, e.g. gossipsub graylisted it). Default 4 × deadAfterMs.
    */
   maxSilenceMs?: number;
+  /**
+   * A member that meets the dead rule above is first *suspect*, and declared dead (taken over) only
+   * once it has met it without a break this long (docs/mesh.md "Suspicion before takeover"). Default 0: at once.
+   */
+  suspectGraceMs?: number;
 }
 
 // ---------------------------------------------------------------- pure core
@@ -68,6 +73,9 @@ export class MemberTable {
   private readonly confirmWithinMs: number;
   private readonly cooldownMs: number;
   private readonly maxSilenceMs: number;
+  private readonly suspectGraceMs: number;
+  /** Since when each suspect member has met the dead rule. */
+  private readonly suspectSince = new Map<string, number>();
   constructor(
     readonly selfId: string,
     readonly opts: MemberTableOptions,
@@ -76,6 +84,7 @@ export class MemberTable {
     this.confirmWithinMs = opts.confirmWithinMs ?? 2 * opts.deadAfterMs;
     this.cooldownMs = opts.cooldownMs ?? 10 * opts.deadAfterMs;
     this.maxSilenceMs = opts.maxSilenceMs ?? 4 * opts.deadAfterMs;
+    this.suspectGraceMs = opts.suspectGraceMs ?? 0;
   }
 
   /** Records our own heartbeat (self is always live). */
@@ -143,7 +152,7 @@ export class MemberTable {
   /**
    * Declares dead every member silent for more than deadAfterMs that has no
    * open connection, or silent for more than maxSilenceMs whatever its
-   * connections; returns their ids. Pending members that stayed silent are
+   * connections, once it has been so (suspect) for suspectGraceMs; returns their ids. Pending members that stayed silent are
    * forgotten too (not returned: they were never in the ring).
    */
   sweep(now: number, isConnected: (id: string) => boolean): string[] {
@@ -151,7 +160,13 @@ export class MemberTable {
     for (const m of this.byId.values()) {
       if (m.self) continue;
       const silent = now - m.lastHeard;
-      if ((silent > this.opts.deadAfterMs && !isConnected(m.id)) || silent > this.maxSilenceMs) dead.push(m.id);
+      if (!((silent > this.opts.deadAfterMs && !isConnected(m.id)) || silent > this.maxSilenceMs)) {
+        this.suspectSince.delete(m.id); // heard again (or connected): no longer suspect
+        continue;
+      }
+      let since = this.suspectSince.get(m.id);
+      if (since === undefined) this.suspectSince.set(m.id, since = now);
+      if (now - since >= this.suspectGraceMs) dead.push(m.id);
     }
     for (const id of dead) this.forget(id);
     for (const p of [...this.pending.values()]) if (now - p.lastHeard > this.opts.deadAfterMs) this.forget(p.id);
@@ -180,10 +195,16 @@ export class MemberTable {
     if (!m || m.self) return false;
     this.byId.delete(id);
     this.pending.delete(id);
+    this.suspectSince.delete(id);
     this.tombstones.delete(id);
     this.tombstones.set(id, { incarnation: m.incarnation, seq: m.seq });
     if (this.tombstones.size > this.maxTombstones) this.tombstones.delete(this.tombstones.keys().next().value!);
     return true;
+  }
+
+  /** Whether an admitted member is suspect: silent past the dead rule, within the grace before it is declared dead. */
+  isSuspect(id: string): boolean {
+    return this.suspectSince.has(id);
   }
 
   /** An admitted member (pending ones are not members yet). */
@@ -332,6 +353,8 @@ export interface MembershipOptions {
   intervalMs?: number;
   /** Silence after which a member without a connection is dead, ms. Default 5 × intervalMs. */
   deadAfterMs?: number;
+  /** A member that meets the dead rule stays suspect this long before it is declared dead, ms. Default 0. */
+  suspectGraceMs?: number;
   /** Counters to publish, read at every heartbeat. Default all zero. */
   counters?: () => MemberCounters;
   /** Summary of the crawl policy in force (src/policy/sync.ts), read at every heartbeat; none by default. */
@@ -470,7 +493,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.zoneWeight = opts.zoneWeight ?? 1;
     this.zoneRulesDigest = zoneRulesDigest(opts.zoneRules ?? []);
     this.ring = new ZonedRing({ maxCapacity: this.admission.maxCapacity, ...opts.ring }, opts.zoneRules ?? []);
-    this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? this.admission.maxMembers });
+    this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? this.admission.maxMembers, suspectGraceMs: opts.suspectGraceMs });
     this.newMembers = new TokenBucket(this.admission.newMembersBurst, this.admission.newMembersPerInterval / this.intervalMs, Date.now());
     this.heartbeatRate = new WindowCounter(this.intervalMs, this.admission.heartbeatsPerInterval);
   }
@@ -571,6 +594,11 @@ export class Membership extends EventEmitter<MembershipEvents> {
   /** Every admitted live member (active or leaving, self included) with its latest counters. */
   members(): MemberInfo[] {
     return this.table.all();
+  }
+
+  /** Whether a member is suspect: silent, within the grace before it is taken over (docs/mesh.md "Suspicion before takeover"). */
+  isSuspect(id: string): boolean {
+    return this.table.isSuspect(id);
   }
 
   /** An admitted member; identities waiting for a connection are not members yet. */
