@@ -28,7 +28,7 @@ const testDir = join(root, 'dist', 'test');
 const HEAVY = new Map([
   ['hostile-peer', 628], ['mesh-crawl', 232], ['mesh-crash', 193], ['mesh-scope', 129], ['mesh-integration', 89],
   ['api-mesh', 56], ['mesh-sitemaps', 31], ['join-order', 90], ['graph', 60], ['wan', 60], ['render', 40], ['mesh-policy', 10],
-  ['zones-wan', 110],
+  ['zones-wan', 110], ['partition-wan', 40],
 ]);
 /**
  * Files whose assertions (no page fetched twice, members seen within a deadline) need the machine to
