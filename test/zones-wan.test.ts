@@ -11,7 +11,7 @@ import { ZonedRing, parseZoneRule } from '../src/assign/zones.js';
 import type { StatusResponse } from '../src/api/backend.js';
 import { formatStatus } from '../src/api/client.js';
 import { tempDir } from './helpers.js';
-import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, waitMembers, seedThroughApi, whoFetched, type AgentProc } from './mesh-agents.js';
+import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, seedThroughApi, whoFetched, type AgentProc } from './mesh-agents.js';
 
 /** A loopback port free at the time of asking (the relay must know an agent's port before the agent starts). */
 async function freePort(): Promise<number> {
@@ -20,6 +20,17 @@ async function freePort(): Promise<number> {
   const port = (srv.address() as { port: number }).port;
   await new Promise((r) => srv.close(r));
   return port;
+}
+
+/** Polls an agent's API until it counts `n` active members: bounded at 120 s (seven agent processes start here on a shared 2-core machine). */
+async function waitActive(api: number, n: number): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const active = await status(api).then((st) => st.mesh.members.filter((m) => m.state === 'active').length, () => 0);
+    if (active >= n) return;
+    if (Date.now() > deadline) throw new Error(`agent on API port ${api} never saw ${n} active members`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 async function status(api: number): Promise<StatusResponse> {
@@ -71,7 +82,7 @@ test('3 zones × 2 agents behind the WAN emulator: every page once, each host cr
     // Every zone present, and every agent seeing all five, before the seeds: hosts then change hands only by the join and the leave below.
     for (const n of ['a2', 'a3', 'a4', 'a5']) start(n, joinVia);
     for (const a of procs.slice(1)) apis.set(a.name, (await listeningOn(a, { api: true })).api);
-    for (const api of apis.values()) await waitMembers(api, 5);
+    for (const api of apis.values()) await waitActive(api, 5);
     phase('mesh of five');
     const seeds = [...web.roots(), ...de.roots()];
     await seedThroughApi(apis.get('a0')!, seeds, join(dir, 'a0'));
@@ -81,7 +92,7 @@ test('3 zones × 2 agents behind the WAN emulator: every page once, each host cr
     phase('seeded, join');
     const a1 = start('a1', joinVia);
     apis.set('a1', (await listeningOn(a1, { api: true })).api);
-    await waitMembers(apis.get('a1')!, 6);
+    await waitActive(apis.get('a1')!, 6);
     phase('joined');
     const st = await status(apis.get('a1')!);
     t.diagnostic(`zones seen by a1: ${JSON.stringify(st.mesh.zones)}`);
