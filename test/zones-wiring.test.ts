@@ -126,6 +126,10 @@ test('ZoneView: members, owners, shares and forwarded URLs per zone; batches to 
   const v = new ZoneView({ zone: 'eu', rulesDigest: digest, crossZone: cross }, (id) => byId.get(id));
   assert.equal(v.batchPolicy(ID_A), undefined);
   assert.deepEqual(v.batchPolicy(ID_B), cross);
+  assert.equal(v.newRulesMismatch(byId.get(ID_B)!), false, 'same rules');
+  assert.equal(v.newRulesMismatch(byId.get(ID_C)!), true, 'other rules: reported once');
+  assert.equal(v.newRulesMismatch(byId.get(ID_C)!), false);
+  assert.equal(v.newRulesMismatch({ id: ID_C, zoneRules: 'ffffffffffffffff' }), true, 'another list again: reported again');
   v.noteForwarded(ID_B, 7);
   v.noteForwarded(ID_C, 3);
   v.noteForwarded(ID_A, 2);

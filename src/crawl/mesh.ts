@@ -99,6 +99,9 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       mesh = new AgentMesh(node, membership, outbox, replicas, exchange, zones, cfg, log);
       handlers.created?.(mesh);
       membership.on('change', (c) => handlers.onChange(c));
+      membership.on('heartbeat', (m) => {
+        if (zones.newRulesMismatch(m)) log.warn({ peer: m.id, theirs: m.zoneRules ?? null, ours: membership.zoneRulesDigest ?? null }, 'member applies other --zone-rule lists: its owners differ from ours (docs/mesh.md "Zones")');
+      });
       await membership.start();
       await exchange.start();
       // A joiner keeps trying its seed peers until it hears a member (docs/mesh.md "Joining in any order"),

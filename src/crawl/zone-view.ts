@@ -28,6 +28,8 @@ export function memberZone(m: Pick<MemberInfo, 'zone'> | undefined): string {
 export class ZoneView {
   private readonly forwardedTo = new Map<string, number>();
   private readonly lastZone = new Map<string, string>();
+  /** Members (and their digest) already reported for applying other zone rules. */
+  private readonly rulesWarned = new Map<string, string | undefined>();
   /** URLs forwarded to members of other zones, all together. */
   crossZoneForwarded = 0;
 
@@ -52,6 +54,18 @@ export class ZoneView {
   /** The exchange's batch policy: another zone's members get fewer, larger batches; our zone's the defaults. */
   batchPolicy(peer: string): BatchPolicy | undefined {
     return this.zoneOf(peer) === this.o.zone ? undefined : this.o.crossZone;
+  }
+
+  /**
+   * Whether a member's heartbeat shows other zone rules than ours, for the first time for that
+   * member and digest (the caller logs it once: the owners it computes differ from ours).
+   */
+  newRulesMismatch(m: Pick<MemberInfo, 'id' | 'zoneRules'>): boolean {
+    if (m.zoneRules === this.o.rulesDigest) { this.rulesWarned.delete(m.id); return false; }
+    if (this.rulesWarned.has(m.id) && this.rulesWarned.get(m.id) === m.zoneRules) return false;
+    this.rulesWarned.set(m.id, m.zoneRules);
+    if (this.rulesWarned.size > 4096) this.rulesWarned.delete(this.rulesWarned.keys().next().value!);
+    return true;
   }
 
   /** `n` items queued for `peer`. */
