@@ -28,14 +28,16 @@ const testDir = join(root, 'dist', 'test');
 const HEAVY = new Map([
   ['hostile-peer', 628], ['mesh-crawl', 232], ['mesh-crash', 193], ['mesh-scope', 129], ['mesh-integration', 89],
   ['api-mesh', 56], ['mesh-sitemaps', 31], ['join-order', 90], ['graph', 60], ['wan', 60], ['render', 40], ['render-crawl', 40], ['mesh-policy', 10],
+  ['zones-wan', 110], ['partition-wan', 40],
 ]);
 /**
  * Files whose assertions (no page fetched twice, members seen within a deadline) need the machine to
  * themselves: they run last, one at a time, with nothing beside them. Beside other files on 2 cores the
  * hostile-peer meshes miss their handoff deadlines and fetch a seed page twice (the same on the code
- * before the parallel runner), and the fourth agent of mesh-crawl misses the join.
+ * before the parallel runner), the fourth agent of mesh-crawl misses the join, and zones-wan starts seven
+ * agent processes.
  */
-const ALONE = new Set(['hostile-peer', 'mesh-crawl']);
+const ALONE = new Set(['hostile-peer', 'mesh-crawl', 'zones-wan']);
 const LIGHT = new Map([
   ['crawl', 126], ['crash', 116], ['scope-crawl', 96], ['memory', 90], ['leave', 72], ['mesh-admission', 65], ['dedup', 63],
   ['recrawl-crawl', 58], ['disk-full', 58], ['frontier', 50], ['politeness-crawl', 49], ['api-auth', 37], ['ring', 31],

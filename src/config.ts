@@ -120,9 +120,22 @@ export interface MeshConfig {
   crawlId: string;
   /** Share of hosts relative to other agents (UbiCrawler capacity). */
   capacity: number;
+  /** This agent's zone (a data center, a region); '' = the default zone (docs/mesh.md "Zones"). */
+  zone: string;
+  /** The weight this agent declares for its zone: a zone's share of hosts is its weight over the sum (docs/mesh.md "Zones"). */
+  zoneWeight: number;
+  /** `SUFFIX=ZONE` or `CIDR=ZONE` rules (src/assign/zones.ts), the same on every member. */
+  zoneRules: string[];
+  /** A partial batch of URLs for a member of another zone waits this long for more (larger, fewer batches across a WAN), ms. */
+  crossZoneLingerMs: number;
   heartbeatMs: number;
   /** Silence (and no connection) after which a member is declared dead. */
   deadAfterMs: number;
+  /**
+   * A member that meets the dead rule is suspect this long before it is declared dead and its hosts
+   * are taken over (docs/mesh.md "Suspicion before takeover"). 0: at once.
+   */
+  takeoverGraceMs: number;
   /** A URL forwarded this many times is kept where it lands (views disagree for a moment). */
   maxHops: number;
   /**
@@ -474,8 +487,17 @@ export const DEFAULT_MESH: Readonly<MeshConfig> = Object.freeze({
   joinTimeoutMs: 300_000,
   crawlId: 'default',
   capacity: 1,
+  zone: '',
+  zoneWeight: 1,
+  zoneRules: Object.freeze([]) as unknown as string[],
+  // Inside a zone a batch waits 50 ms (DEFAULT_MESH_EXCHANGE.lingerMs); across zones, ten times that:
+  // a round trip there costs 60–300 ms, so fewer, fuller batches (docs/mesh.md "Zones").
+  crossZoneLingerMs: 500,
   heartbeatMs: DEFAULT_HEARTBEAT_MS,
   deadAfterMs: DEAD_AFTER_HEARTBEATS * DEFAULT_HEARTBEAT_MS,
+  // On one site a silent member is most likely gone: take over at once. Across data centers raise it
+  // (docs/deploy.md "Three data centers"): a partition shorter than dead-after + grace moves no host.
+  takeoverGraceMs: 0,
   maxHops: 3,
   leaveTimeoutMs: 120_000,
   // About 10× what an honest agent sends at full speed (docs/mesh.md "Admission"); a handoff of a large
@@ -499,6 +521,9 @@ export interface MeshExchangeTuning {
   batchMaxBytes: number;
   /** A partial batch waits this long for more URLs, ms. */
   lingerMs: number;
+  /** URLs and bytes per batch frame to a member of another zone (the linger is mesh.crossZoneLingerMs). */
+  crossZoneBatchMaxUrls: number;
+  crossZoneBatchMaxBytes: number;
   /** Unacknowledged URL batches per peer. */
   window: number;
   ackTimeoutMs: number;
@@ -524,6 +549,8 @@ export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze
   batchMaxUrls: 500,
   batchMaxBytes: 256 * 1024,
   lingerMs: 50,
+  crossZoneBatchMaxUrls: 2000,
+  crossZoneBatchMaxBytes: 1024 * 1024,
   window: 4,
   ackTimeoutMs: 30_000,
   dialTimeoutMs: 10_000,
@@ -594,6 +621,7 @@ export function defaultConfig(): AgentConfig {
       peers: [...DEFAULT_MESH.peers],
       listen: [...DEFAULT_MESH.listen],
       announce: [...DEFAULT_MESH.announce],
+      zoneRules: [...DEFAULT_MESH.zoneRules],
       receiveLimits: { ...DEFAULT_MESH.receiveLimits },
       admission: defaultMeshAdmission(),
     },

@@ -22,6 +22,7 @@ export { xxh64, xxh64Hex } from './hash/xxhash.js';
 export { simhash64, hamming64, simhashHex, SimhashIndex } from './dedup/simhash.js';
 export { ContentDedup, DEFAULT_DEDUP_CONFIG, type DedupConfig, type DedupCounts, type ExactCheck, type NearCheck } from './dedup/content.js';
 export { HostRing, DEFAULT_REPLICAS, type HostRingOptions } from './assign/ring.js';
+export { ZonedRing, parseZoneRule, zoneByRules, zoneByHash, type ZoneRule, type OwnerRing } from './assign/zones.js';
 
 // WARC
 export { WarcWriter } from './warc/writer.js';

@@ -49,6 +49,26 @@ export interface MemberReport {
   counters: MemberCounters;
   /** When the last heartbeat arrived; null for `self`. */
   lastSeen: number | null;
+  /** The member's zone (`--zone`); absent for the default zone. */
+  zone?: string;
+}
+
+/** One zone as an agent sees it (`GET /status` → mesh.zones). */
+export interface ZoneReport {
+  /** The zone's name ('' = the default zone of members started without `--zone`). */
+  zone: string;
+  /** Members in our view (active, joining or leaving). */
+  members: number;
+  /** Of them, in our ring (owning hosts). */
+  owners: number;
+  /** Expected fraction of hosts the zone owns (its weight over the sum; rules not counted). */
+  share: number;
+  /** The zone this agent is in. */
+  self: boolean;
+  /** URLs and seen entries this agent forwarded to the zone's members (cumulative; our own zone included). */
+  forwarded: number;
+  /** Members whose heartbeat carries other zone rules than ours (they disagree on owners). */
+  rulesMismatch: number;
 }
 
 export interface StatusReport {
@@ -65,6 +85,8 @@ export interface StatusReport {
     /** Crawl (gossip topic) identifier; null when the agent runs alone. */
     crawlId: string | null;
     members: MemberReport[];
+    /** Per zone (docs/mesh.md "Zones"): members, share of hosts, URLs this agent forwarded to it. Absent when alone. */
+    zones?: ZoneReport[];
   };
   /** The render tier (docs/render.md), when --render or --render-host turned it on. */
   render?: {

@@ -152,6 +152,15 @@ export function formatStatus(s: StatusResponse): string {
     ).map((l) => '  ' + l));
     out.push('  (* this agent)');
   }
+  const zones = s.mesh.zones ?? [];
+  if (zones.some((z) => z.zone !== '')) {
+    // docs/mesh.md "Zones": who owns what share per zone, and what this agent sent to each.
+    out.push('', 'zones:');
+    out.push(...table(['ZONE', 'MEMBERS', 'OWNING', 'SHARE', 'URLS SENT', ''], zones.map((z) => [
+      clean(z.zone || '(none)') + (z.self ? ' *' : ''), formatNumber(z.members), formatNumber(z.owners), `${(z.share * 100).toFixed(1)}%`, formatNumber(z.forwarded),
+      z.rulesMismatch ? `${z.rulesMismatch} with other --zone-rule lists` : '',
+    ]), [1, 2, 3, 4]).map((l) => '  ' + l));
+  }
   if (s.topHosts?.length) {
     out.push('', 'top hosts:');
     out.push(...table(['HOST', 'FETCHED', 'QUEUED', 'ERRORS', ''], s.topHosts.map((h) => [

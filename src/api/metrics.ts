@@ -10,6 +10,9 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { MemberState } from './backend.js';
 
+/** Zone label values kept apart in the metrics (zones are named by heartbeats: bounded). */
+const MAX_ZONE_LABELS = 32;
+
 /** What the API server needs to answer `GET /metrics`. */
 export interface MetricsSource {
   readonly contentType: string;
@@ -73,6 +76,11 @@ export class AgentMetrics implements MetricsSource {
   private readonly heartbeatsRefused: Counter<'reason'>;
   private readonly heartbeatsRefusedSeen = new Map<string, number>();
   private readonly members: Gauge<'state'>;
+  private readonly zoneMembers: Gauge<'zone'>;
+  private readonly zoneShare: Gauge<'zone'>;
+  private readonly zoneForwarded: Counter<'zone'>;
+  /** Last cumulative forwarded count per zone label (the counter is advanced by the difference). */
+  private readonly zoneForwardedSeen = new Map<string, number>();
   private readonly meshRefusals: Counter<'reason'>;
   private readonly meshRefusalChildren = new Map<string, Child>();
   private readonly info: Gauge<'agent' | 'version'>;
@@ -108,6 +116,9 @@ export class AgentMetrics implements MetricsSource {
     this.maxPeerLabels = opts.maxPeerLabels ?? 256;
     this.heartbeatsRefused = new Counter({ name: `${p}mesh_heartbeats_refused_total`, help: 'Membership heartbeats refused, by reason (malformed, capacity, signer: rejected, costing the relayer gossipsub score; rate, admission, cooldown, full: ignored; unreachable: identities dropped for never becoming reachable).', labelNames: ['reason'], registers });
     this.members = new Gauge({ name: `${p}mesh_members`, help: 'Mesh members in this agent\'s view, by state.', labelNames: ['state'], registers });
+    this.zoneMembers = new Gauge({ name: `${p}zone_members`, help: 'Mesh members per zone in this agent\'s view (zone "" = no --zone; docs/mesh.md "Zones").', labelNames: ['zone'], registers });
+    this.zoneShare = new Gauge({ name: `${p}zone_host_share`, help: 'Expected fraction of hosts each zone owns (its weight over the sum).', labelNames: ['zone'], registers });
+    this.zoneForwarded = new Counter({ name: `${p}zone_urls_forwarded_total`, help: 'URLs and seen entries this agent forwarded to members of each zone (its own included): the cross-zone traffic.', labelNames: ['zone'], registers });
     for (const s of MEMBER_STATES) this.members.labels(s).set(0);
     this.info = new Gauge({ name: `${p}agent_info`, help: 'Always 1; labels name this agent and its version.', labelNames: ['agent', 'version'], registers });
     if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry });
@@ -195,6 +206,28 @@ export class AgentMetrics implements MetricsSource {
   /** Member counts by state; states left out are 0. */
   setMembers(counts: Partial<Record<MemberState, number>>): void {
     for (const s of MEMBER_STATES) this.members.labels(s).set(counts[s] ?? 0);
+  }
+
+  /** The per-zone view (src/crawl/zone-view.ts); at most MAX_ZONE_LABELS zones, the rest under `other`. */
+  setZones(zones: ReadonlyArray<{ zone: string; members: number; share: number; forwarded: number }>): void {
+    const members = new Map<string, number>();
+    const share = new Map<string, number>();
+    const fwd = new Map<string, number>();
+    for (const z of zones) {
+      const label = members.size < MAX_ZONE_LABELS - 1 || members.has(z.zone) ? z.zone : 'other';
+      members.set(label, (members.get(label) ?? 0) + z.members);
+      share.set(label, (share.get(label) ?? 0) + z.share);
+      fwd.set(label, (fwd.get(label) ?? 0) + z.forwarded);
+    }
+    this.zoneMembers.reset();
+    this.zoneShare.reset();
+    for (const [zone, n] of members) this.zoneMembers.labels(zone).set(n);
+    for (const [zone, v] of share) this.zoneShare.labels(zone).set(v);
+    for (const [zone, n] of fwd) {
+      const d = n - (this.zoneForwardedSeen.get(zone) ?? 0);
+      if (d > 0) this.zoneForwarded.labels(zone).inc(d);
+      this.zoneForwardedSeen.set(zone, Math.max(n, this.zoneForwardedSeen.get(zone) ?? 0));
+    }
   }
 
   // ---- mesh exchange, per peer ------------------------------------------

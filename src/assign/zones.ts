@@ -24,6 +24,9 @@ import { BlockList, isIP } from 'node:net';
 import { xxh64 } from '../hash/xxhash.js';
 import { HostRing, ringHostName, type HostRingOptions } from './ring.js';
 
+/** Largest zone weight a heartbeat may declare (a hostile member cannot claim every host for its zone at an unbounded ratio). */
+export const MAX_ZONE_WEIGHT = 10_000;
+
 /** The zone of members started without `--zone`. */
 export const DEFAULT_ZONE = '';
 /** Longest zone name: it travels in every heartbeat. */
@@ -82,6 +85,17 @@ export function zoneByRules(host: string, rules: readonly ZoneRule[]): string | 
   return best?.zone ?? null;
 }
 
+/**
+ * A digest of a rule list (16 hex digits), carried in heartbeats: members that
+ * apply different rules would disagree on owners, so a mismatch is reported
+ * (docs/mesh.md "Zones"). Order matters (the first matching CIDR wins).
+ */
+export function zoneRulesDigest(rules: readonly ZoneRule[]): string | undefined {
+  if (rules.length === 0) return undefined;
+  const canon = rules.map((r) => `${r.suffix ?? r.text.slice(0, r.text.lastIndexOf('=')).trim().toLowerCase()}=${r.zone}`).join('\n');
+  return xxh64(canon).toString(16).padStart(16, '0');
+}
+
 /** A uniform (0, 1) draw from a 64-bit hash. */
 function unit(h: bigint): number {
   return (Number(h >> 11n) + 0.5) / 9007199254740992;
@@ -104,20 +118,72 @@ export function zoneByHash(host: string, weights: ReadonlyMap<string, number>): 
 interface ZoneEntry { ring: HostRing; weights: Map<string, number> }
 
 /**
+ * What ownership consumers need of a ring: HostRing and ZonedRing both offer
+ * it, so a consumer (handoff gates, recent rings, routing) takes either.
+ */
+export interface OwnerRing {
+  readonly replicas: number;
+  readonly maxCapacity: number;
+  readonly size: number;
+  members(): string[];
+  has(id: string): boolean;
+  capacityOf(id: string): number | undefined;
+  ownerOf(host: string): string | undefined;
+  nextOwnersOf(host: string, n: number): string[];
+  shares(): Map<string, number>;
+}
+
+/** A member's zone in `ring` (DEFAULT_ZONE for a plain HostRing or a non-member). */
+export function zoneOfMember(ring: OwnerRing, id: string): string {
+  return ring instanceof ZonedRing ? ring.memberZone(id) ?? DEFAULT_ZONE : DEFAULT_ZONE;
+}
+
+/** A member's declared zone weight in `ring` (1 for a plain HostRing or a non-member). */
+export function zoneWeightOfMember(ring: OwnerRing, id: string): number {
+  return ring instanceof ZonedRing ? ring.declaredWeight(id) ?? 1 : 1;
+}
+
+/** The zone rules a ring applies (none for a plain HostRing). */
+export function rulesOf(ring: OwnerRing): readonly ZoneRule[] {
+  return ring instanceof ZonedRing ? ring.zoneRules : [];
+}
+
+/**
+ * A frozen copy of a ring (the live one is updated in place by Membership):
+ * members, capacities, zones, declared weights and rules.
+ */
+export function copyRing(ring: OwnerRing): ZonedRing {
+  const copy = new ZonedRing({ replicas: ring.replicas, maxCapacity: ring.maxCapacity }, rulesOf(ring));
+  for (const id of ring.members()) copy.add(id, ring.capacityOf(id), zoneOfMember(ring, id), zoneWeightOfMember(ring, id));
+  return copy;
+}
+
+/**
  * HostRing's interface over zones: members carry a zone and the weight they
  * declare for it. Consumers that ask ownerOf / nextOwnersOf need not know zones.
  */
-export class ZonedRing {
+export class ZonedRing implements OwnerRing {
   private readonly zones = new Map<string, ZoneEntry>();
   private readonly zoneOfId = new Map<string, string>();
   private weights: Map<string, number> | null = null;
+  readonly replicas: number;
+  readonly maxCapacity: number;
 
-  constructor(private readonly ringOptions: HostRingOptions = {}, private readonly rules: readonly ZoneRule[] = []) {}
+  constructor(private readonly ringOptions: HostRingOptions = {}, private readonly rules: readonly ZoneRule[] = []) {
+    const probe = new HostRing(ringOptions); // validates the options and resolves their defaults
+    this.replicas = probe.replicas;
+    this.maxCapacity = probe.maxCapacity;
+  }
+
+  /** The zone rules this ring applies, in the order given. */
+  get zoneRules(): readonly ZoneRule[] {
+    return this.rules;
+  }
 
   /** Adds member `id` to `zone` (or changes its capacity, zone or declared zone weight). */
   add(id: string, capacity = 1, zone = DEFAULT_ZONE, zoneWeight = 1): void {
     if (!isZoneName(zone)) throw new RangeError(`bad zone name: ${zone}`);
-    if (!(zoneWeight > 0) || !Number.isFinite(zoneWeight)) throw new RangeError('zone weight must be a positive number');
+    if (!(zoneWeight > 0) || !Number.isFinite(zoneWeight) || zoneWeight > MAX_ZONE_WEIGHT) throw new RangeError('zone weight must be a positive number ≤ ' + MAX_ZONE_WEIGHT);
     const was = this.zoneOfId.get(id);
     if (was !== undefined && was !== zone) this.remove(id);
     let e = this.zones.get(zone);
@@ -158,6 +224,12 @@ export class ZonedRing {
   /** The zone of a member, or undefined. */
   memberZone(id: string): string | undefined {
     return this.zoneOfId.get(id);
+  }
+
+  /** The zone weight a member declared, or undefined. */
+  declaredWeight(id: string): number | undefined {
+    const zone = this.zoneOfId.get(id);
+    return zone === undefined ? undefined : this.zones.get(zone)!.weights.get(id);
   }
 
   members(): string[] {
@@ -220,6 +292,17 @@ export class ZonedRing {
     return out;
   }
 
+  /**
+   * The owner of `host` and the next distinct members clockwise *of its zone
+   * only* (at most min(n, the zone's members)): who takes the host over if its
+   * owner fails while its zone lives. nextOwnersOf()[1] is the same member
+   * whenever the zone has two or more; this one never leaves the zone.
+   */
+  nextOwnersInZone(host: string, n: number): string[] {
+    const zone = this.zoneOf(host);
+    return zone === undefined || !(n > 0) ? [] : this.zones.get(zone)!.ring.nextOwnersOf(host, n);
+  }
+
   /** Expected share of hosts per member: its zone's weight share times its share of the zone's ring (rules not counted). */
   shares(): Map<string, number> {
     const weights = this.zoneWeights();
@@ -230,6 +313,16 @@ export class ZonedRing {
       const zoneShare = weights.has(zone) ? weights.get(zone)! / total : 0;
       for (const [id, s] of e.ring.shares()) out.set(id, zoneShare * s);
     }
+    return out;
+  }
+
+  /** Expected share of hosts per zone (its weight over the sum; rules not counted). */
+  zoneShares(): Map<string, number> {
+    const weights = this.zoneWeights();
+    let total = 0;
+    for (const w of weights.values()) total += w;
+    const out = new Map<string, number>();
+    for (const zone of this.zones.keys()) out.set(zone, weights.has(zone) ? weights.get(zone)! / total : 0);
     return out;
   }
 

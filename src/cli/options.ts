@@ -9,6 +9,7 @@ import {
   DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
 } from '../config.js';
 import { parseCidr } from '../fetch/address.js';
+import { DEFAULT_ZONE, MAX_ZONE_CHARS, MAX_ZONE_WEIGHT, isZoneName, parseZoneRule } from '../assign/zones.js';
 import { DIGEST_ALGOS } from '../warc/digest.js';
 import { DEFAULT_HEAP_HEADROOM_BYTES } from '../util/memory.js';
 import { classifySeed, type SeedSet } from './seeds.js';
@@ -113,6 +114,18 @@ function patternArg(option: string) {
 function sourceAddressArg(v: string): string {
   if (!isIP(v.trim())) throw new InvalidArgumentError(`--source-address must be an IP address, got '${v}'`);
   return v.trim();
+}
+
+function zoneArg(v: string): string {
+  const z = v.trim().toLowerCase();
+  if (!isZoneName(z) || z === DEFAULT_ZONE) throw new InvalidArgumentError(`--zone must be letters, digits, - and _ (at most ${MAX_ZONE_CHARS}), got '${v}'`);
+  return z;
+}
+
+/** A `--zone-rule`, refused here (exit code 2) when malformed (src/assign/zones.ts parseZoneRule). */
+function zoneRuleArg(v: string, prev: string[]): string[] {
+  try { parseZoneRule(v); } catch (err) { throw new InvalidArgumentError((err as Error).message); }
+  return [...prev, v.trim()];
 }
 
 function mediaTypeArg(v: string, prev: string[]): string[] {
@@ -252,9 +265,26 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
     flags: '--capacity <n>', help: `share of hosts relative to other agents (${minCapacity}–${maxCapacity}; heartbeats outside this range are refused)`,
     config: 'mesh.capacity', parse: numberArg('--capacity', minCapacity, maxCapacity),
   },
+  { flags: '--zone <name>', help: 'this agent\'s zone (data center, region): a host is given a zone, then an agent of that zone (docs/mesh.md "Zones"); none = one zone for all', config: 'mesh.zone', parse: zoneArg },
+  {
+    flags: '--zone-weight <n>', help: `this agent's zone's share of hosts relative to other zones (planned capacity of the zone; give every member of a zone the same; up to ${MAX_ZONE_WEIGHT})`,
+    config: 'mesh.zoneWeight', parse: numberArg('--zone-weight', 0.001, MAX_ZONE_WEIGHT),
+  },
+  {
+    flags: '--zone-rule <suffix|cidr=zone>', help: 'crawl hosts under a name suffix (.de=eu), or IP-literal hosts in a range (10.0.0.0/8=eu), from that zone while it has a live member; the same list on every agent; repeatable',
+    config: 'mesh.zoneRules', parse: zoneRuleArg, repeatable: true,
+  },
+  {
+    flags: '--cross-zone-linger <duration>', help: 'a batch of URLs for another zone waits this long for more (fewer, larger batches across a WAN; inside a zone 50ms)',
+    config: 'mesh.crossZoneLingerMs', parse: durationArg('--cross-zone-linger'), show: formatDuration,
+  },
   { flags: '--crawl-id <id>', help: 'agents of one crawl share this id (one gossip topic per crawl)', config: 'mesh.crawlId' },
   { flags: '--heartbeat <ms>', help: 'membership heartbeat interval', config: 'mesh.heartbeatMs', parse: intArg('--heartbeat', 50) },
   { flags: '--dead-after <ms>', help: 'a silent member without a connection is dead after this long', config: 'mesh.deadAfterMs', parse: intArg('--dead-after', 100) },
+  {
+    flags: '--takeover-grace <duration>', help: 'a member silent past --dead-after is suspect this long before its hosts are taken over (a partition shorter than both moves no host; 0 = at once)',
+    config: 'mesh.takeoverGraceMs', parse: durationArg('--takeover-grace'), show: formatDuration,
+  },
   {
     flags: '--peer-rate <urls/s>', help: `URLs per second one peer may send us (bursts of ${RECEIVE_BURST_SECONDS} s); faster senders are slowed down`,
     config: 'mesh.receiveLimits.itemsPerSec', parse: intArg('--peer-rate', 1),

@@ -25,7 +25,7 @@ import { createMetrics } from '../api/metrics.js';
 import { ThroughputHistory, RecentErrors } from '../api/history.js';
 import type { ApiServer } from '../api/server.js';
 import { preflight, StartupError } from './preflight.js';
-import type { AgentState, MemberReport, SeedResult } from '../api/backend.js';
+import type { AgentState, MemberReport, SeedResult, ZoneReport } from '../api/backend.js';
 import { AgentBackend, type AgentView } from './backend.js';
 import { VERSION } from '../version.js';
 import { shortPeerId } from '../mesh/index.js';
@@ -266,6 +266,8 @@ class Agent implements AgentHandle, AgentView {
       counters: { fetched: this.stats.fetched, queued: this.frontier.queued, sent: 0, received: 0 }, lastSeen: Date.now(),
     });
   }
+
+  zones(): ZoneReport[] { return this.router.zones?.() ?? []; }
 
   async seedUrls(urls: string[]): Promise<SeedResult> {
     const rejected: SeedResult['rejected'] = [];

@@ -1,7 +1,7 @@
 // The agent seen through its HTTP API (src/api/backend.ts): this adapter reads
 // the agent's state and turns API calls into agent actions. It holds no state
 // of its own.
-import type { PolicyReport, AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary } from '../api/backend.js';
+import type { PolicyReport, AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary, ZoneReport } from '../api/backend.js';
 import { ApiError } from '../api/backend.js';
 import type { AgentMetrics } from '../api/metrics.js';
 import type { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -35,6 +35,8 @@ export interface AgentView {
   inFlightCount(): number;
   /** Members of the mesh as this agent sees them (itself only when alone). */
   members(): MemberReport[];
+  /** Per-zone view in a mesh (docs/mesh.md "Zones"); empty when alone. */
+  zones?(): ZoneReport[];
   crawlId(): string | null;
   /** Owner of a host by this agent's view (its own id when alone). */
   ownerOf(host: string): string;
@@ -88,7 +90,7 @@ export class AgentBackend implements ApiBackend {
           urlsReceived: this.a.urlsReceived(),
         },
       },
-      mesh: { crawlId: this.a.crawlId(), members: this.a.members() },
+      mesh: { crawlId: this.a.crawlId(), members: this.a.members(), ...zonesOf(this.a) },
       ...(this.a.render?.status() ? { render: this.a.render.status() } : {}),
     };
   }
@@ -233,4 +235,10 @@ export class AgentBackend implements ApiBackend {
       sitemaps: [...entry.rules.sitemaps],
     };
   }
+}
+
+/** The per-zone view for /status, when the agent is in a mesh. */
+function zonesOf(a: { zones?(): ZoneReport[] }): { zones?: ZoneReport[] } {
+  const zones = a.zones?.() ?? [];
+  return zones.length ? { zones } : {};
 }

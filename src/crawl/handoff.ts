@@ -5,28 +5,29 @@
 //
 // Pure and synchronous (the clock is passed in); src/crawl/ownership.ts feeds it
 // ring changes, markers and deaths, and the agent asks `notBefore(host)` before a turn.
-import { HostRing, hostPoint } from '../assign/ring.js';
+import { ZonedRing, copyRing, zoneOfMember, zoneWeightOfMember, type OwnerRing, type ZoneRule } from '../assign/zones.js';
 import { xxh64 } from '../hash/xxhash.js';
 
 /**
- * A ring's identity: xxhash64 of its sorted `id:capacity` list. Two agents
- * with the same view compute the same id, so a marker names exactly the
- * assignment it was made under.
+ * A ring's identity: xxhash64 of its sorted `id:capacity` list (`@zone*weight`
+ * appended for members outside the default zone). Two agents with the same
+ * view compute the same id, so a marker names exactly the assignment it was made under.
  */
-export function ringIdOf(ring: HostRing): bigint {
-  return xxh64(ring.members().map((id) => `${id}:${ring.capacityOf(id)}`).join(','));
+export function ringIdOf(ring: OwnerRing): bigint {
+  return xxh64(ring.members().map((id) => {
+    const zone = zoneOfMember(ring, id);
+    return `${id}:${ring.capacityOf(id)}${zone ? `@${zone}*${zoneWeightOfMember(ring, id)}` : ''}`;
+  }).join(','));
 }
 
 /** A frozen copy of a ring (the live one is updated in place by Membership). */
-export function snapshotRing(ring: HostRing): HostRing {
-  const copy = new HostRing({ replicas: ring.replicas, maxCapacity: ring.maxCapacity });
-  for (const id of ring.members()) copy.add(id, ring.capacityOf(id));
-  return copy;
+export function snapshotRing(ring: OwnerRing): ZonedRing {
+  return copyRing(ring);
 }
 
 interface Gate {
   /** Hosts this gate holds: those `before` did not give us; null = every host we own. */
-  before: HostRing | null;
+  before: OwnerRing | null;
   /** Peers whose marker for our current ring we still wait for. */
   waiting: Set<string>;
   createdAt: number;
@@ -76,7 +77,7 @@ export interface HandoffGateStats {
 export class HandoffGate {
   readonly stats: HandoffGateStats = { gates: 0, markers: 0, deadCleared: 0, timedOut: 0, newcomersSkipped: 0, silenced: 0 };
   private gates: Gate[] = [];
-  private ring: HostRing | null = null;
+  private ring: OwnerRing | null = null;
   private rid = -1n;
   /**
    * Latest marker ring id per peer, and when it came. A peer may be ahead of us — its marker may even come
@@ -163,7 +164,7 @@ export class HandoffGate {
    * it (it may have crawled them while we did not know it: a joiner before it
    * saw the mesh, an agent restarted after a crash).
    */
-  ringChanged(ring: HostRing, alive: readonly string[], added: readonly string[], now: number): void {
+  ringChanged(ring: OwnerRing, alive: readonly string[], added: readonly string[], now: number): void {
     this.lastNow = Math.max(this.lastNow, now);
     if (this.ring) this.endStartupIfClear(); // (the first ring opens the start-up gates, below)
     for (const p of added) this.finished.delete(p); // a leaver back as a member owns hosts again
@@ -248,10 +249,9 @@ export class HandoffGate {
     }
     if (this.gates.length === 0) return 0;
     this.sweep(now);
-    const p = hostPoint(host);
     let until = 0;
     for (const g of this.gates) {
-      if (g.before && g.before.ownerOfPoint(p) === this.self) continue;
+      if (g.before && g.before.ownerOf(host) === this.self) continue;
       if (g.waiting.size > 0) return now + this.recheckMs;
       const t = g.clearedAt + this.opts.floorMs;
       if (t > now && t > until) until = t;
@@ -323,7 +323,7 @@ export class HandoffGate {
     }
   }
 
-  private open(before: HostRing | null, waiting: string[], now: number, timeoutMs: number, newcomers = false): void {
+  private open(before: OwnerRing | null, waiting: string[], now: number, timeoutMs: number, newcomers = false): void {
     this.stats.gates++;
     this.gates.push({ before, waiting: new Set(waiting), createdAt: now, deadline: now + timeoutMs, clearedAt: NaN, newcomers });
   }
@@ -337,33 +337,38 @@ export class HandoffGate {
  * must come from the host's owner for whom we are the next owner.
  */
 export class RecentRings {
-  private rings: HostRing[] = [];
+  private rings: OwnerRing[] = [];
 
   constructor(private readonly max = 16) {}
 
   /** Records the ring as it is now (call on every change). */
-  push(ring: HostRing): void {
+  push(ring: OwnerRing): void {
     this.rings.push(snapshotRing(ring));
     if (this.rings.length > this.max) this.rings.shift();
   }
 
   /**
-   * The rings as `[id, capacity]` lists, oldest first: kept in the store, so
+   * The rings as `[id, capacity]` lists (`[id, capacity, zone, weight]` for a
+   * member outside the default zone), oldest first: kept in the store, so
    * that an agent restarted after a crash still knows who owned what before it
    * (the seen entries re-sent to it since were sent under those rings).
    */
-  toJSON(): Array<Array<[string, number]>> {
-    return this.rings.map((r) => r.members().map((id): [string, number] => [id, r.capacityOf(id) ?? 1]));
+  toJSON(): Array<Array<[string, number] | [string, number, string, number]>> {
+    return this.rings.map((r) => r.members().map((id): [string, number] | [string, number, string, number] => {
+      const zone = zoneOfMember(r, id);
+      return zone ? [id, r.capacityOf(id) ?? 1, zone, zoneWeightOfMember(r, id)] : [id, r.capacityOf(id) ?? 1];
+    }));
   }
 
   /** Rings saved by toJSON() (a malformed value is ignored: the history starts afresh), before any push. */
-  restore(saved: unknown, options: { replicas?: number; maxCapacity?: number } = {}): void {
+  restore(saved: unknown, options: { replicas?: number; maxCapacity?: number; rules?: readonly ZoneRule[] } = {}): void {
     if (!Array.isArray(saved)) return;
     for (const list of saved.slice(-this.max)) {
       if (!Array.isArray(list)) continue;
-      const ring = new HostRing(options);
+      const ring = new ZonedRing({ replicas: options.replicas, maxCapacity: options.maxCapacity }, options.rules ?? []);
       for (const e of list) {
-        if (Array.isArray(e) && typeof e[0] === 'string' && typeof e[1] === 'number' && e[1] > 0) ring.add(e[0], e[1]);
+        if (!Array.isArray(e) || typeof e[0] !== 'string' || typeof e[1] !== 'number' || !(e[1] > 0)) continue;
+        try { ring.add(e[0], e[1], typeof e[2] === 'string' ? e[2] : undefined, typeof e[3] === 'number' ? e[3] : undefined); } catch { /* a malformed entry: skipped */ }
       }
       if (ring.members().length) this.rings.push(ring);
     }
@@ -380,10 +385,9 @@ export class RecentRings {
    * of every member we have heard of: a peer hands our hosts over before its
    * marker lets it into our ring).
    */
-  owned(peer: string, host: string, self?: string, also?: HostRing): boolean {
-    const p = hostPoint(host);
+  owned(peer: string, host: string, self?: string, also?: OwnerRing): boolean {
     for (const r of also ? [...this.rings, also] : this.rings) {
-      const o = r.ownerOfPoint(p);
+      const o = r.ownerOf(host);
       if (o === peer) return true;
       if (self !== undefined && o === self && r.nextOwnersOf(host, 2)[1] === peer) return true;
     }
@@ -391,7 +395,7 @@ export class RecentRings {
   }
 
   /** Whether, under one of the recent rings (or `also`), `peer` owned `host` and `self` came next. */
-  replicaFor(peer: string, self: string, host: string, also?: HostRing): boolean {
+  replicaFor(peer: string, self: string, host: string, also?: OwnerRing): boolean {
     for (const r of also ? [...this.rings, also] : this.rings) {
       const o = r.nextOwnersOf(host, 2);
       if (o[0] === peer && o[1] === self) return true;

@@ -10,7 +10,7 @@ import { settledValue } from '../seen/state.js';
 import { hostOf } from '../url/normalize.js';
 import { encodeFetchRecord } from './records.js';
 import type { RecentRings } from './handoff.js';
-import { HostRing } from '../assign/ring.js';
+import { DEFAULT_ZONE, ZonedRing, rulesOf } from '../assign/zones.js';
 import { RateLimitedLog } from '../mesh/admission.js';
 import { classifyItem, encodeItem, shortPeerId, type UrlItem } from '../mesh/index.js';
 import type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData } from './ownership.js';
@@ -26,7 +26,7 @@ export interface IntakeComponents<C extends PeerCandidate & { key: Buffer }, D e
 
 export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> {
   /** heardRing()'s cache. */
-  private heard: { key: string; ring: HostRing } | undefined;
+  private heard: { key: string; ring: ZonedRing } | undefined;
   /** Items and batches from peers we refused, by reason (docs/mesh.md "Admission"). */
   private readonly refused: Record<string, number> = {};
   private readonly refusalLog: RateLimitedLog;
@@ -61,7 +61,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     let handedOver = 0; // settled entries that are not replicas
     const passOn = new Map<string, UrlItem[]>();
     const markers: bigint[] = [];
-    let startupRing: HostRing | null | undefined; // computed at the first seen entry
+    let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
     let bad = 0;
     for (const it of items) {
       const w = classifyItem(it);
@@ -147,12 +147,12 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
    * The ring of every active member we have heard of, ourselves included (cached per member set):
    * who owns what in the mesh while we start up, before the members' markers let them into our ring.
    */
-  private heardRing(mesh: OwnershipMesh): HostRing {
+  private heardRing(mesh: OwnershipMesh): ZonedRing {
     const ms = mesh.members().filter((m) => m.state === 'active' && m.capacity > 0 && !mesh.membership.isExcluded(m.id));
-    const key = ms.map((m) => `${m.id}:${m.capacity}`).join(',');
+    const key = ms.map((m) => `${m.id}:${m.capacity}@${m.zone ?? ''}*${m.zoneWeight ?? 1}`).join(',');
     if (this.heard?.key !== key) {
-      const ring = new HostRing({ maxCapacity: this.c.config.mesh.admission.maxCapacity });
-      for (const m of ms) ring.add(m.id, m.capacity);
+      const ring = new ZonedRing({ maxCapacity: this.c.config.mesh.admission.maxCapacity }, rulesOf(mesh.membership.ring));
+      for (const m of ms) ring.add(m.id, m.capacity, m.zone ?? DEFAULT_ZONE, m.zone ? m.zoneWeight ?? 1 : 1);
       this.heard = { key, ring };
     }
     return this.heard.ring;

@@ -8,7 +8,7 @@ import type { SyncBarrier } from '../store/sync-barrier.js';
 import type { AgentConfig } from '../config.js';
 import type { Frontier } from '../frontier/frontier.js';
 import type { AgentMetrics } from '../api/metrics.js';
-import type { AgentState, MemberReport } from '../api/backend.js';
+import type { AgentState, MemberReport, ZoneReport } from '../api/backend.js';
 import { encodeItem, type UrlItem } from '../mesh/index.js';
 import { AgentMesh, type MeshHandlers } from './mesh.js';
 import { HandoffGate } from './handoff.js';
@@ -186,9 +186,14 @@ export class MeshRouter implements Router {
     if (!mesh) return [];
     const shares = mesh.membership.ring.shares();
     return mesh.members().map((m) => ({
-      id: shortPeerId(m.id), self: m.self, addrs: m.addrs, state: m.state === 'active' && !mesh.membership.isVouched(m.id) ? 'joining' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
-      counters: { ...m.counters }, lastSeen: m.lastHeard,
+      id: shortPeerId(m.id), self: m.self, addrs: m.addrs, state: m.state === 'active' && !mesh.membership.isVouched(m.id) ? 'joining' : mesh.membership.isSuspect(m.id) ? 'suspect' : m.state, capacity: m.capacity, share: shares.get(m.id) ?? 0,
+      counters: { ...m.counters }, lastSeen: m.lastHeard, ...(m.zone ? { zone: m.zone } : {}),
     }));
+  }
+
+  zones(): ZoneReport[] {
+    const mesh = this.mesh;
+    return mesh ? mesh.zones.report(mesh.membership.ring, mesh.members()) : [];
   }
 
   idleWith(): boolean { return false; }
@@ -237,13 +242,15 @@ export class MeshRouter implements Router {
     if (!mesh) return;
     const members = mesh.members();
     metrics.setMembers({
-      active: members.filter((m) => m.state === 'active' && mesh.membership.isVouched(m.id)).length,
+      active: members.filter((m) => m.state === 'active' && mesh.membership.isVouched(m.id) && !mesh.membership.isSuspect(m.id)).length,
+      suspect: members.filter((m) => mesh.membership.isSuspect(m.id)).length,
       joining: members.filter((m) => m.state === 'active' && !mesh.membership.isVouched(m.id)).length,
       leaving: members.filter((m) => m.state === 'leaving').length,
     });
     metrics.retainPeers(members.filter((m) => !m.self).map((m) => shortPeerId(m.id)));
     for (const m of members) if (!m.self) metrics.setOutboxDepth(shortPeerId(m.id), mesh.outbox.queued(m.id));
     metrics.heartbeatsRefusedTotals(mesh.membership.refusals());
+    metrics.setZones(this.zones());
   }
 
   summary(): RoutingFacts {

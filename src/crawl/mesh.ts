@@ -7,7 +7,9 @@ import { EventEmitter } from 'node:events';
 import { createMeshNode, joinThroughPeers, Membership, Outbox, UrlExchange, type MeshNode, type MembershipChange, type UrlItem, type MemberInfo } from '../mesh/index.js';
 import type { Store } from '../store/db.js';
 import type { Logger } from '../util/log.js';
-import type { MeshConfig } from '../config.js';
+import { DEFAULT_MESH_EXCHANGE, type MeshConfig } from '../config.js';
+import { parseZoneRule } from '../assign/zones.js';
+import { ZoneView } from './zone-view.js';
 
 export interface MeshHandlers {
   /** URLs a peer sent us; resolve only once they are durable. */
@@ -58,6 +60,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     /** Replica seen entries, sent on their own lane (docs/mesh.md "Crashes"). */
     readonly replicas: Outbox,
     readonly exchange: UrlExchange,
+    /** Zones: batches to other zones, traffic per zone (docs/mesh.md "Zones"). */
+    readonly zones: ZoneView,
     private readonly cfg: MeshConfig,
     private readonly log: Logger,
   ) { super(); }
@@ -72,8 +76,9 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       const replicas = await Outbox.open({ db: store.replicas, recentSize: 0 });
       let exchange: UrlExchange | undefined;
       let mesh: AgentMesh | undefined;
+      const zoneRules = cfg.zoneRules.map(parseZoneRule);
       const membership = new Membership({
-        node, crawlId: cfg.crawlId, capacity: cfg.capacity, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, admission: cfg.admission, logger: log,
+        node, crawlId: cfg.crawlId, capacity: cfg.capacity, zone: cfg.zone, zoneWeight: cfg.zoneWeight, zoneRules, intervalMs: cfg.heartbeatMs, deadAfterMs: cfg.deadAfterMs, suspectGraceMs: cfg.takeoverGraceMs, admission: cfg.admission, logger: log,
         // Another member owns hosts in our view once its first handoff marker came (the agent vouches: docs/mesh.md "Admission").
         ringNeedsVouch: true,
         policySummary: handlers.policy ? () => handlers.policy!.summary() : undefined,
@@ -84,16 +89,23 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
           return { fetched: own.fetched, queued: own.queued + pending + (handlers.localIdle() ? 0 : 1), sent: ex.sent, received: ex.received };
         },
       });
+      const zones = new ZoneView({
+        zone: membership.zone, rulesDigest: membership.zoneRulesDigest,
+        crossZone: { lingerMs: cfg.crossZoneLingerMs, maxUrls: DEFAULT_MESH_EXCHANGE.crossZoneBatchMaxUrls, maxBytes: DEFAULT_MESH_EXCHANGE.crossZoneBatchMaxBytes },
+      }, (id) => membership.member(id));
       exchange = new UrlExchange({
-        node, outbox, replicaOutbox: replicas, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log,
+        node, outbox, batchPolicy: (peer) => zones.batchPolicy(peer), replicaOutbox: replicas, inbox: store.inbox, accept: (items, from) => handlers.accept(items, from), logger: log,
         // Batches only from members (active or leaving, joining or not): docs/mesh.md "Admission".
         admit: (from) => (membership.member(from) ? null : 'not-member'),
         limits: cfg.receiveLimits,
       });
-      mesh = new AgentMesh(node, membership, outbox, replicas, exchange, cfg, log);
+      mesh = new AgentMesh(node, membership, outbox, replicas, exchange, zones, cfg, log);
       handlers.created?.(mesh);
       membership.on('change', (c) => handlers.onChange(c));
-      membership.on('heartbeat', (info) => handlers.policy?.heard(info.id, info.policy));
+      membership.on('heartbeat', (m) => {
+        handlers.policy?.heard(m.id, m.policy);
+        if (zones.newRulesMismatch(m)) log.warn({ peer: m.id, theirs: m.zoneRules ?? null, ours: membership.zoneRulesDigest ?? null }, 'member applies other --zone-rule lists: its owners differ from ours (docs/mesh.md "Zones")');
+      });
       await membership.start();
       await exchange.start();
       // A joiner keeps trying its seed peers until it hears a member (docs/mesh.md "Joining in any order"),
@@ -122,7 +134,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
 
   /** Queues URLs for their owner; resolves once durable in our outbox. */
   forward(owner: string, items: UrlItem[], handoff = false): Promise<number> {
-    return this.outbox.enqueue(owner, items, { bypassRecent: handoff });
+    return this.outbox.enqueue(owner, items, { bypassRecent: handoff }).then((n) => { this.zones.noteForwarded(owner, n); return n; });
   }
 
   /**
@@ -135,6 +147,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     const now = Date.now();
     for (const p of this.outbox.peers()) {
       if (!this.membership.ring.capacityOf(p)) continue; // not in our ring: its queue is re-routed anyway
+      // A suspect member is silent, not misbehaving: the takeover grace decides when its hosts move (docs/mesh.md).
+      if (this.membership.isSuspect(p)) continue;
       const quota = this.outbox.queuedBytes(p) > this.cfg.outboxQuotaBytes;
       const stalled = this.outbox.stalledFor(p, now) > this.cfg.peerStallMs;
       if (!quota && !stalled) continue;
@@ -194,7 +208,9 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     if (!this.sawWork) {
       const own = h.counters();
       // Pages fetched or queued, not items exchanged: a mesh that formed and traded handoff markers has no work yet.
-      this.sawWork = own.fetched > 0 || own.queued > 0 || members.some((m) => m.counters.fetched > 0);
+      // Only members that count: a joiner whose peers are all still unvouched (their markers cross a WAN) would
+      // otherwise see their work, count none of them, and call the crawl idle before it took part.
+      this.sawWork = own.fetched > 0 || own.queued > 0 || members.some((m) => !m.self && !ignored(m.id) && m.counters.fetched > 0);
       if (!this.sawWork) return;
     }
     const counted = members.filter((m) => m.self || !ignored(m.id));

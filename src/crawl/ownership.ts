@@ -23,7 +23,7 @@ import type { AgentState } from '../api/backend.js';
 import type { AgentMesh } from './mesh.js';
 import { RecentRings, type HandoffGate } from './handoff.js';
 import { PeerIntake } from './intake.js';
-import { HostRing } from '../assign/ring.js';
+import { parseZoneRule, type OwnerRing } from '../assign/zones.js';
 import {
   classifyItem, encodeItem, encodeHandoffMarker,
   type UrlItem, type MembershipChange, type MemberInfo, type Outbox, type UrlExchange,
@@ -57,7 +57,7 @@ export interface OwnershipMesh {
   forward(owner: string, items: UrlItem[], handoff?: boolean): Promise<number>;
   readonly stats: AgentMesh['stats'];
   readonly membership: {
-    readonly ring: HostRing;
+    readonly ring: OwnerRing;
     readonly stats: { rejected: Record<string, number> };
     member(id: string): MemberInfo | undefined;
     isVouched(id: string): boolean;
@@ -137,7 +137,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   async restoreRings(): Promise<void> {
     try {
       const saved = await this.c.store.meta.get(RECENT_RINGS_KEY);
-      if (saved) this.recentRings.restore(JSON.parse(saved.toString('utf8')), { maxCapacity: this.c.config.mesh.admission.maxCapacity });
+      if (saved) this.recentRings.restore(JSON.parse(saved.toString('utf8')), { maxCapacity: this.c.config.mesh.admission.maxCapacity, rules: this.c.config.mesh.zoneRules.map(parseZoneRule) });
     } catch (err) { this.c.log.warn({ err: (err as Error).message }, 'saved recent rings unreadable: starting afresh'); }
   }
 

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { BatchOp, Store } from '../store/db.js';
 import type { AgentMetrics } from '../api/metrics.js';
-import type { MemberReport } from '../api/backend.js';
+import type { MemberReport, ZoneReport } from '../api/backend.js';
 import type { Admission } from './admission.js';
 import type { Sitemaps } from './sitemaps.js';
 import type { Candidate } from './candidate.js';
@@ -47,6 +47,8 @@ export interface Router {
   received(): number;
   /** The members of the crawl; `self` is our own report when we are alone. */
   members(self: MemberReport): MemberReport[];
+  /** Per-zone view (docs/mesh.md "Zones"); none when alone. */
+  zones?(): ZoneReport[];
   /** Whether the crawl is idle now, given that this agent is (`--until-idle`); a mesh decides on its own and calls `onIdle`. */
   idleWith(localIdle: boolean): boolean;
   /** Hands every host over and waits for the acknowledgements (bounded); false when there is nobody to hand to. */

@@ -64,6 +64,11 @@ export interface UrlExchangeOptions {
   batchMaxBytes?: number;
   /** A partial batch waits this long for more URLs. Default 50 ms. */
   lingerMs?: number;
+  /**
+   * Per destination: another linger and batch size for the URL queue (e.g. fewer, larger batches to a
+   * member of another zone: docs/mesh.md "Zones"), or undefined for the defaults. Asked before every read.
+   */
+  batchPolicy?: (peer: string) => BatchPolicy | undefined;
   /** Unacknowledged batches per peer. Default 4. */
   window?: number;
   /** An unacknowledged batch older than this fails the stream. Default 30 s. */
@@ -88,6 +93,13 @@ export interface UrlExchangeOptions {
   /** Per-sender rate limits: a sender over them is slowed down (we stop reading its stream). Default none. */
   limits?: ReceiveLimits;
   logger?: MeshLogger;
+}
+
+/** How batches to one destination are formed (sizes are capped by batchLimits, ./outbox.ts). */
+export interface BatchPolicy {
+  lingerMs: number;
+  maxUrls: number;
+  maxBytes: number;
 }
 
 export interface PeerExchangeStats {
@@ -158,7 +170,8 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private readonly replicaLane: Lane | undefined;
   private readonly inbox: OutboxDb | undefined;
   private readonly log: MeshLogger;
-  private readonly o: Required<Omit<UrlExchangeOptions, 'node' | 'accept' | 'outbox' | 'replicaOutbox' | 'inbox' | 'logger' | 'admit' | 'limits'>>;
+  private readonly o: Required<Omit<UrlExchangeOptions, 'node' | 'accept' | 'outbox' | 'replicaOutbox' | 'inbox' | 'logger' | 'admit' | 'limits' | 'batchPolicy'>>;
+  private readonly batchPolicy: ((peer: string) => BatchPolicy | undefined) | undefined;
   private readonly admit: (peer: string) => string | null;
   private readonly limits: ReceiveLimits | undefined;
   private readonly buckets = new Map<string, { items: TokenBucket; bytes: TokenBucket }>();
@@ -194,6 +207,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     this.warnings = new RateLimitedLog(this.log);
     this.admit = opts.admit ?? (() => null);
     this.limits = opts.limits;
+    this.batchPolicy = opts.batchPolicy;
     const batch = batchLimits({ maxUrls: opts.batchMaxUrls, maxBytes: opts.batchMaxBytes });
     this.o = {
       batchMaxUrls: batch.maxUrls,
@@ -363,7 +377,8 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
 
   // One stream: fill the window, wait for acks in order, repeat; close after idleCloseMs with nothing to send.
   private async session(peer: string, s: SenderState): Promise<void> {
-    const { outbox: ob, flags, lingerMs, window } = s.lane;
+    const { outbox: ob, flags, window } = s.lane;
+    let lingerMs = s.lane.lingerMs;
     const pid: PeerId = peerIdFromString(peer);
     const stream = await this.node.libp2p.dialProtocol(pid, PROTOCOL_URLS, {
       signal: AbortSignal.any([this.stopCtl.signal, AbortSignal.timeout(this.o.dialTimeoutMs)]),
@@ -382,8 +397,12 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       for (;;) {
         if (this.stopping) break;
         let lingerWait = 0;
+        // The URL lane's batches to this peer may be formed otherwise (its zone: docs/mesh.md "Zones").
+        const policy = s.lane === this.urlLane ? this.batchPolicy?.(peer) : undefined;
+        const sizes = policy ? batchLimits({ maxUrls: policy.maxUrls, maxBytes: policy.maxBytes }) : { maxUrls: this.o.batchMaxUrls, maxBytes: this.o.batchMaxBytes };
+        lingerMs = policy ? policy.lingerMs : s.lane.lingerMs;
         while (inflight.length < window && !ob.isPaused(peer)) {
-          const r = await ob.read(peer, cursor, { maxUrls: this.o.batchMaxUrls, maxBytes: this.o.batchMaxBytes, lingerMs });
+          const r = await ob.read(peer, cursor, { maxUrls: sizes.maxUrls, maxBytes: sizes.maxBytes, lingerMs });
           if (!r.batch) { lingerWait = r.waitMs; break; }
           const b = r.batch;
           inflight.push(b);

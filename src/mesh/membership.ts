@@ -12,6 +12,7 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { TopicValidatorResult, type Message, type PeerId } from '@libp2p/interface';
 import { HostRing, type HostRingOptions } from '../assign/ring.js';
+import { DEFAULT_ZONE, ZonedRing, zoneRulesDigest, type ZoneRule } from '../assign/zones.js';
 import { decodeHeartbeat, encodeHeartbeat, membersTopic, type Heartbeat, type MemberCounters, type MemberState } from './wire.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
 import { DEAD_AFTER_HEARTBEATS, DEFAULT_MESH, defaultMeshAdmission, type MeshAdmissionConfig } from '../config.js';
@@ -45,6 +46,11 @@ export interface MemberTableOptions {
    * heartbeats may be ignored, e.g. gossipsub graylisted it). Default 4 × deadAfterMs.
    */
   maxSilenceMs?: number;
+  /**
+   * A member that meets the dead rule above is first *suspect*, and declared dead (taken over) only
+   * once it has met it without a break this long (docs/mesh.md "Suspicion before takeover"). Default 0: at once.
+   */
+  suspectGraceMs?: number;
 }
 
 // ---------------------------------------------------------------- pure core
@@ -67,6 +73,9 @@ export class MemberTable {
   private readonly confirmWithinMs: number;
   private readonly cooldownMs: number;
   private readonly maxSilenceMs: number;
+  private readonly suspectGraceMs: number;
+  /** Since when each suspect member has met the dead rule. */
+  private readonly suspectSince = new Map<string, number>();
   constructor(
     readonly selfId: string,
     readonly opts: MemberTableOptions,
@@ -75,6 +84,7 @@ export class MemberTable {
     this.confirmWithinMs = opts.confirmWithinMs ?? 2 * opts.deadAfterMs;
     this.cooldownMs = opts.cooldownMs ?? 10 * opts.deadAfterMs;
     this.maxSilenceMs = opts.maxSilenceMs ?? 4 * opts.deadAfterMs;
+    this.suspectGraceMs = opts.suspectGraceMs ?? 0;
   }
 
   /** Records our own heartbeat (self is always live). */
@@ -142,7 +152,7 @@ export class MemberTable {
   /**
    * Declares dead every member silent for more than deadAfterMs that has no
    * open connection, or silent for more than maxSilenceMs whatever its
-   * connections; returns their ids. Pending members that stayed silent are
+   * connections, once it has been so (suspect) for suspectGraceMs; returns their ids. Pending members that stayed silent are
    * forgotten too (not returned: they were never in the ring).
    */
   sweep(now: number, isConnected: (id: string) => boolean): string[] {
@@ -150,7 +160,13 @@ export class MemberTable {
     for (const m of this.byId.values()) {
       if (m.self) continue;
       const silent = now - m.lastHeard;
-      if ((silent > this.opts.deadAfterMs && !isConnected(m.id)) || silent > this.maxSilenceMs) dead.push(m.id);
+      if (!((silent > this.opts.deadAfterMs && !isConnected(m.id)) || silent > this.maxSilenceMs)) {
+        this.suspectSince.delete(m.id); // heard again (or connected): no longer suspect
+        continue;
+      }
+      let since = this.suspectSince.get(m.id);
+      if (since === undefined) this.suspectSince.set(m.id, since = now);
+      if (now - since >= this.suspectGraceMs) dead.push(m.id);
     }
     for (const id of dead) this.forget(id);
     for (const p of [...this.pending.values()]) if (now - p.lastHeard > this.opts.deadAfterMs) this.forget(p.id);
@@ -179,10 +195,16 @@ export class MemberTable {
     if (!m || m.self) return false;
     this.byId.delete(id);
     this.pending.delete(id);
+    this.suspectSince.delete(id);
     this.tombstones.delete(id);
     this.tombstones.set(id, { incarnation: m.incarnation, seq: m.seq });
     if (this.tombstones.size > this.maxTombstones) this.tombstones.delete(this.tombstones.keys().next().value!);
     return true;
+  }
+
+  /** Whether an admitted member is suspect: silent past the dead rule, within the grace before it is declared dead. */
+  isSuspect(id: string): boolean {
+    return this.suspectSince.has(id);
   }
 
   /** An admitted member (pending ones are not members yet). */
@@ -281,11 +303,15 @@ export class WindowCounter {
   }
 }
 
+/** A member's zone and the weight it declares for it (src/assign/zones.ts). */
+export interface MemberZone { zone: string; weight: number }
+
 /**
- * Brings `ring` to exactly the member set `want` (id → capacity). Returns the
- * ids added and removed (a capacity change counts as neither; it is applied).
+ * Brings `ring` to exactly the member set `want` (id → capacity), and for a
+ * ZonedRing each member to the zone `zoneOf` gives it. Returns the ids added
+ * and removed (a capacity, zone or weight change counts as neither; it is applied).
  */
-export function syncRing(ring: HostRing, want: Map<string, number>): { added: string[]; removed: string[]; changed: boolean } {
+export function syncRing(ring: HostRing | ZonedRing, want: Map<string, number>, zoneOf?: (id: string) => MemberZone): { added: string[]; removed: string[]; changed: boolean } {
   const added: string[] = [];
   const removed: string[] = [];
   let changed = false;
@@ -296,14 +322,17 @@ export function syncRing(ring: HostRing, want: Map<string, number>): { added: st
       changed = true;
     }
   }
+  const zoned = ring instanceof ZonedRing ? ring : null;
   for (const [id, cap] of want) {
     const had = ring.capacityOf(id);
+    const z = zoned && zoneOf ? zoneOf(id) : { zone: DEFAULT_ZONE, weight: 1 };
+    const add = () => (zoned ? zoned.add(id, cap, z.zone, z.weight) : ring.add(id, cap));
     if (had === undefined) {
-      ring.add(id, cap);
+      add();
       added.push(id);
       changed = true;
-    } else if (had !== Math.min(cap, ring.maxCapacity)) {
-      ring.add(id, cap);
+    } else if (had !== Math.min(cap, ring.maxCapacity) || (zoned && (zoned.memberZone(id) !== z.zone || zoned.declaredWeight(id) !== z.weight))) {
+      add();
       changed = true;
     }
   }
@@ -324,6 +353,8 @@ export interface MembershipOptions {
   intervalMs?: number;
   /** Silence after which a member without a connection is dead, ms. Default 5 × intervalMs. */
   deadAfterMs?: number;
+  /** A member that meets the dead rule stays suspect this long before it is declared dead, ms. Default 0. */
+  suspectGraceMs?: number;
   /** Counters to publish, read at every heartbeat. Default all zero. */
   counters?: () => MemberCounters;
   /** Summary of the crawl policy in force (src/policy/sync.ts), read at every heartbeat; none by default. */
@@ -341,6 +372,12 @@ export interface MembershipOptions {
   /** Connect to members learned from heartbeats. Default true. */
   autoDial?: boolean;
   ring?: HostRingOptions;
+  /** This agent's zone (`--zone`); default the default zone (docs/mesh.md "Zones"). */
+  zone?: string;
+  /** The weight this agent declares for its zone (`--zone-weight`). Default 1. */
+  zoneWeight?: number;
+  /** Zone rules (`--zone-rule`), the same on every member. Default none. */
+  zoneRules?: readonly ZoneRule[];
   logger?: MeshLogger;
 }
 
@@ -392,7 +429,12 @@ const REFUSAL_LOG_EVERY_MS = 10_000;
 const MAX_VOUCHED = 4096;
 
 export class Membership extends EventEmitter<MembershipEvents> {
-  readonly ring: HostRing;
+  /** Who owns what: zones first, then the consistent-hash ring of the zone (src/assign/zones.ts). */
+  readonly ring: ZonedRing;
+  readonly zone: string;
+  readonly zoneWeight: number;
+  /** Digest of our zone rules (undefined without rules): members whose heartbeats carry another disagree on owners. */
+  readonly zoneRulesDigest: string | undefined;
   readonly topic: string;
   readonly stats: MembershipStats = {
     published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignored: {}, ignoredFull: 0, unreachable: 0, dials: 0, dialErrors: 0, dialsDeferred: 0,
@@ -447,8 +489,11 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.counters = opts.counters ?? (() => ({ fetched: 0, queued: 0, sent: 0, received: 0 }));
     this.policySummary = opts.policySummary ?? (() => undefined);
     this.log = opts.logger ?? silentLogger;
-    this.ring = new HostRing({ maxCapacity: this.admission.maxCapacity, ...opts.ring });
-    this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? this.admission.maxMembers });
+    this.zone = opts.zone ?? DEFAULT_ZONE;
+    this.zoneWeight = opts.zoneWeight ?? 1;
+    this.zoneRulesDigest = zoneRulesDigest(opts.zoneRules ?? []);
+    this.ring = new ZonedRing({ maxCapacity: this.admission.maxCapacity, ...opts.ring }, opts.zoneRules ?? []);
+    this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? this.admission.maxMembers, suspectGraceMs: opts.suspectGraceMs });
     this.newMembers = new TokenBucket(this.admission.newMembersBurst, this.admission.newMembersPerInterval / this.intervalMs, Date.now());
     this.heartbeatRate = new WindowCounter(this.intervalMs, this.admission.heartbeatsPerInterval);
   }
@@ -551,6 +596,11 @@ export class Membership extends EventEmitter<MembershipEvents> {
     return this.table.all();
   }
 
+  /** Whether a member is suspect: silent, within the grace before it is taken over (docs/mesh.md "Suspicion before takeover"). */
+  isSuspect(id: string): boolean {
+    return this.table.isSuspect(id);
+  }
+
   /** An admitted member; identities waiting for a connection are not members yet. */
   member(id: string): MemberInfo | undefined {
     return this.table.get(id);
@@ -590,6 +640,8 @@ export class Membership extends EventEmitter<MembershipEvents> {
       counters: this.counters(),
       seq: this.seq,
       ...(policy === undefined ? {} : { policy }),
+      ...(this.zone === DEFAULT_ZONE ? {} : { zone: this.zone, ...(this.zoneWeight === 1 ? {} : { zoneWeight: this.zoneWeight }) }),
+      ...(this.zoneRulesDigest === undefined ? {} : { zoneRules: this.zoneRulesDigest }),
     };
   }
 
@@ -698,7 +750,11 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   private applyRing(dead: string[]): void {
-    const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers((m) => !this.excluded.has(m.id) && this.isVouched(m.id)));
+    const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers((m) => !this.excluded.has(m.id) && this.isVouched(m.id)), (id) => {
+      const m = this.table.get(id);
+      // The default zone's members declare no weight: theirs is 1, as in zoneOf's hash.
+      return { zone: m?.zone ?? DEFAULT_ZONE, weight: m?.zone ? m.zoneWeight ?? 1 : 1 };
+    });
     if (!changed) return;
     const change: MembershipChange = { members: this.ring.members(), added, removed, dead: dead.filter((d) => removed.includes(d)) };
     this.log.info(change, 'membership changed');

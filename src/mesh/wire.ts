@@ -9,6 +9,7 @@
 // (docs/mesh.md "Admission", "Memory bounds").
 
 import { parsePolicySummary } from '../policy/document.js';
+import { DEFAULT_ZONE, MAX_ZONE_WEIGHT, isZoneName } from '../assign/zones.js';
 
 // ---------------------------------------------------------------- limits
 
@@ -105,6 +106,12 @@ export interface Heartbeat {
   seq: number;
   /** `version.digest` of the crawl policy in force on the member (src/policy/document.ts), when it holds one. */
   policy?: string;
+  /** The member's zone (`--zone`, src/assign/zones.ts); absent for the default zone. */
+  zone?: string;
+  /** The weight the member declares for its zone (`--zone-weight`); absent when 1 or in the default zone. */
+  zoneWeight?: number;
+  /** Digest of the member's `--zone-rule` list (zoneRulesDigest); absent without rules. Members must agree on it. */
+  zoneRules?: string;
 }
 
 export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -112,7 +119,7 @@ export type Decoded<T> = { ok: true; value: T } | { ok: false; reason: string };
 const encoder = new TextEncoder();
 const fatalDecoder = new TextDecoder('utf-8', { fatal: true });
 
-const HEARTBEAT_KEYS = new Set(['v', 'id', 'addrs', 'capacity', 'incarnation', 'state', 'counters', 'seq', 'policy']);
+const HEARTBEAT_KEYS = new Set(['v', 'id', 'addrs', 'capacity', 'incarnation', 'state', 'counters', 'seq', 'policy', 'zone', 'zoneWeight', 'zoneRules']);
 const COUNTER_KEYS = ['fetched', 'queued', 'sent', 'received'] as const;
 
 export function encodeHeartbeat(hb: Heartbeat): Uint8Array {
@@ -121,6 +128,9 @@ export function encodeHeartbeat(hb: Heartbeat): Uint8Array {
     counters: { fetched: hb.counters.fetched, queued: hb.counters.queued, sent: hb.counters.sent, received: hb.counters.received },
     seq: hb.seq,
     ...(hb.policy === undefined ? {} : { policy: hb.policy }),
+    ...(hb.zone === undefined || hb.zone === DEFAULT_ZONE ? {} : { zone: hb.zone }),
+    ...(hb.zoneWeight === undefined || hb.zoneWeight === 1 ? {} : { zoneWeight: hb.zoneWeight }),
+    ...(hb.zoneRules === undefined ? {} : { zoneRules: hb.zoneRules }),
   }));
 }
 
@@ -173,12 +183,18 @@ export function decodeHeartbeat(bytes: Uint8Array): Decoded<Heartbeat> {
   if (Object.keys(cr).length !== COUNTER_KEYS.length) return { ok: false, reason: 'schema' };
   for (const k of COUNTER_KEYS) if (!isCount(cr[k])) return { ok: false, reason: 'schema' };
   if (r.policy !== undefined && parsePolicySummary(r.policy) === null) return { ok: false, reason: 'schema' };
+  if (r.zone !== undefined && (!isZoneName(r.zone) || r.zone === DEFAULT_ZONE)) return { ok: false, reason: 'schema' };
+  if (r.zoneWeight !== undefined && (typeof r.zoneWeight !== 'number' || !(r.zoneWeight > 0) || r.zoneWeight > MAX_ZONE_WEIGHT)) return { ok: false, reason: 'schema' };
+  if (r.zoneRules !== undefined && (typeof r.zoneRules !== 'string' || !/^[0-9a-f]{16}$/.test(r.zoneRules))) return { ok: false, reason: 'schema' };
   return {
     ok: true,
     value: {
       id: r.id, addrs: r.addrs as string[], capacity: r.capacity, incarnation: r.incarnation, state: r.state, seq: r.seq,
       counters: { fetched: cr.fetched as number, queued: cr.queued as number, sent: cr.sent as number, received: cr.received as number },
       ...(r.policy === undefined ? {} : { policy: r.policy as string }),
+      ...(r.zone === undefined ? {} : { zone: r.zone }),
+      ...(r.zoneWeight === undefined ? {} : { zoneWeight: r.zoneWeight }),
+      ...(r.zoneRules === undefined ? {} : { zoneRules: r.zoneRules }),
     },
   };
 }
