@@ -22,6 +22,7 @@ import { ScopePolicy } from '../scope/traps.js';
 import { CrawlScope } from '../scope/crawl-scope.js';
 import { bump, type CrawlStats } from './stats.js';
 import type { Candidate, HostData } from './candidate.js';
+import type { ReplicaOps } from './frontier-replica.js';
 
 export interface AdmissionComponents {
   config: Pick<AgentConfig, 'seen' | 'scope' | 'crawlScope'>;
@@ -32,6 +33,8 @@ export interface AdmissionComponents {
   stats: CrawlStats;
   /** The in-link counts (src/crawl/promotions.ts): new URLs found as links, and repeat discoveries. */
   inlinks: { noteNew(items: Candidate[]): void; noteRepeats(items: Candidate[]): void };
+  /** The replicas of newly queued URLs for their hosts' successors, written in the round's batch (src/crawl/frontier-replica.ts). */
+  replicas?: { queueOps(items: Candidate[]): ReplicaOps | undefined };
 }
 
 export class Admission {
@@ -43,6 +46,8 @@ export class Admission {
   readonly drum: Drum<Candidate>;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
   private readonly admitted = new Set<Candidate>();
+  /** The replica writes of the DRUM round in progress: sendable once its batch is durable. */
+  private replicaOps: ReplicaOps | undefined;
 
   constructor(private readonly c: AdmissionComponents) {
     this.scope = new ScopePolicy(c.config.scope);
@@ -54,9 +59,13 @@ export class Admission {
       onNew: (items) => {
         const admitted = items.filter((it) => this.scope.admit(it.url, it.host) === null);
         for (const it of admitted) this.admitted.add(it);
-        return c.frontier.enqueueOps(admitted);
+        const ops = c.frontier.enqueueOps(admitted);
+        this.replicaOps = c.replicas?.queueOps(admitted);
+        return this.replicaOps ? [...ops, ...this.replicaOps.ops] : ops;
       },
       afterCommit: (items) => {
+        this.replicaOps?.done();
+        this.replicaOps = undefined;
         const admitted = items.filter((it) => this.admitted.delete(it));
         c.stats.urlsDiscovered += admitted.length;
         c.frontier.committed(admitted);

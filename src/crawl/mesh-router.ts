@@ -13,6 +13,7 @@ import { encodeItem, type UrlItem } from '../mesh/index.js';
 import { AgentMesh, type MeshHandlers } from './mesh.js';
 import { HandoffGate } from './handoff.js';
 import { Ownership } from './ownership.js';
+import { FrontierReplica } from './frontier-replica.js';
 import { isStoreFailure, errorText } from './errors.js';
 import { queueHere, type Replica, type Router } from './router.js';
 import type { Admission } from './admission.js';
@@ -21,6 +22,7 @@ import type { Candidate, HostData } from './candidate.js';
 import type { RoutingFacts } from './summary.js';
 import type { Logger } from '../util/log.js';
 import { shortPeerId } from '../mesh/index.js';
+import { successorsOf } from '../assign/ring.js';
 
 /** Pause between two handoff rounds of a leave while URLs are still queued here. */
 const LEAVE_ROUND_MS = 50;
@@ -56,6 +58,8 @@ export class MeshRouter implements Router {
   private mesh: AgentMesh | undefined;
   private readonly ownership: Ownership<Candidate, HostData>;
   private forwarded = 0;
+  /** Our hosts' queued URLs copied to their successors, and theirs held here (docs/mesh.md "Replicated frontier"). */
+  readonly frontierReplica: FrontierReplica;
 
   constructor(private readonly c: MeshRouterComponents) {
     const { config } = c;
@@ -77,11 +81,16 @@ export class MeshRouter implements Router {
       attachGrants: (items) => c.sitemaps.attachGrants(items),
       schedulePump: () => c.schedulePump(),
       lifecycle: () => c.lifecycle(),
+      standby: { hold: (urls) => this.frontierReplica.hold(urls), replicas: config.mesh.replicas },
+    });
+    this.frontierReplica = new FrontierReplica({
+      store: c.store, frontier: c.frontier, drum: c.admission.drum, replicas: config.mesh.replicas, log: c.log,
+      promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)), true),
     });
   }
 
   get id(): string { return this.mesh?.id ?? ''; }
-  get busy(): boolean { return this.ownership.rebalancePending; }
+  get busy(): boolean { return this.ownership.rebalancePending || this.frontierReplica.busy; }
   get crawlId(): string { return this.c.config.mesh.crawlId; }
 
   async start(): Promise<void> {
@@ -94,12 +103,13 @@ export class MeshRouter implements Router {
         if (!this.c.stopping() && isStoreFailure(err)) this.c.onFatal(new Error(`store write failed: ${errorText(err)}`));
         throw err;
       }),
-      onChange: (ch) => ownership.onMembershipChange(ch),
+      onChange: (ch) => { ownership.onMembershipChange(ch); this.frontierReplica.ringChanged(); },
       counters: () => this.c.counters(),
       localIdle: () => this.c.localIdle(),
       created: (m) => ownership.attach(m),
     };
     const mesh = this.mesh = await (this.c.startMesh ? this.c.startMesh(handlers) : AgentMesh.start(config.mesh, config.dataDir, store, handlers, log));
+    this.frontierReplica.attach(mesh);
     mesh.on('idle', () => this.c.onIdle());
     mesh.on('forget', (peer) => metrics.removePeer(shortPeerId(peer)));
     mesh.exchange.on('rejected', (reason) => metrics.meshRefused(reason));
@@ -146,12 +156,17 @@ export class MeshRouter implements Router {
   replicate(host: string, url: string, ops: BatchOp[]): Replica | undefined {
     const mesh = this.mesh;
     if (!mesh) return undefined;
-    const next = mesh.membership.ring.nextOwnersOf(host, 2)[1];
-    if (!next || next === mesh.id) return undefined;
+    // The successors that hold the host's queued URLs (docs/mesh.md "Replicated frontier"): this entry trims them there.
+    const next = successorsOf(mesh.membership.ring, host, Math.max(1, this.c.config.mesh.replicas)).filter((p) => p !== mesh.id);
+    if (next.length === 0) return undefined;
     try {
-      const q = mesh.replicas.queueOps(next, [encodeItem({ kind: 'replica', url })]);
-      for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-      return { peer: next, n: q.n };
+      const out: Replica = [];
+      for (const peer of next) {
+        const q = mesh.replicas.queueOps(peer, [encodeItem({ kind: 'replica', url })]);
+        for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
+        out.push({ peer, n: q.n });
+      }
+      return out;
     } catch (err) {
       // The mesh is stopping (outbox closed): the page is settled all the same, without a replica.
       this.c.log.debug({ err: (err as Error).message }, 'replicating a seen entry failed');
@@ -159,7 +174,7 @@ export class MeshRouter implements Router {
     }
   }
 
-  replicated(r: Replica): void { this.mesh?.replicas.written(r.peer, r.n); }
+  replicated(r: Replica): void { for (const { peer, n } of r) this.mesh?.replicas.written(peer, n); }
   notBefore(host: string, now: number): number { return this.ownership.notBefore(host, now); }
   handOn(): void { this.ownership.scheduleRebalance(); }
   initialNextAllowed(now: number): number { return now + this.c.config.minDelayMs; }
@@ -233,7 +248,7 @@ export class MeshRouter implements Router {
 
   summary(): RoutingFacts {
     if (!this.mesh) return {};
-    return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: this.ownership.meshSummary() };
+    return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: { ...this.ownership.meshSummary(), replicatedFrontier: { ...this.frontierReplica.stats } } };
   }
 
   quiesce(): void { this.ownership.stop(); }

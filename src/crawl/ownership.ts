@@ -23,6 +23,7 @@ import type { AgentState } from '../api/backend.js';
 import type { AgentMesh } from './mesh.js';
 import { RecentRings, type HandoffGate } from './handoff.js';
 import { PeerIntake } from './intake.js';
+import type { HeldUrl } from './frontier-replica.js';
 import { HostRing } from '../assign/ring.js';
 import {
   classifyItem, encodeItem, encodeHandoffMarker,
@@ -92,6 +93,8 @@ export interface OwnershipComponents<C extends PeerCandidate & { key: Buffer }, 
   /** Wakes the scheduling loop (a marker may have opened a gate). */
   schedulePump(): void;
   lifecycle(): AgentState;
+  /** Queued URLs held for their owners (src/crawl/frontier-replica.ts): peer intake stores and trims them. */
+  standby?: { hold(urls: HeldUrl[]): Promise<void>; readonly replicas: number };
 }
 
 /** store.meta key of the recent rings (src/crawl/handoff.ts RecentRings). */

@@ -96,6 +96,8 @@ export function buildPipeline(hooks: PipelineHooks) {
       // one agent in about 1 run of 8 under load (0 of 10 without them; cause not found yet).
       noteRepeats: (items) => { if (!router.shared) promotions.noteRepeats(items); },
     },
+    // In a mesh, newly queued URLs are copied to their hosts' successors (docs/mesh.md "Replicated frontier").
+    replicas: { queueOps: (items) => (router instanceof MeshRouter ? router.frontierReplica.queueOps(items) : undefined) },
   });
   const drum = admission.drum;
   const promotions = new Promotions({ store, frontier, drum, stats, onFatal, stopping });

@@ -59,6 +59,18 @@ export const HANDOFF_MARKER_HOPS = SEEN_ONLY_FLAG | SITEMAP_FLAG;
  * again (docs/mesh.md "Crashes": replicated seen entries).
  */
 export const REPLICA_SEEN_HOPS = SEEN_ONLY_FLAG | HOPS_MASK;
+/**
+ * A *queued replica*: the sender owns the host and has this URL in its
+ * frontier; the receiver, one of the host's next owners on the ring, holds it
+ * (never crawls it, never passes it on) until the page is settled (its replica
+ * seen entry trims it) or the owner is gone from the ring (then the URL is
+ * promoted into the frontier of whoever owns the host now: docs/mesh.md
+ * "Replicated frontier"). `QUEUED_REPLICA_HOPS + 1` is the same for a sitemap.
+ * These hops bytes were `bad` (a seen sitemap) before this kind existed: an
+ * older receiver drops such items one by one and counts them (`replica-item`
+ * on the replica lane), the rest of the frame stands.
+ */
+export const QUEUED_REPLICA_HOPS = HANDOFF_MARKER_HOPS | 1;
 // A reserved name (RFC 6761 §6.4: .invalid never resolves), so a marker can
 // travel as an ordinary item through the outbox and the URL exchange.
 const HANDOFF_MARKER_PREFIX = 'http://handoff.ubicrawl.invalid/v1/';
@@ -265,12 +277,14 @@ export type BadItemReason = 'marker' | 'flags' | 'grant';
  * An item by what it asks of its receiver, the hops byte's flags decoded once
  * (docs/mesh.md "Item kinds"): a URL to crawl (or to pass on to its owner); a
  * seen entry of a host handed over; a replica seen entry from the host's
- * owner; a "handoff complete" marker; or nothing readable.
+ * owner; a queued URL replicated by the host's owner; a "handoff complete"
+ * marker; or nothing readable.
  */
 export type WireItem =
   | { kind: 'crawl'; url: string; depth: number; hops: number; sitemap: boolean; grant?: string }
   | { kind: 'seen'; url: string; hops: number }
   | { kind: 'replica'; url: string }
+  | { kind: 'queued'; url: string; depth: number; sitemap: boolean }
   | { kind: 'marker'; ringId: bigint }
   | { kind: 'bad'; reason: BadItemReason };
 
@@ -286,6 +300,7 @@ export function classifyItem(it: UrlItem): WireItem {
     return ringId === null ? BAD_MARKER : { kind: 'marker', ringId };
   }
   if (h === REPLICA_SEEN_HOPS) return { kind: 'replica', url: it.url };
+  if (h === QUEUED_REPLICA_HOPS || h === QUEUED_REPLICA_HOPS + 1) return { kind: 'queued', url: it.url, depth: it.depth, sitemap: h !== QUEUED_REPLICA_HOPS };
   if (h & SEEN_ONLY_FLAG) return h & (SITEMAP_FLAG | GRANT_FLAG) ? BAD_FLAGS : { kind: 'seen', url: it.url, hops: h & HOPS_MASK };
   if (h & GRANT_FLAG) {
     if (!(h & SITEMAP_FLAG)) return BAD_FLAGS;
@@ -310,6 +325,7 @@ export function encodeItem(w: Exclude<WireItem, { kind: 'bad' }>): UrlItem {
     }
     case 'seen': return { url: w.url, depth: 0, hops: SEEN_ONLY_FLAG | Math.min(w.hops, HOPS_MASK - 1) };
     case 'replica': return { url: w.url, depth: 0, hops: REPLICA_SEEN_HOPS };
+    case 'queued': return { url: w.url, depth: w.depth, hops: QUEUED_REPLICA_HOPS + (w.sitemap ? 1 : 0) };
     case 'marker': return encodeHandoffMarker(w.ringId);
   }
 }
