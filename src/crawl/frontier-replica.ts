@@ -45,6 +45,11 @@ export interface FrontierReplicaComponents {
   drum: Pick<Drum<never>, 'exclusive'>;
   /** Extra copies per host (--replicas). */
   replicas: number;
+  /**
+   * A host that became ours because its owner left our ring is promoted only once it has stayed ours
+   * this long (a member declared dead by mistake is back within it, still crawling its hosts).
+   */
+  promoteAfterMs: number;
   log: Logger;
   /** Promoted URLs go where any URL goes (ours now: the seen-set round); durable when this resolves. */
   promote(urls: Array<{ url: string; depth: number; kind: UrlKind }>): Promise<void>;
@@ -97,6 +102,11 @@ export class FrontierReplica {
    * host maps to us although its owner may be alive: nothing held is promoted until then.
    */
   private meshed = false;
+  private promoteTimer: NodeJS.Timeout | undefined;
+  /** The next pass promotes what is ours (set by the timer after a ring change). */
+  private promoteDue = false;
+  /** A sweep left held URLs of hosts that are ours for the timer's pass to promote. */
+  private promotable = false;
 
   constructor(private readonly c: FrontierReplicaComponents) {}
 
@@ -104,7 +114,7 @@ export class FrontierReplica {
   attach(mesh: ReplicaMesh): void { this.mesh = mesh; }
 
   /** A ring-change pass is queued or running (the agent is not idle meanwhile). */
-  get busy(): boolean { return this.passPending; }
+  get busy(): boolean { return this.passPending || this.promoteDue || this.promotable; }
   /** The passes queued so far, done. */
   get settled(): Promise<void> { return this.passP; }
 
@@ -166,33 +176,51 @@ export class FrontierReplica {
     const mesh = this.mesh;
     const known = await store.seen.getMany(urls.map((u) => u.key));
     const ops: BatchOp[] = [];
-    const ours: Array<{ url: string; depth: number; kind: UrlKind }> = [];
+    let ours = false;
     for (let i = 0; i < urls.length; i++) {
       if (known[i]) { this.stats.skipped++; continue; }
       const u = urls[i]!;
-      // Sent before its owner left our ring, arriving after our sweep: ours now, promoted at once.
-      if (mesh && this.meshed && mesh.membership.ring.ownerOf(hostOf(u.url)) === mesh.id) {
-        ours.push({ url: u.url, depth: u.depth, kind: u.sitemap ? 'sitemap' : 'page' });
-        continue;
-      }
+      // Sent before its owner left our ring, arriving after our sweep: ours now, promoted by a pass of its own.
+      if (mesh && this.meshed && mesh.membership.ring.ownerOf(hostOf(u.url)) === mesh.id) ours = true;
       ops.push({ type: 'put', sublevel: store.standby, key: u.key, value: encodeHeld(u.url, u.depth, u.sitemap) });
     }
     // Not synced, like replica seen entries: losing them needs this agent's power loss and the owner's death at once.
     if (ops.length) await store.db.batch(ops);
     this.stats.held += ops.length;
-    if (ours.length) { await this.c.promote(ours); this.stats.promoted += ours.length; }
+    if (ours) { this.promotable = true; this.schedulePromotion(); }
   }
 
-  /** The ring changed: promote, keep or drop what we hold; send our hosts' queues to new successors. */
+  /** The ring changed: promote (after promoteAfterMs), keep or drop what we hold; send our hosts' queues to new successors. */
   ringChanged(): void {
-    if (!this.mesh || this.passPending) return;
+    if (!this.mesh) return;
+    clearTimeout(this.promoteTimer);
+    this.promoteTimer = undefined;
+    this.schedulePromotion();
+    this.pass(false);
+  }
+
+  private schedulePromotion(): void {
+    if (this.promoteTimer) return;
+    this.promoteTimer = setTimeout(() => { this.promoteTimer = undefined; this.pass(true); }, this.c.promoteAfterMs);
+    this.promoteTimer.unref();
+  }
+
+  /** No promotion pass is waiting (the agent stops). */
+  stop(): void { clearTimeout(this.promoteTimer); }
+
+  private pass(promote: boolean): void {
+    if (promote) this.promoteDue = true;
+    if (this.passPending) return;
     this.passPending = true;
     this.passP = this.passP.then(async () => {
       this.passPending = false;
       if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
       if (!this.meshed) return;
       try {
-        await this.sweepStandby();
+        const promoteNow = this.promoteDue;
+        this.promoteDue = false;
+        if (promoteNow) this.promotable = false;
+        await this.sweepStandby(promoteNow);
         await this.replicateToNewSuccessors();
       } catch (err) {
         this.c.log.error({ err: (err as Error).message }, 'replicated frontier pass failed; will retry on the next ring change');
@@ -200,8 +228,8 @@ export class FrontierReplica {
     });
   }
 
-  /** Every held URL: ours now → promoted; still a successor → kept; otherwise dropped. */
-  private async sweepStandby(): Promise<void> {
+  /** Every held URL: ours now → promoted (`promoteNow`; else on the timer's pass); still a successor → kept; otherwise dropped. */
+  private async sweepStandby(promoteNow: boolean): Promise<void> {
     const mesh = this.mesh!;
     const { store } = this.c;
     const ring = mesh.membership.ring;
@@ -218,7 +246,10 @@ export class FrontierReplica {
         const host = h ? hostOf(h.url) : '';
         if (!h || !host) { del.push({ type: 'del', sublevel: store.standby, key: k }); dropped++; continue; }
         const owner = ring.ownerOf(host);
-        if (owner === mesh.id) { promote.push(h); del.push({ type: 'del', sublevel: store.standby, key: k }); continue; }
+        if (owner === mesh.id) {
+          if (promoteNow) { promote.push(h); del.push({ type: 'del', sublevel: store.standby, key: k }); } else this.promotable = true;
+          continue;
+        }
         if (!successorsOf(ring, host, this.c.replicas).includes(mesh.id)) {
           del.push({ type: 'del', sublevel: store.standby, key: k });
           dropped++;

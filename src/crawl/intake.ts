@@ -14,6 +14,7 @@ import { HostRing } from '../assign/ring.js';
 import { RateLimitedLog } from '../mesh/admission.js';
 import { classifyItem, encodeItem, shortPeerId, type UrlItem } from '../mesh/index.js';
 import type { HeldUrl } from './frontier-replica.js';
+import type { HandedHostItem } from './host-handoff.js';
 import type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData } from './ownership.js';
 
 export interface IntakeComponents<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> extends OwnershipComponents<C, D> {
@@ -63,6 +64,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const passOn = new Map<string, UrlItem[]>();
     const markers: bigint[] = [];
     const held: HeldUrl[] = [];
+    const hostItems: HandedHostItem[] = [];
     const trims: Buffer[] = []; // replica seen entries: the queued replica of that URL is done with
     let startupRing: HostRing | null | undefined; // computed at the first seen entry
     let bad = 0;
@@ -71,6 +73,18 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
       if (w.kind === 'bad') { bad++; continue; }
       if (w.kind === 'marker') {
         markers.push(w.ringId);
+        continue;
+      }
+      if (w.kind === 'host-state' || w.kind === 'recrawl') {
+        // What a host's previous owner knew about it besides its URLs (docs/mesh.md "Everything about a host moves with it").
+        const host = w.kind === 'host-state' ? w.host : hostOf(w.url);
+        if (!host || !this.c.hostItems) { bad++; continue; }
+        if (!local && mesh) {
+          startupRing ??= this.c.gate.startingUp ? this.heardRing(mesh) : null;
+          const heard = startupRing ?? undefined;
+          if (!this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) { this.refuse('state-not-owner', from, 1); bad++; continue; }
+        }
+        hostItems.push(w.kind === 'host-state' ? { kind: 'host-state', host, state: w.state } : { kind: 'recrawl', host, url: w.url, depth: w.depth, state: w.state });
         continue;
       }
       if (w.kind === 'seen' || w.kind === 'replica' || w.kind === 'queued') {
@@ -139,6 +153,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }
+    if (hostItems.length) await this.c.hostItems!(hostItems);
     // After the seen entries: a queued replica of a page settled in the same frames is not kept.
     if (held.length) await this.c.standby!.hold(held);
     // The sender deletes the batch once we acknowledge it: what it stored here is synced first.

@@ -14,6 +14,8 @@ import { AgentMesh, type MeshHandlers } from './mesh.js';
 import { HandoffGate } from './handoff.js';
 import { Ownership } from './ownership.js';
 import { FrontierReplica } from './frontier-replica.js';
+import type { HostHandoff } from './host-handoff.js';
+import type { HostStates } from './host-state.js';
 import { isStoreFailure, errorText } from './errors.js';
 import { queueHere, type Replica, type Router } from './router.js';
 import type { Admission } from './admission.js';
@@ -49,6 +51,9 @@ export interface MeshRouterComponents {
   onIdle(): void;
   onFatal(err: Error): void;
   stopping(): boolean;
+  /** A host's state and recrawl entries, handed over with it (src/crawl/host-handoff.ts). */
+  hostHandoff?: HostHandoff;
+  hostStates?: Pick<HostStates, 'forget'>;
   /** Starts the mesh node (default: src/crawl/mesh.ts on loopback or the network); a test gives a fake. */
   startMesh?(handlers: MeshHandlers): Promise<AgentMesh>;
 }
@@ -82,9 +87,14 @@ export class MeshRouter implements Router {
       schedulePump: () => c.schedulePump(),
       lifecycle: () => c.lifecycle(),
       standby: { hold: (urls) => this.frontierReplica.hold(urls), replicas: config.mesh.replicas },
+      hostItems: c.hostHandoff ? (items) => c.hostHandoff!.take(items) : undefined,
+      handOffItems: c.hostHandoff ? (h) => c.hostHandoff!.itemsFor(h.name, h.key, h.data, h.data.operatorPaused === true) : undefined,
+      handedOff: (host) => c.hostStates?.forget(host),
     });
     this.frontierReplica = new FrontierReplica({
       store: c.store, frontier: c.frontier, drum: c.admission.drum, replicas: config.mesh.replicas, log: c.log,
+      // One more dead-after period: a member declared dead by mistake is back in our ring by then.
+      promoteAfterMs: config.mesh.deadAfterMs,
       promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)), true),
     });
   }
@@ -251,7 +261,7 @@ export class MeshRouter implements Router {
     return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: { ...this.ownership.meshSummary(), replicatedFrontier: { ...this.frontierReplica.stats } } };
   }
 
-  quiesce(): void { this.ownership.stop(); }
+  quiesce(): void { this.ownership.stop(); this.frontierReplica.stop(); }
   async stop(): Promise<void> { await this.mesh?.stop(); }
   saved(): Promise<void> { return this.ownership.saved(); }
 }

@@ -42,6 +42,8 @@ export interface Store {
    * while the owner lives (src/crawl/frontier-replica.ts; docs/mesh.md "Replicated frontier").
    */
   standby: Sublevel;
+  /** Host name → its politeness state and operator overrides, while they say something (src/crawl/host-state.ts). */
+  hostState: Sublevel;
   /** SimHash permuted tables (src/dedup/index.ts). */
   simhash: Sublevel;
   /** Payload digest → first capture (src/dedup/digests.ts). */
@@ -114,6 +116,7 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     inbox: sub('inbox'),
     replicas: sub('replicas'),
     standby: sub('standby'),
+    hostState: sub('host-state'),
     simhash: sub('simhash'),
     digests: sub('digests'),
     recrawl: sub('recrawl'),
