@@ -50,13 +50,14 @@ async function fourAgents(web: SyntheticWeb, dir: string, seeds: string, extra: 
 
 async function killOneForGood(t: { diagnostic(s: string): void }, name: string, made: { web: SyntheticWeb; dir: string; seeds: string; expected: Set<string> }, extra: string[], victimShare: number) {
   const { web, dir, seeds, expected } = made;
+  let agents: AgentProc[] = [];
   try {
-    const agents = await fourAgents(web, dir, seeds, extra);
+    agents = await fourAgents(web, dir, seeds, extra);
     const victim = agents[1]!;
     const byVictim = () => web.requests().filter((r) => agentOf(r.userAgent) === victim.name && r.url).length;
     // Mid-crawl: all four crawl, and the victim has done a fair part of its share (its queue holds the rest).
     await waitFor(() => pageCounts(web).size >= expected.size * 0.25 && byVictim() >= expected.size * victimShare
-      && agents.every((a) => web.requests().some((r) => agentOf(r.userAgent) === a.name)), 120_000, 'a quarter of the crawl, by all four');
+      && agents.every((a) => web.requests().some((r) => agentOf(r.userAgent) === a.name)), 240_000, 'a quarter of the crawl, by all four');
     const killedAt = Date.now();
     const victimBefore = byVictim();
     victim.proc.kill('SIGKILL');
@@ -86,6 +87,7 @@ async function killOneForGood(t: { diagnostic(s: string): void }, name: string, 
     assert.deepEqual(outside.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'pages fetched twice are the victim\'s in-flight window only');
     assert.deepEqual(checkPoliteness(web.requests(), MIN_DELAY, { toleranceMs: 15 }).slice(0, 5), [], 'per-host delay held through the crash');
   } finally {
+    for (const a of agents) if (a.proc.exitCode === null && a.proc.signalCode === null) a.proc.kill('SIGKILL');
     await web.close();
   }
 }
@@ -95,5 +97,5 @@ test('replicated frontier, per-host chains: one of four agents SIGKILLed for goo
 });
 
 test('replicated frontier, dense web: one of four agents SIGKILLed for good mid-crawl, every page reachable from the seeds is fetched', async (t) => {
-  await killOneForGood(t, 'dense', await meshWeb(120, 16), [], 0.05);
+  await killOneForGood(t, 'dense', await meshWeb(100, 12), [], 0.05);
 });
