@@ -53,7 +53,7 @@ export interface MeshRouterComponents {
   stopping(): boolean;
   /** A host's state and recrawl entries, handed over with it (src/crawl/host-handoff.ts). */
   hostHandoff?: HostHandoff;
-  hostStates?: Pick<HostStates, 'forget'>;
+  hostStates?: Pick<HostStates, 'forget' | 'flushed'>;
   /** Starts the mesh node (default: src/crawl/mesh.ts on loopback or the network); a test gives a fake. */
   startMesh?(handlers: MeshHandlers): Promise<AgentMesh>;
 }
@@ -263,7 +263,7 @@ export class MeshRouter implements Router {
 
   quiesce(): void { this.ownership.stop(); this.frontierReplica.stop(); }
   async stop(): Promise<void> { await this.mesh?.stop(); }
-  saved(): Promise<void> { return this.ownership.saved(); }
+  saved(): Promise<void> { return Promise.all([this.ownership.saved(), this.c.hostStates?.flushed()]).then(() => {}); }
 }
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }
