@@ -44,7 +44,7 @@ function dirBytes(d: string): number {
   return n;
 }
 
-interface Run { pages: number; twice: number; secs: number; cpuMsPerPage: number; writtenPerPage: number; storePerPage: number; replicaItems: number }
+interface Run { pages: number; twice: number; firstSecs: number; tailSecs: number; secs: number; cpuMsPerPage: number; writtenPerPage: number; storePerPage: number; replicaItems: number }
 
 async function runOnce(replicas: number): Promise<Run> {
   const web = await startSyntheticWeb({ seed: 11, hosts: HOSTS, pagesPerHost: PAGES, outLinks: 6, crossHostShare: 0.3, pageBytes: { min: 1500, max: 3000 }, sitemap: false });
@@ -89,7 +89,12 @@ async function runOnce(replicas: number): Promise<Run> {
     const bytes = [...written.values()].reduce((a, b) => a + b, 0);
     const urls = web.requests().filter((r) => r.url && !r.path.startsWith('/robots')).map((r) => r.url!);
     const twice = urls.length - new Set(urls).size;
-    return { twice, pages, secs, cpuMsPerPage: (cpu * 1000) / pages, writtenPerPage: bytes / pages, storePerPage: dirBytes(dir) / pages, replicaItems };
+    // Where the wall time goes: start-up (mesh formed, seeds routed) and the tail (mesh-wide idle detection).
+    const starts = web.requests().map((r) => r.start);
+    const wallStart = Date.now() - secs * 1000;
+    const firstSecs = (Math.min(...starts) - wallStart) / 1000;
+    const tailSecs = (Date.now() - Math.max(...starts)) / 1000;
+    return { twice, firstSecs, tailSecs, pages, secs, cpuMsPerPage: (cpu * 1000) / pages, writtenPerPage: bytes / pages, storePerPage: dirBytes(dir) / pages, replicaItems };
   } finally {
     clearInterval(sampler);
     for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
@@ -100,7 +105,7 @@ async function runOnce(replicas: number): Promise<Run> {
 
 const med = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
 const fmt = (r: Run): string => `${r.pages} pages (${r.twice} fetched again) in ${r.secs.toFixed(1)} s  ${r.cpuMsPerPage.toFixed(2)} CPU-ms/page  ${(r.writtenPerPage / 1024).toFixed(2)} KiB written/page  ` +
-  `store ${(r.storePerPage / 1024).toFixed(2)} KiB/page  queued replicas sent ${r.replicaItems}`;
+  `store ${(r.storePerPage / 1024).toFixed(2)} KiB/page  queued replicas sent ${r.replicaItems}  first request ${r.firstSecs.toFixed(1)} s, last request to end ${r.tailSecs.toFixed(1)} s`;
 
 console.log(`replicated frontier cost: ${AGENTS} agents, ${HOSTS} hosts × ${PAGES} pages, ${RUNS} interleaved pairs; load ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
 const results: Record<number, Run[]> = { 0: [], 1: [] };
