@@ -139,6 +139,12 @@ export interface MeshConfig {
   /** A URL forwarded this many times is kept where it lands (views disagree for a moment). */
   maxHops: number;
   /**
+   * Extra copies of every host's queued URLs and seen entries, kept by the host's next owners on the ring
+   * (docs/mesh.md "Replicated frontier"): the permanent loss of fewer agents than this plus one loses nothing
+   * queued. 0: only the next owner learns what was settled (replica seen entries), queued URLs are not copied.
+   */
+  replicas: number;
+  /**
    * A graceful leave (SIGTERM, `POST /leave`) hands hosts over and waits for their acknowledgements
    * this long in total; what is left stays on disk for the next start (docs/mesh.md, "Graceful leave").
    */
@@ -499,6 +505,7 @@ export const DEFAULT_MESH: Readonly<MeshConfig> = Object.freeze({
   // (docs/deploy.md "Three data centers"): a partition shorter than dead-after + grace moves no host.
   takeoverGraceMs: 0,
   maxHops: 3,
+  replicas: 1,
   leaveTimeoutMs: 120_000,
   // About 10× what an honest agent sends at full speed (docs/mesh.md "Admission"); a handoff of a large
   // frontier is slowed, never refused.

@@ -31,6 +31,10 @@ const samples: Good[] = [
   { kind: 'seen', url: URL_A, hops: 0 },
   { kind: 'seen', url: URL_A, hops: 2 },
   { kind: 'replica', url: URL_A },
+  { kind: 'queued', url: URL_A, depth: 7, sitemap: false },
+  { kind: 'queued', url: MAP, depth: 65535, sitemap: true },
+  { kind: 'host-state', host: 'example.org', state: '{"backoff":2,"notBefore":1795730000000}' },
+  { kind: 'recrawl', url: URL_A, depth: 3, state: Buffer.from([1, 2, 3, 250, 0, 7]) },
   { kind: 'marker', ringId: 0xfedcba9876543210n },
   { kind: 'marker', ringId: 0n },
 ];
@@ -78,6 +82,9 @@ test('wire items: hop counts past the byte are capped below the flag bits (a see
 function expectedKind(h: number): WireItem['kind'] | `bad:${string}` {
   if (h === 0xc0) return 'marker';
   if (h === 0x9f) return 'replica';
+  if (h === 0xc1 || h === 0xc2) return 'queued';
+  // A host state whose URL is not one, a recrawl entry whose second string is not a schedule: meaningless.
+  if (h === 0xe0) return 'bad:grant';
   if (h >= 0x80) return h <= 0x9e ? 'seen' : 'bad:flags';
   if (h >= 0x20 && h <= 0x3f) return 'bad:flags';
   return 'crawl';
@@ -110,9 +117,14 @@ test('wire items: all 256 hops bytes, with and without a grant, classify as the 
       assert.equal(w.hops, h & HOPS_MASK);
       assert.deepEqual(encodeItem(w), plain);
     }
+    if (w.kind === 'queued') {
+      assert.equal(w.sitemap, h === 0xc2);
+      assert.deepEqual(encodeItem(w), plain, 'queued replicas re-encode to the same bytes');
+    }
   }
-  // 0x00–0x1f and 0x40–0x7f crawl; 0x20–0x3f, 0xa0–0xbf and 0xc1–0xff meaningless; 0x80–0x9e seen.
-  assert.deepEqual(counts, { crawl: 96, 'bad:flags': 127, seen: 31, replica: 1, marker: 1 });
+  // 0x00–0x1f and 0x40–0x7f crawl; 0x20–0x3f, 0xa0–0xbf and 0xc3–0xff meaningless (0xc3 and 0xe0 unless they carry
+  // a host state or a recrawl entry); 0x80–0x9e seen; 0xc1–0xc2 queued replicas.
+  assert.deepEqual(counts, { crawl: 96, 'bad:flags': 124, 'bad:grant': 1, seen: 31, replica: 1, marker: 1, queued: 2 });
 });
 
 test('wire items: a malformed marker is a bad item, not a marker and not a URL', () => {

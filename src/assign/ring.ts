@@ -74,6 +74,16 @@ interface Member {
 }
 
 /** Consistent-hashing ring of agents, mapping host names to their owner. */
+/**
+ * The members that take `host` over should its owner fail, in order: the
+ * next `n` distinct owners after it (fewer when the ring is smaller). Replicas
+ * of a host's frontier go to them (docs/mesh.md "Replicated frontier"). Any
+ * ring with `nextOwnersOf` fits (a zoned ring lists its zone's members first).
+ */
+export function successorsOf(ring: Pick<HostRing, 'nextOwnersOf'>, host: string, n: number): string[] {
+  return n > 0 ? ring.nextOwnersOf(host, n + 1).slice(1) : [];
+}
+
 export class HostRing {
   readonly replicas: number;
   readonly maxCapacity: number;

@@ -280,6 +280,10 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   },
   { flags: '--crawl-id <id>', help: 'agents of one crawl share this id (one gossip topic per crawl)', config: 'mesh.crawlId' },
   { flags: '--heartbeat <ms>', help: 'membership heartbeat interval', config: 'mesh.heartbeatMs', parse: intArg('--heartbeat', 50) },
+  {
+    flags: '--replicas <n>', help: 'extra copies of each host\'s queued URLs, kept by its next owners on the ring so that losing an agent for good loses nothing queued (0 = settled pages only)',
+    config: 'mesh.replicas', parse: intArg('--replicas', 0),
+  },
   { flags: '--dead-after <ms>', help: 'a silent member without a connection is dead after this long', config: 'mesh.deadAfterMs', parse: intArg('--dead-after', 100) },
   {
     flags: '--takeover-grace <duration>', help: 'a member silent past --dead-after is suspect this long before its hosts are taken over (a partition shorter than both moves no host; 0 = at once)',

@@ -23,6 +23,7 @@ import { CrawlScope } from '../scope/crawl-scope.js';
 import { BLOCKED_BY_POLICY } from './policy-gate.js';
 import { bump, type CrawlStats } from './stats.js';
 import type { Candidate, HostData } from './candidate.js';
+import type { ReplicaOps } from './frontier-replica.js';
 
 export interface AdmissionComponents {
   config: Pick<AgentConfig, 'seen' | 'scope' | 'crawlScope'>;
@@ -35,6 +36,8 @@ export interface AdmissionComponents {
   inlinks: { noteNew(items: Candidate[]): void; noteRepeats(items: Candidate[]): void };
   /** The crawl policy in force (src/crawl/policy-gate.ts): scope with the mesh's seed units, block list. Absent: the options' scope alone. */
   policy?: AdmissionPolicy;
+  /** The replicas of newly queued URLs for their hosts' successors, written in the round's batch (src/crawl/frontier-replica.ts). */
+  replicas?: { queueOps(items: Candidate[]): ReplicaOps | undefined };
 }
 
 /** What admission reads of the crawl policy in force. */
@@ -54,6 +57,8 @@ export class Admission {
   readonly drum: Drum<Candidate>;
   /** Candidates of the DRUM round in progress that passed the scope budgets. */
   private readonly admitted = new Set<Candidate>();
+  /** The replica writes of the DRUM round in progress: sendable once its batch is durable. */
+  private replicaOps: ReplicaOps | undefined;
 
   constructor(private readonly c: AdmissionComponents) {
     this.scope = new ScopePolicy(c.config.scope);
@@ -65,9 +70,13 @@ export class Admission {
       onNew: (items) => {
         const admitted = items.filter((it) => this.scope.admit(it.url, it.host) === null);
         for (const it of admitted) this.admitted.add(it);
-        return c.frontier.enqueueOps(admitted);
+        const ops = c.frontier.enqueueOps(admitted);
+        this.replicaOps = c.replicas?.queueOps(admitted);
+        return this.replicaOps ? [...ops, ...this.replicaOps.ops] : ops;
       },
       afterCommit: (items) => {
+        this.replicaOps?.done();
+        this.replicaOps = undefined;
         const admitted = items.filter((it) => this.admitted.delete(it));
         c.stats.urlsDiscovered += admitted.length;
         c.frontier.committed(admitted);

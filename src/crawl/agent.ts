@@ -50,6 +50,7 @@ import type { Candidate, HostData } from './candidate.js';
 import { buildPipeline } from './pipeline.js';
 import type { RenderStep } from './render-step.js';
 import { readBlocklistFile, type PolicyGate } from './policy-gate.js';
+import type { HostStates } from './host-state.js';
 
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
 
@@ -131,6 +132,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly sitemaps: Sitemaps;
   /** Each host's turn: robots, DNS, politeness, one request (src/crawl/host-turn.ts). */
   private readonly turns: HostTurn;
+  /** Hosts' politeness state and operator overrides, kept in the store (src/crawl/host-state.ts). */
+  readonly hostStates: HostStates;
   /** A fetched page: WARC, parse, dedup, links (src/crawl/page.ts). */
   private readonly pages: PageProcessor;
   /** Links durable, then the URL settled, in shared batches (src/crawl/completion.ts). */
@@ -186,11 +189,12 @@ class Agent implements AgentHandle, AgentView {
     });
     ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, policy: this.policy, admission: this.admission,
       promotions: this.promotions, recrawl: this.recrawl, sitemaps: this.sitemaps, router: this.router, archive: this.archive, completion: this.completion,
-      pages: this.pages, turns: this.turns } = p);
+      pages: this.pages, turns: this.turns, hostStates: this.hostStates } = p);
     this.render = p.render;
   }
 
   async start(): Promise<void> {
+    await this.hostStates.load(); // before the frontier sees a host
     await this.frontier.recover();
     // The digest filter fills in the background; lookups go to the store until it is ready.
     this.dedup?.load().then(({ otherAlgorithm }) => {

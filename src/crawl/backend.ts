@@ -25,6 +25,8 @@ export interface AgentView {
   readonly history: ThroughputHistory;
   readonly recentErrors: RecentErrors;
   readonly frontier: Frontier<HostData>;
+  /** Operator overrides are kept across restarts and handoffs (src/crawl/host-state.ts). */
+  readonly hostStates?: { save(host: string, d: HostData): void };
   readonly store: Store;
   readonly robotsToken: string;
   readonly minDelayMs: number;
@@ -159,6 +161,8 @@ export class AgentBackend implements ApiBackend {
 
   async pauseHost(name: string): Promise<HostControlResult> {
     const h = this.knownHost(name);
+    h.data.operatorPaused = true;
+    this.a.hostStates?.save(h.name, h.data);
     this.a.frontier.setPaused(h, true);
     return this.control(h);
   }
@@ -167,6 +171,8 @@ export class AgentBackend implements ApiBackend {
     const h = this.knownHost(name);
     // Resuming also un-parks a host the politeness state gave up on (an operator's decision).
     if (h.data.polite.parked) unpark(h.data.polite, Date.now());
+    h.data.operatorPaused = false;
+    this.a.hostStates?.save(h.name, h.data);
     this.a.frontier.setPaused(h, false);
     return this.control(h);
   }
@@ -175,6 +181,7 @@ export class AgentBackend implements ApiBackend {
     const h = this.knownHost(name);
     if (policy.minDelayMs !== undefined) h.data.policy.minDelayMs = policy.minDelayMs;
     if (policy.pageBudget !== undefined) h.data.policy.pageBudget = policy.pageBudget;
+    this.a.hostStates?.save(h.name, h.data);
     return this.control(h);
   }
 

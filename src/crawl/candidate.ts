@@ -26,6 +26,8 @@ export interface HostData {
   errors: Record<string, number>;
   /** The last few fetches, newest last (for the API's host view). */
   recent: RecentFetch[];
+  /** Paused by the operator (POST /hosts/:host/pause): kept across restarts and handoffs (src/crawl/host-state.ts). */
+  operatorPaused?: boolean;
   /** Operator overrides (PUT /hosts/:host/policy); null = the crawl's default. */
   policy: { minDelayMs: number | null; pageBudget: number | null };
   /** URLs taken from the frontier and not yet acknowledged (a handoff waits for them). */

@@ -394,11 +394,11 @@ export class RecentRings {
     return false;
   }
 
-  /** Whether, under one of the recent rings (or `also`), `peer` owned `host` and `self` came next. */
-  replicaFor(peer: string, self: string, host: string, also?: OwnerRing): boolean {
+  /** Whether, under one of the recent rings (or `also`), `peer` owned `host` and `self` came next (within `depth` successors). */
+  replicaFor(peer: string, self: string, host: string, also?: OwnerRing, depth = 1): boolean {
     for (const r of also ? [...this.rings, also] : this.rings) {
-      const o = r.nextOwnersOf(host, 2);
-      if (o[0] === peer && o[1] === self) return true;
+      const o = r.nextOwnersOf(host, depth + 1);
+      if (o[0] === peer && o.indexOf(self, 1) > 0) return true;
     }
     return false;
   }

@@ -13,6 +13,8 @@ import type { RecentRings } from './handoff.js';
 import { DEFAULT_ZONE, ZonedRing, rulesOf } from '../assign/zones.js';
 import { RateLimitedLog } from '../mesh/admission.js';
 import { classifyItem, encodeItem, shortPeerId, type UrlItem } from '../mesh/index.js';
+import type { HeldUrl } from './frontier-replica.js';
+import type { HandedHostItem } from './host-handoff.js';
 import type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData } from './ownership.js';
 
 export interface IntakeComponents<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> extends OwnershipComponents<C, D> {
@@ -61,6 +63,9 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     let handedOver = 0; // settled entries that are not replicas
     const passOn = new Map<string, UrlItem[]>();
     const markers: bigint[] = [];
+    const held: HeldUrl[] = [];
+    const hostItems: HandedHostItem[] = [];
+    const trims: Buffer[] = []; // replica seen entries: the queued replica of that URL is done with
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
     let bad = 0;
     for (const it of items) {
@@ -70,17 +75,30 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         markers.push(w.ringId);
         continue;
       }
-      if (w.kind === 'seen' || w.kind === 'replica') {
+      if (w.kind === 'host-state' || w.kind === 'recrawl') {
+        // What a host's previous owner knew about it besides its URLs (docs/mesh.md "Everything about a host moves with it").
+        const host = w.kind === 'host-state' ? w.host : hostOf(w.url);
+        if (!host || !this.c.hostItems) { bad++; continue; }
+        if (!local && mesh) {
+          startupRing ??= this.c.gate.startingUp ? this.heardRing(mesh) : null;
+          const heard = startupRing ?? undefined;
+          if (!this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) { this.refuse('state-not-owner', from, 1); bad++; continue; }
+        }
+        hostItems.push(w.kind === 'host-state' ? { kind: 'host-state', host, state: w.state } : { kind: 'recrawl', host, url: w.url, depth: w.depth, state: w.state });
+        continue;
+      }
+      if (w.kind === 'seen' || w.kind === 'replica' || w.kind === 'queued') {
         const host = hostOf(it.url);
         if (!host) { bad++; continue; }
         // A seen entry hides a page for good: only the host's recent owner may send one, and a
         // replica only the owner for whom we are next (docs/mesh.md "Admission").
         if (!local && mesh) {
-          const replica = w.kind === 'replica';
+          const replica = w.kind !== 'seen';
           // While we start up, also the owner without us, and the ring of all members heard of (docs/mesh.md "Admission").
           startupRing ??= this.c.gate.startingUp ? this.heardRing(mesh) : null;
           const heard = startupRing ?? undefined;
-          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard) : !this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
+          const depth = Math.max(1, this.c.standby?.replicas ?? 1);
+          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
             continue;
@@ -95,7 +113,13 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           continue;
         }
         const hk = hostKey(host);
+        if (w.kind === 'queued') {
+          // Held, not crawled, while its owner lives (docs/mesh.md "Replicated frontier").
+          if (this.c.standby) held.push({ key: seenKey(hk, w.url), url: w.url, depth: w.depth, sitemap: w.sitemap });
+          continue;
+        }
         settled.push(seenKey(hk, it.url));
+        if (w.kind === 'replica' && this.c.standby) trims.push(settled[settled.length - 1]!);
         settledUrls.push(it.url);
         if (w.kind === 'seen') handedOver++;
         const h = frontier.host(host);
@@ -119,6 +143,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
         const have = await store.fetches.getMany(settled);
         const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: store.seen, key, value }));
+        for (const key of trims) ops.push({ type: 'del', sublevel: store.standby, key });
         for (let i = 0; i < settled.length; i++) {
           if (!have[i]) ops.push({ type: 'put', sublevel: store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
         }
@@ -128,6 +153,9 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }
+    if (hostItems.length) await this.c.hostItems!(hostItems);
+    // After the seen entries: a queued replica of a page settled in the same frames is not kept.
+    if (held.length) await this.c.standby!.hold(held);
     // The sender deletes the batch once we acknowledge it: what it stored here is synced first.
     await Promise.all([this.c.route(cands, true), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
     if (passOn.size > 0) await this.c.barrier.sync();

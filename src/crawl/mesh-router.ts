@@ -13,6 +13,9 @@ import { encodeItem, type UrlItem } from '../mesh/index.js';
 import { AgentMesh, type MeshHandlers } from './mesh.js';
 import { HandoffGate } from './handoff.js';
 import { Ownership } from './ownership.js';
+import { FrontierReplica } from './frontier-replica.js';
+import type { HostHandoff } from './host-handoff.js';
+import type { HostStates } from './host-state.js';
 import { isStoreFailure, errorText } from './errors.js';
 import { queueHere, type Replica, type Router } from './router.js';
 import type { Admission } from './admission.js';
@@ -22,6 +25,7 @@ import type { Candidate, HostData } from './candidate.js';
 import type { RoutingFacts } from './summary.js';
 import type { Logger } from '../util/log.js';
 import { shortPeerId } from '../mesh/index.js';
+import { successorsOf } from '../assign/ring.js';
 
 /** Pause between two handoff rounds of a leave while URLs are still queued here. */
 const LEAVE_ROUND_MS = 50;
@@ -50,6 +54,9 @@ export interface MeshRouterComponents {
   stopping(): boolean;
   /** The crawl policy: carried in heartbeats, kept in step over its topic (src/crawl/policy-gate.ts). */
   policy?: MeshPolicyHooks;
+  /** A host's state and recrawl entries, handed over with it (src/crawl/host-handoff.ts). */
+  hostHandoff?: HostHandoff;
+  hostStates?: Pick<HostStates, 'forget' | 'flushed'>;
   /** Starts the mesh node (default: src/crawl/mesh.ts on loopback or the network); a test gives a fake. */
   startMesh?(handlers: MeshHandlers): Promise<AgentMesh>;
 }
@@ -61,6 +68,8 @@ export class MeshRouter implements Router {
   private forwarded = 0;
   /** Another member was ever in the mesh with us (or we join one): a host new to us may have had an owner before. */
   private everShared: boolean;
+  /** Our hosts' queued URLs copied to their successors, and theirs held here (docs/mesh.md "Replicated frontier"). */
+  readonly frontierReplica: FrontierReplica;
 
   constructor(private readonly c: MeshRouterComponents) {
     const { config } = c;
@@ -83,11 +92,21 @@ export class MeshRouter implements Router {
       attachGrants: (items) => c.sitemaps.attachGrants(items),
       schedulePump: () => c.schedulePump(),
       lifecycle: () => c.lifecycle(),
+      standby: { hold: (urls) => this.frontierReplica.hold(urls), replicas: config.mesh.replicas },
+      hostItems: c.hostHandoff ? (items) => c.hostHandoff!.take(items) : undefined,
+      handOffItems: c.hostHandoff ? (h) => c.hostHandoff!.itemsFor(h.name, h.key, h.data, h.data.operatorPaused === true) : undefined,
+      handedOff: (host) => c.hostStates?.forget(host),
+    });
+    this.frontierReplica = new FrontierReplica({
+      store: c.store, frontier: c.frontier, drum: c.admission.drum, replicas: config.mesh.replicas, log: c.log,
+      // One more dead-after period: a member declared dead by mistake is back in our ring by then.
+      promoteAfterMs: config.mesh.deadAfterMs,
+      promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)), true),
     });
   }
 
   get id(): string { return this.mesh?.id ?? ''; }
-  get busy(): boolean { return this.ownership.rebalancePending; }
+  get busy(): boolean { return this.ownership.rebalancePending || this.frontierReplica.busy; }
   get crawlId(): string { return this.c.config.mesh.crawlId; }
 
   async start(): Promise<void> {
@@ -102,7 +121,8 @@ export class MeshRouter implements Router {
       }),
       onChange: (ch) => {
         if (ch.members.length > 1 || ch.removed.length > 0) this.everShared = true;
-        return ownership.onMembershipChange(ch);
+        ownership.onMembershipChange(ch);
+        this.frontierReplica.ringChanged();
       },
       counters: () => this.c.counters(),
       localIdle: () => this.c.localIdle(),
@@ -110,6 +130,7 @@ export class MeshRouter implements Router {
       policy: this.c.policy,
     };
     const mesh = this.mesh = await (this.c.startMesh ? this.c.startMesh(handlers) : AgentMesh.start(config.mesh, config.dataDir, store, handlers, log));
+    this.frontierReplica.attach(mesh);
     mesh.on('idle', () => this.c.onIdle());
     mesh.on('forget', (peer) => metrics.removePeer(shortPeerId(peer)));
     mesh.exchange.on('rejected', (reason) => metrics.meshRefused(reason));
@@ -156,12 +177,17 @@ export class MeshRouter implements Router {
   replicate(host: string, url: string, ops: BatchOp[]): Replica | undefined {
     const mesh = this.mesh;
     if (!mesh) return undefined;
-    const next = mesh.membership.ring.nextOwnersOf(host, 2)[1];
-    if (!next || next === mesh.id) return undefined;
+    // The successors that hold the host's queued URLs (docs/mesh.md "Replicated frontier"): this entry trims them there.
+    const next = successorsOf(mesh.membership.ring, host, Math.max(1, this.c.config.mesh.replicas)).filter((p) => p !== mesh.id);
+    if (next.length === 0) return undefined;
     try {
-      const q = mesh.replicas.queueOps(next, [encodeItem({ kind: 'replica', url })]);
-      for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-      return { peer: next, n: q.n };
+      const out: Replica = [];
+      for (const peer of next) {
+        const q = mesh.replicas.queueOps(peer, [encodeItem({ kind: 'replica', url })]);
+        for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
+        out.push({ peer, n: q.n });
+      }
+      return out;
     } catch (err) {
       // The mesh is stopping (outbox closed): the page is settled all the same, without a replica.
       this.c.log.debug({ err: (err as Error).message }, 'replicating a seen entry failed');
@@ -169,7 +195,7 @@ export class MeshRouter implements Router {
     }
   }
 
-  replicated(r: Replica): void { this.mesh?.replicas.written(r.peer, r.n); }
+  replicated(r: Replica): void { for (const { peer, n } of r) this.mesh?.replicas.written(peer, n); }
   notBefore(host: string, now: number): number { return this.ownership.notBefore(host, now); }
   handOn(): void { this.ownership.scheduleRebalance(); }
   initialNextAllowed(now: number): number {
@@ -255,12 +281,12 @@ export class MeshRouter implements Router {
 
   summary(): RoutingFacts {
     if (!this.mesh) return {};
-    return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: this.ownership.meshSummary() };
+    return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: { ...this.ownership.meshSummary(), replicatedFrontier: { ...this.frontierReplica.stats } } };
   }
 
-  quiesce(): void { this.ownership.stop(); }
+  quiesce(): void { this.ownership.stop(); this.frontierReplica.stop(); }
   async stop(): Promise<void> { await this.mesh?.stop(); }
-  saved(): Promise<void> { return this.ownership.saved(); }
+  saved(): Promise<void> { return Promise.all([this.ownership.saved(), this.c.hostStates?.flushed()]).then(() => {}); }
 }
 
 function sleep(ms: number): Promise<void> { return new Promise((r) => setTimeout(r, ms)); }

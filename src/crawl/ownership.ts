@@ -24,6 +24,9 @@ import type { AgentMesh } from './mesh.js';
 import { RecentRings, type HandoffGate } from './handoff.js';
 import { PeerIntake } from './intake.js';
 import { parseZoneRule, type OwnerRing } from '../assign/zones.js';
+import type { HeldUrl } from './frontier-replica.js';
+import type { HandedHostItem } from './host-handoff.js';
+import { HostRing } from '../assign/ring.js';
 import {
   classifyItem, encodeItem, encodeHandoffMarker,
   type UrlItem, type MembershipChange, type MemberInfo, type Outbox, type UrlExchange,
@@ -92,6 +95,13 @@ export interface OwnershipComponents<C extends PeerCandidate & { key: Buffer }, 
   /** Wakes the scheduling loop (a marker may have opened a gate). */
   schedulePump(): void;
   lifecycle(): AgentState;
+  /** Queued URLs held for their owners (src/crawl/frontier-replica.ts): peer intake stores and trims them. */
+  standby?: { hold(urls: HeldUrl[]): Promise<void>; readonly replicas: number };
+  /** A host's state and recrawl entries from its previous owner (src/crawl/host-handoff.ts), stored before the batch is acknowledged. */
+  hostItems?(items: HandedHostItem[]): Promise<void>;
+  /** What goes to a host's new owner before its URLs (its state, its recrawl entries), and the host left us. */
+  handOffItems?(h: HostState<D>): Promise<UrlItem[]>;
+  handedOff?(host: string): void;
 }
 
 /** store.meta key of the recent rings (src/crawl/handoff.ts RecentRings). */
@@ -339,13 +349,16 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       await this.c.attachGrants(queued);
       // Seen entries again: those of pages that finished while we waited above.
       const settled = await this.settledItems(h.key);
-      await mesh.forward(owner, [...settled, ...queued], true);
+      // The host's state first: it is in place before any of its URLs can be queued there.
+      const state = (await this.c.handOffItems?.(h)) ?? [];
+      await mesh.forward(owner, [...state, ...settled, ...queued], true);
       // Their seen entries go too: "queued" is no longer true here, and should the host come
       // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
       const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: store.seen, key: seenKey(h.key, q.url) }));
       await store.db.batch([...entries.map(([key]): BatchOp => ({ type: 'del', sublevel: store.frontier, key })), ...unseen]);
       if (unseen.length) drum.forgetCached();
       frontier.dropHost(h, entries.length);
+      this.c.handedOff?.(h.name);
       return queued.length;
     });
     this.handedOver += moved;

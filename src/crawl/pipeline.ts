@@ -38,6 +38,8 @@ import { newHostData, type HostData } from './candidate.js';
 import { RenderStep } from './render-step.js';
 import { HostClocks } from './render-clocks.js';
 import { PolicyGate } from './policy-gate.js';
+import { HostStates } from './host-state.js';
+import { HostHandoff } from './host-handoff.js';
 
 /** What the pipeline needs from the agent that runs it. */
 export interface PipelineHooks {
@@ -76,13 +78,22 @@ export function buildPipeline(hooks: PipelineHooks) {
     addresses: new AddressPolicy(config.allowAddress), ...requestOptions(config.requests),
   });
   const politeness = new PolitenessControl(politenessConfig(config));
+  // Politeness state and operator overrides kept across restarts and handed over with the host (src/crawl/host-state.ts).
+  const hostStates = new HostStates({ store, log });
+  const record = politeness.record.bind(politeness);
+  politeness.record = (host, st, ...rest) => {
+    const v = record(host, st, ...rest);
+    const h = frontier.host(host);
+    if (h) hostStates.save(host, h.data);
+    return v;
+  };
   const dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, stats.dedup) : undefined;
   // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
   const fingerprinter = dedup?.wantsText ? new Fingerprinter() : undefined;
   const frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
     maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
     headSize: config.frontier.headSize,
-    createData: newHostData,
+    createData: (host) => { const d = newHostData(); hostStates.created(host, d); return d; },
     // In a mesh a host new to us may have just been contacted by its previous
     // owner: wait for the politeness floor (the handoff gate does the rest).
     initialNextAllowed: () => router.initialNextAllowed(Date.now()),
@@ -108,6 +119,8 @@ export function buildPipeline(hooks: PipelineHooks) {
       // one agent in about 1 run of 8 under load (0 of 10 without them; cause not found yet).
       noteRepeats: (items) => { if (!router.shared) promotions.noteRepeats(items); },
     },
+    // In a mesh, newly queued URLs are copied to their hosts' successors (docs/mesh.md "Replicated frontier").
+    replicas: { queueOps: (items) => (router instanceof MeshRouter ? router.frontierReplica.queueOps(items) : undefined) },
   });
   const drum = admission.drum;
   const promotions = new Promotions({ store, frontier, drum, stats, onFatal, stopping });
@@ -121,9 +134,10 @@ export function buildPipeline(hooks: PipelineHooks) {
     config, grants: new SitemapGrants(store.meta), admission, recrawl, stats, log,
     route: (cands) => router.route(cands),
   });
+  const hostHandoff = new HostHandoff({ store, states: hostStates, hostData: (host) => frontier.host(host)?.data, recrawl: recrawl !== undefined, log });
   const router: Router = config.mesh.enabled
     ? new MeshRouter({
-      config, store, frontier, admission, sitemaps, barrier, metrics, log, policy,
+      config, store, frontier, admission, sitemaps, barrier, metrics, log, policy, hostHandoff, hostStates,
       lifecycle: hooks.lifecycle, schedulePump: hooks.schedulePump, localIdle: hooks.localIdle, working: hooks.working, onIdle: hooks.onIdle,
       counters: () => ({ fetched: stats.fetched, queued: frontier.queued }),
       onFatal, stopping,
@@ -155,7 +169,7 @@ export function buildPipeline(hooks: PipelineHooks) {
     owns: (host) => router.owns(host),
     policyBlocks: (url, host) => policy.blockedAtTurn(url, host),
     handOn: () => router.handOn(),
-    notBefore: (host, now) => router.notBefore(host, now),
+    notBefore: (host, now) => Math.max(router.notBefore(host, now), hostStates.notBefore(host, now)),
     running: hooks.running,
     settle: (q, h, record) => completion.finish(q, h, [], record),
     writeWarc: (out) => archive.writeExchange(out),
@@ -163,5 +177,5 @@ export function buildPipeline(hooks: PipelineHooks) {
     background: hooks.background,
     discoverSitemaps: (origin, entry) => sitemaps.discover(origin, entry),
   });
-  return { fetcher, politeness, dedup, fingerprinter, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render };
+  return { hostStates, fetcher, politeness, dedup, fingerprinter, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render };
 }

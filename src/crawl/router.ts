@@ -13,8 +13,8 @@ import type { Sitemaps } from './sitemaps.js';
 import type { Candidate } from './candidate.js';
 import type { RoutingFacts } from './summary.js';
 
-/** A replica seen entry queued with a completion (docs/mesh.md "Crashes"): for whom, how many items. */
-export interface Replica { peer: string; n: number }
+/** Replica seen entries queued with a completion (docs/mesh.md "Crashes"): for whom, how many items each. */
+export type Replica = Array<{ peer: string; n: number }>;
 
 export interface Router {
   /** Our id: the libp2p PeerId in a mesh, the data dir's agent id alone (its last 12 characters name us in logs and WARC files). */
@@ -32,7 +32,7 @@ export interface Router {
   ownerOf(host: string): string;
   /** Sends each URL to the agent that owns its host (ourselves included); durable when this resolves, with `sync` fsynced too. */
   route(cands: Candidate[], sync?: boolean): Promise<void>;
-  /** Appends to `ops` the replica seen entry of a settled URL for the host's next owner; what was queued, if anything. */
+  /** Appends to `ops` the replica seen entry of a settled URL for the host's next owners; what was queued, if anything. */
   replicate(host: string, url: string, ops: BatchOp[]): Replica | undefined;
   /** The completion holding the replica is durable. */
   replicated(r: Replica): void;

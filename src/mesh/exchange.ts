@@ -125,7 +125,7 @@ export interface ExchangeStats {
   acked: number;
   received: number;
   duplicates: number;
-  /** Rejections by reason: frame reasons of decodeBatch (oversize, type, version, flags, from, count, truncated, seq, depth, hops, url-length, trailing), 'framing' (bad length prefix), 'from-mismatch', 'url' (item with a bad URL, dropped alone), 'replica-item' (anything but a replica seen entry in a replica frame, dropped alone), 'idle', and the admit() reasons (e.g. 'not-member'). */
+  /** Rejections by reason: frame reasons of decodeBatch (oversize, type, version, flags, from, count, truncated, seq, depth, hops, url-length, trailing), 'framing' (bad length prefix), 'from-mismatch', 'url' (item with a bad URL, dropped alone), 'replica-item' (anything but a replica seen entry or a queued replica in a replica frame, dropped alone), 'idle', and the admit() reasons (e.g. 'not-member'). */
   rejected: Record<string, number>;
   acceptErrors: number;
   failures: number;
@@ -533,8 +533,8 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         if (b.flags & FLAG_REPLICA) {
           // Replica seen entries (docs/mesh.md "Crashes") are idempotent: no per-sender order or high-water mark,
           // so they never wait behind the sender's URL batches; frames are read at once and accepted together
-          // (ReplicaIntake). Anything but a replica seen entry in such a frame is refused.
-          const items = b.items.filter((it) => classifyItem(it).kind === 'replica');
+          // (ReplicaIntake). Anything but a replica seen entry or a queued replica in such a frame is refused.
+          const items = b.items.filter((it) => { const k = classifyItem(it).kind; return k === 'replica' || k === 'queued'; });
           if (items.length < b.items.length) {
             const n = b.items.length - items.length;
             this.rejected['replica-item'] = (this.rejected['replica-item'] ?? 0) + n;

@@ -60,6 +60,40 @@ export const HANDOFF_MARKER_HOPS = SEEN_ONLY_FLAG | SITEMAP_FLAG;
  * again (docs/mesh.md "Crashes": replicated seen entries).
  */
 export const REPLICA_SEEN_HOPS = SEEN_ONLY_FLAG | HOPS_MASK;
+/**
+ * A *queued replica*: the sender owns the host and has this URL in its
+ * frontier; the receiver, one of the host's next owners on the ring, holds it
+ * (never crawls it, never passes it on) until the page is settled (its replica
+ * seen entry trims it) or the owner is gone from the ring (then the URL is
+ * promoted into the frontier of whoever owns the host now: docs/mesh.md
+ * "Replicated frontier"). `QUEUED_REPLICA_HOPS + 1` is the same for a sitemap.
+ * These hops bytes were `bad` (a seen sitemap) before this kind existed: an
+ * older receiver drops such items one by one and counts them (`replica-item`
+ * on the replica lane), the rest of the frame stands.
+ */
+export const QUEUED_REPLICA_HOPS = HANDOFF_MARKER_HOPS | 1;
+/**
+ * A host's state handed to its new owner with its URLs (docs/mesh.md
+ * "Everything about a host moves with it"): politeness (backoff, the time a
+ * Retry-After or a pause ends, parked) and operator overrides. The URL is
+ * `http://<host>/.well-known/ubicrawl-host-state?s=<base64url of the JSON>`: its
+ * authority names the host (admission checks it like a seen entry's), the
+ * query carries the state, and it is never fetched. An older receiver drops
+ * it as a `bad` item (its hops byte meant nothing before), counted, and keeps
+ * the rest of the batch: the host moves as it did then, without its state.
+ */
+export const HOST_STATE_HOPS = HANDOFF_MARKER_HOPS | 3;
+/**
+ * A recrawl schedule entry of a host handed over: the URL is the page, depth its
+ * depth, and the second string (the grant field, present because the hops byte
+ * has GRANT_FLAG) is `http://recrawl.ubicrawl.invalid/v1/<base64url>` of the
+ * encoded schedule state (src/recrawl/schedule.ts). Older receivers drop it as
+ * `bad` (a seen sitemap with a grant), reading past its second string as the
+ * framing always did.
+ */
+export const RECRAWL_ENTRY_HOPS = SEEN_ONLY_FLAG | SITEMAP_FLAG | GRANT_FLAG;
+const HOST_STATE_PATH = '/.well-known/ubicrawl-host-state?s=';
+const RECRAWL_PREFIX = 'http://recrawl.ubicrawl.invalid/v1/';
 // A reserved name (RFC 6761 §6.4: .invalid never resolves), so a marker can
 // travel as an ordinary item through the outbox and the URL exchange.
 const HANDOFF_MARKER_PREFIX = 'http://handoff.ubicrawl.invalid/v1/';
@@ -281,12 +315,16 @@ export type BadItemReason = 'marker' | 'flags' | 'grant';
  * An item by what it asks of its receiver, the hops byte's flags decoded once
  * (docs/mesh.md "Item kinds"): a URL to crawl (or to pass on to its owner); a
  * seen entry of a host handed over; a replica seen entry from the host's
- * owner; a "handoff complete" marker; or nothing readable.
+ * owner; a queued URL replicated by the host's owner; a "handoff complete"
+ * marker; or nothing readable.
  */
 export type WireItem =
   | { kind: 'crawl'; url: string; depth: number; hops: number; sitemap: boolean; grant?: string }
   | { kind: 'seen'; url: string; hops: number }
   | { kind: 'replica'; url: string }
+  | { kind: 'queued'; url: string; depth: number; sitemap: boolean }
+  | { kind: 'host-state'; host: string; state: string }
+  | { kind: 'recrawl'; url: string; depth: number; state: Uint8Array }
   | { kind: 'marker'; ringId: bigint }
   | { kind: 'bad'; reason: BadItemReason };
 
@@ -302,6 +340,12 @@ export function classifyItem(it: UrlItem): WireItem {
     return ringId === null ? BAD_MARKER : { kind: 'marker', ringId };
   }
   if (h === REPLICA_SEEN_HOPS) return { kind: 'replica', url: it.url };
+  if (h === HOST_STATE_HOPS) return decodeHostStateItem(it.url) ?? BAD_FLAGS;
+  if (h === RECRAWL_ENTRY_HOPS) {
+    if (typeof it.grant !== 'string' || !it.grant.startsWith(RECRAWL_PREFIX)) return BAD_GRANT;
+    return { kind: 'recrawl', url: it.url, depth: it.depth, state: Buffer.from(it.grant.slice(RECRAWL_PREFIX.length), 'base64url') };
+  }
+  if (h === QUEUED_REPLICA_HOPS || h === QUEUED_REPLICA_HOPS + 1) return { kind: 'queued', url: it.url, depth: it.depth, sitemap: h !== QUEUED_REPLICA_HOPS };
   if (h & SEEN_ONLY_FLAG) return h & (SITEMAP_FLAG | GRANT_FLAG) ? BAD_FLAGS : { kind: 'seen', url: it.url, hops: h & HOPS_MASK };
   if (h & GRANT_FLAG) {
     if (!(h & SITEMAP_FLAG)) return BAD_FLAGS;
@@ -326,8 +370,20 @@ export function encodeItem(w: Exclude<WireItem, { kind: 'bad' }>): UrlItem {
     }
     case 'seen': return { url: w.url, depth: 0, hops: SEEN_ONLY_FLAG | Math.min(w.hops, HOPS_MASK - 1) };
     case 'replica': return { url: w.url, depth: 0, hops: REPLICA_SEEN_HOPS };
+    case 'queued': return { url: w.url, depth: w.depth, hops: QUEUED_REPLICA_HOPS + (w.sitemap ? 1 : 0) };
+    case 'host-state': return { url: `http://${w.host}${HOST_STATE_PATH}${Buffer.from(w.state).toString('base64url')}`, depth: 0, hops: HOST_STATE_HOPS };
+    case 'recrawl': return { url: w.url, depth: Math.min(w.depth, MAX_DEPTH), hops: RECRAWL_ENTRY_HOPS, grant: RECRAWL_PREFIX + Buffer.from(w.state).toString('base64url') };
     case 'marker': return encodeHandoffMarker(w.ringId);
   }
+}
+
+/** A host-state item's host and JSON text, or null when its URL is not one. */
+function decodeHostStateItem(url: string): WireItem | null {
+  const i = url.indexOf(HOST_STATE_PATH);
+  if (!url.startsWith('http://') || i <= 7 || url.indexOf('/', 7) !== i) return null;
+  const host = url.slice(7, i);
+  const state = Buffer.from(url.slice(i + HOST_STATE_PATH.length), 'base64url').toString('utf8');
+  return state.length > 0 ? { kind: 'host-state', host, state } : null;
 }
 
 // Same check as isWireUrl, on bytes already in a buffer (receiver side, before

@@ -37,6 +37,13 @@ export interface Store {
   inbox: Sublevel;
   /** The mesh's per-peer queues of replica seen entries (src/mesh/outbox.ts; sent apart from URLs, docs/mesh.md "Crashes"). */
   replicas: Sublevel;
+  /**
+   * Queued URLs of other agents' hosts held as their replica (seen key → depth, kind, URL), never crawled
+   * while the owner lives (src/crawl/frontier-replica.ts; docs/mesh.md "Replicated frontier").
+   */
+  standby: Sublevel;
+  /** Host name → its politeness state and operator overrides, while they say something (src/crawl/host-state.ts). */
+  hostState: Sublevel;
   /** SimHash permuted tables (src/dedup/index.ts). */
   simhash: Sublevel;
   /** Payload digest → first capture (src/dedup/digests.ts). */
@@ -108,6 +115,8 @@ export async function openStore(dataDir: string, options: StoreOptions = {}): Pr
     outbox: sub('outbox'),
     inbox: sub('inbox'),
     replicas: sub('replicas'),
+    standby: sub('standby'),
+    hostState: sub('host-state'),
     simhash: sub('simhash'),
     digests: sub('digests'),
     recrawl: sub('recrawl'),

@@ -1,0 +1,315 @@
+// The replicated frontier (docs/mesh.md "Replicated frontier"): every URL a
+// host's owner queues is also held by the host's next `--replicas` owners on
+// the ring, so that losing the owner for good loses nothing it had queued.
+//
+// - Owner side: a URL the seen-set finds new is queued for the host's
+//   successors in the same LevelDB batch that queues it here (`queueOps`, called
+//   from the DRUM round through admission), on the replica lane: the same
+//   per-peer FIFO as the replica seen entries of settled pages, so a successor
+//   that has a page's seen entry also has the links that page queued before.
+//   When the successors change while the host stays ours (a member died or
+//   joined), the host's whole queue goes to the new ones (`ringChanged`).
+// - Successor side: held in the `standby` sublevel, never crawled (`hold`),
+//   deleted when the page's replica seen entry comes (peer intake trims it), and
+//   on every ring change either kept (still a successor), promoted into the
+//   frontier through the router (the host is ours now: its owner is gone; the
+//   seen-set skips what is settled), or dropped (no longer a successor).
+import type { BatchOp, Store } from '../store/db.js';
+import { hostKey, prefixEnd, seenKey } from '../store/keys.js';
+import { decodeEntry, type Frontier, type UrlKind } from '../frontier/frontier.js';
+import { successorsOf, type HostRing } from '../assign/ring.js';
+import { encodeItem, type Outbox, type UrlItem } from '../mesh/index.js';
+import { hostOf } from '../url/normalize.js';
+import type { Drum } from '../seen/drum.js';
+import type { Logger } from '../util/log.js';
+
+/** What the replicated frontier uses of the agent's mesh (src/crawl/mesh.ts). */
+export interface ReplicaMesh {
+  readonly id: string;
+  readonly membership: { readonly ring: Pick<HostRing, 'nextOwnersOf' | 'ownerOf' | 'members'> };
+  readonly replicas: Pick<Outbox, 'queueOps' | 'written'>;
+}
+
+/** A candidate as the DRUM round hands it over (src/crawl/candidate.ts has more). */
+export interface QueuedCandidate { url: string; host: string; depth: number; kind?: UrlKind }
+
+/** A queued replica a peer sent us, admitted by peer intake. */
+export interface HeldUrl { key: Buffer; url: string; depth: number; sitemap: boolean }
+
+/** Writes of one DRUM round's replicas; `done()` once the round's batch is durable. */
+export interface ReplicaOps { ops: BatchOp[]; done(): void }
+
+export interface FrontierReplicaComponents {
+  store: Pick<Store, 'db' | 'seen' | 'standby' | 'frontier' | 'replicas'>;
+  frontier: Pick<Frontier<unknown>, 'allHosts'>;
+  drum: Pick<Drum<never>, 'exclusive'>;
+  /** Extra copies per host (--replicas). */
+  replicas: number;
+  /**
+   * A host that became ours because its owner left our ring is promoted only once it has stayed ours
+   * this long (a member declared dead by mistake is back within it, still crawling its hosts).
+   */
+  promoteAfterMs: number;
+  log: Logger;
+  /** Promoted URLs go where any URL goes (ours now: the seen-set round); durable when this resolves. */
+  promote(urls: Array<{ url: string; depth: number; kind: UrlKind }>): Promise<void>;
+}
+
+export interface FrontierReplicaStats {
+  /** Queued URLs sent to successors. */
+  sent: number;
+  /** Queued replicas taken from owners and stored. */
+  held: number;
+  /** Queued replicas taken but already settled or known here (not stored). */
+  skipped: number;
+  /** Held URLs promoted into our frontier (their owner was gone). */
+  promoted: number;
+  /** Held URLs dropped (we are no longer one of their host's successors). */
+  dropped: number;
+  /** Hosts whose whole queue went to a new successor. */
+  rereplicatedHosts: number;
+}
+
+const KIND_PAGE = 0;
+const KIND_SITEMAP = 1;
+
+/** standby value: u8 kind ‖ u16 BE depth ‖ URL (ASCII). */
+export function encodeHeld(url: string, depth: number, sitemap: boolean): Buffer {
+  const b = Buffer.allocUnsafe(3 + url.length);
+  b[0] = sitemap ? KIND_SITEMAP : KIND_PAGE;
+  b.writeUInt16BE(Math.min(depth, 0xffff), 1);
+  b.write(url, 3, 'latin1');
+  return b;
+}
+
+export function decodeHeld(v: Buffer): { url: string; depth: number; kind: UrlKind } | undefined {
+  if (v.length < 4 || v[0]! > KIND_SITEMAP) return undefined;
+  return { kind: v[0] === KIND_SITEMAP ? 'sitemap' : 'page', depth: v.readUInt16BE(1), url: v.toString('latin1', 3) };
+}
+
+/** Rows read per step of a standby scan. */
+const SCAN_CHUNK = 2000;
+
+export class FrontierReplica {
+  private mesh: ReplicaMesh | undefined;
+  readonly stats: FrontierReplicaStats = { sent: 0, held: 0, skipped: 0, promoted: 0, dropped: 0, rereplicatedHosts: 0 };
+  /** The successors each of our hosts' queue was last replicated to (a new one gets the whole queue). */
+  private readonly lastSuccessors = new Map<string, string[]>();
+  private passP: Promise<void> = Promise.resolve();
+  private passPending = false;
+  /**
+   * We have been in a ring with others. Before that (a start, a restart) our ring holds only us and every
+   * host maps to us although its owner may be alive: nothing held is promoted until then.
+   */
+  private meshed = false;
+  private promoteTimer: NodeJS.Timeout | undefined;
+  /** The next pass promotes what is ours (set by the timer after a ring change). */
+  private promoteDue = false;
+  /** A sweep left held URLs of hosts that are ours for the timer's pass to promote. */
+  private promotable = false;
+
+  constructor(private readonly c: FrontierReplicaComponents) {}
+
+  /** The mesh runs: replicas are sent and held from now on. */
+  attach(mesh: ReplicaMesh): void { this.mesh = mesh; }
+
+  /** A ring-change pass is queued or running (the agent is not idle meanwhile). */
+  get busy(): boolean { return this.passPending || this.promoteDue || this.promotable; }
+  /** The passes queued so far, done. */
+  get settled(): Promise<void> { return this.passP; }
+
+  private successors(host: string): string[] {
+    const mesh = this.mesh!;
+    return successorsOf(mesh.membership.ring, host, this.c.replicas).filter((p) => p !== mesh.id);
+  }
+
+  /**
+   * The replica writes for URLs a seen-set round queues here, to go in the
+   * round's own batch: a URL queued here is either on its way to the host's
+   * successors or acknowledged by them, never neither.
+   */
+  queueOps(items: readonly QueuedCandidate[]): ReplicaOps | undefined {
+    const mesh = this.mesh;
+    if (!mesh || this.c.replicas <= 0 || items.length === 0) return undefined;
+    const byPeer = new Map<string, UrlItem[]>();
+    for (const it of items) {
+      // Kept past the hop limit on a host we do not own: handed on soon, its owner replicates it.
+      if (mesh.membership.ring.ownerOf(it.host) !== mesh.id) continue;
+      const succ = this.successors(it.host);
+      if (!this.lastSuccessors.has(it.host)) this.lastSuccessors.set(it.host, succ);
+      const item = encodeItem({ kind: 'queued', url: it.url, depth: it.depth, sitemap: it.kind === 'sitemap' });
+      for (const p of succ) {
+        const l = byPeer.get(p);
+        if (l) l.push(item); else byPeer.set(p, [item]);
+      }
+    }
+    if (byPeer.size === 0) return undefined;
+    const ops: BatchOp[] = [];
+    const written: Array<{ peer: string; n: number }> = [];
+    try {
+      for (const [peer, its] of byPeer) {
+        const q = mesh.replicas.queueOps(peer, its);
+        for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
+        written.push({ peer, n: q.n });
+      }
+    } catch (err) {
+      // The mesh is stopping (outbox closed): the URLs are queued here all the same.
+      this.c.log.debug({ err: (err as Error).message }, 'replicating queued URLs failed');
+      return undefined;
+    }
+    return {
+      ops,
+      done: () => {
+        for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.sent += w.n; }
+      },
+    };
+  }
+
+  /**
+   * Queued replicas admitted by peer intake (their sender owns the host and we
+   * are one of its successors): stored unless our seen-set already knows the
+   * URL (settled: its replica seen entry came first; or queued here).
+   */
+  async hold(urls: readonly HeldUrl[]): Promise<void> {
+    if (urls.length === 0) return;
+    const { store } = this.c;
+    const mesh = this.mesh;
+    const known = await store.seen.getMany(urls.map((u) => u.key));
+    const ops: BatchOp[] = [];
+    let ours = false;
+    for (let i = 0; i < urls.length; i++) {
+      if (known[i]) { this.stats.skipped++; continue; }
+      const u = urls[i]!;
+      // Sent before its owner left our ring, arriving after our sweep: ours now, promoted by a pass of its own.
+      if (mesh && this.meshed && mesh.membership.ring.ownerOf(hostOf(u.url)) === mesh.id) ours = true;
+      ops.push({ type: 'put', sublevel: store.standby, key: u.key, value: encodeHeld(u.url, u.depth, u.sitemap) });
+    }
+    // Not synced, like replica seen entries: losing them needs this agent's power loss and the owner's death at once.
+    if (ops.length) await store.db.batch(ops);
+    this.stats.held += ops.length;
+    if (ours) { this.promotable = true; this.schedulePromotion(); }
+  }
+
+  /** The ring changed: promote (after promoteAfterMs), keep or drop what we hold; send our hosts' queues to new successors. */
+  ringChanged(): void {
+    if (!this.mesh) return;
+    clearTimeout(this.promoteTimer);
+    this.promoteTimer = undefined;
+    this.schedulePromotion();
+    this.pass(false);
+  }
+
+  private schedulePromotion(): void {
+    if (this.promoteTimer) return;
+    this.promoteTimer = setTimeout(() => { this.promoteTimer = undefined; this.pass(true); }, this.c.promoteAfterMs);
+    this.promoteTimer.unref();
+  }
+
+  /** No promotion pass is waiting (the agent stops). */
+  stop(): void { clearTimeout(this.promoteTimer); }
+
+  private pass(promote: boolean): void {
+    if (promote) this.promoteDue = true;
+    if (this.passPending) return;
+    this.passPending = true;
+    this.passP = this.passP.then(async () => {
+      this.passPending = false;
+      if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
+      if (!this.meshed) return;
+      try {
+        const promoteNow = this.promoteDue;
+        this.promoteDue = false;
+        if (promoteNow) this.promotable = false;
+        await this.sweepStandby(promoteNow);
+        await this.replicateToNewSuccessors();
+      } catch (err) {
+        this.c.log.error({ err: (err as Error).message }, 'replicated frontier pass failed; will retry on the next ring change');
+      }
+    });
+  }
+
+  /** Every held URL: ours now → promoted (`promoteNow`; else on the timer's pass); still a successor → kept; otherwise dropped. */
+  private async sweepStandby(promoteNow: boolean): Promise<void> {
+    const mesh = this.mesh!;
+    const { store } = this.c;
+    const ring = mesh.membership.ring;
+    let after: Buffer | undefined;
+    for (;;) {
+      const rows = await store.standby.iterator(after ? { gt: after, limit: SCAN_CHUNK } : { limit: SCAN_CHUNK }).all();
+      if (rows.length === 0) break;
+      after = rows[rows.length - 1]![0];
+      const promote: Array<{ url: string; depth: number; kind: UrlKind }> = [];
+      const del: BatchOp[] = [];
+      let dropped = 0;
+      for (const [k, v] of rows) {
+        const h = decodeHeld(v);
+        const host = h ? hostOf(h.url) : '';
+        if (!h || !host) { del.push({ type: 'del', sublevel: store.standby, key: k }); dropped++; continue; }
+        const owner = ring.ownerOf(host);
+        if (owner === mesh.id) {
+          if (promoteNow) { promote.push(h); del.push({ type: 'del', sublevel: store.standby, key: k }); } else this.promotable = true;
+          continue;
+        }
+        if (!successorsOf(ring, host, this.c.replicas).includes(mesh.id)) {
+          del.push({ type: 'del', sublevel: store.standby, key: k });
+          dropped++;
+        }
+      }
+      // Durable in our frontier (or the owners' outboxes) before the replica goes.
+      if (promote.length) {
+        await this.c.promote(promote);
+        this.stats.promoted += promote.length;
+        this.c.log.info({ urls: promote.length }, 'replicated frontier: queued URLs of a departed owner promoted');
+      }
+      if (del.length) await store.db.batch(del);
+      this.stats.dropped += dropped;
+      if (rows.length < SCAN_CHUNK) break;
+    }
+  }
+
+  /** Hosts we own whose successors changed: their whole queue goes to the new successors. */
+  private async replicateToNewSuccessors(): Promise<void> {
+    const mesh = this.mesh!;
+    if (this.c.replicas <= 0) return;
+    const { store, frontier, drum } = this.c;
+    const ring = mesh.membership.ring;
+    const live = new Set<string>();
+    for (const h of [...frontier.allHosts()]) {
+      const host = (h as { name: string }).name;
+      live.add(host);
+      if (ring.ownerOf(host) !== mesh.id) continue;
+      const now = this.successors(host);
+      const before = this.lastSuccessors.get(host) ?? [];
+      this.lastSuccessors.set(host, now);
+      const fresh = now.filter((p) => !before.includes(p));
+      if (fresh.length === 0) continue;
+      const hk = hostKey(host);
+      // With seen-set rounds held off: a round that commits URLs of this host replicates them to `now` itself.
+      await drum.exclusive(async () => {
+        const items: UrlItem[] = [];
+        for (const [, v] of await store.frontier.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
+          const e = decodeEntry(v, host);
+          if (e) items.push(encodeItem({ kind: 'queued', url: e.url, depth: e.depth, sitemap: e.kind === 'sitemap' }));
+        }
+        if (items.length === 0) return;
+        const ops: BatchOp[] = [];
+        const written: Array<{ peer: string; n: number }> = [];
+        for (const p of fresh) {
+          const q = mesh.replicas.queueOps(p, items);
+          for (const op of q.ops) ops.push({ ...op, sublevel: store.replicas });
+          written.push({ peer: p, n: q.n });
+        }
+        await store.db.batch(ops);
+        for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.sent += w.n; }
+        this.stats.rereplicatedHosts++;
+      });
+    }
+    for (const host of this.lastSuccessors.keys()) if (!live.has(host)) this.lastSuccessors.delete(host);
+  }
+}
+
+/** The standby key of a URL: its seen key (a replica seen entry trims it by the same key). */
+export function standbyKey(url: string): Buffer | undefined {
+  const host = hostOf(url);
+  return host ? seenKey(hostKey(host), url) : undefined;
+}
