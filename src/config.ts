@@ -44,6 +44,11 @@ export interface AgentConfig {
   maxPages: number;
   /** Exit once nothing is queued or in flight (with recrawl: and nothing due within recrawl.horizonMs). */
   untilIdle: boolean;
+  /**
+   * With `untilIdle`: deferred work (hosts in backoff, paused, or awaiting a robots.txt retry) due within this
+   * long holds the run open; later than that, the run ends and the work stays queued for the next run, ms.
+   */
+  idleGraceMs: number;
   /** Stop after this much wall-clock time, ms (0 = no limit). */
   maxDurationMs: number;
   /** Recrawl scheduling (off by default: a one-pass crawl; docs/recrawl.md). */
@@ -548,6 +553,7 @@ export function defaultConfig(): AgentConfig {
     maxDelayMs: DEFAULT_POLITENESS.maxDelayMs,
     maxPages: 0,
     untilIdle: false,
+    idleGraceMs: 30_000,
     maxDurationMs: 0,
     recrawl: { ...DEFAULT_RECRAWL_SETTINGS },
     resolve: [],

@@ -1,7 +1,7 @@
 // The agent seen through its HTTP API (src/api/backend.ts): this adapter reads
 // the agent's state and turns API calls into agent actions. It holds no state
 // of its own.
-import type { AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary } from '../api/backend.js';
+import type { AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary, WaitingReport } from '../api/backend.js';
 import { ApiError } from '../api/backend.js';
 import type { AgentMetrics } from '../api/metrics.js';
 import type { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -40,6 +40,8 @@ export interface AgentView {
   /** Seeds URLs; returns the per-URL verdicts and where they were routed. */
   seedUrls(urls: string[]): Promise<SeedResult>;
   leave(): Promise<void>;
+  /** Hosts in backoff or awaiting a robots.txt retry (src/crawl/deferred.ts). */
+  waitingFor(): WaitingReport;
 }
 
 export class AgentBackend implements ApiBackend {
@@ -68,6 +70,7 @@ export class AgentBackend implements ApiBackend {
           urlsSent: this.a.urlsSent(),
           urlsReceived: this.a.urlsReceived(),
         },
+        waiting: this.a.waitingFor(),
       },
       mesh: { crawlId: this.a.crawlId(), members: this.a.members() },
     };

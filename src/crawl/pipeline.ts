@@ -35,6 +35,7 @@ import type { LinkGraphRecorder } from '../graph/recorder.js';
 import { StandaloneRouter, type Router } from './router.js';
 import { MeshRouter } from './mesh-router.js';
 import { newHostData, type HostData } from './candidate.js';
+import { DeferredWork } from './deferred.js';
 
 /** What the pipeline needs from the agent that runs it. */
 export interface PipelineHooks {
@@ -63,6 +64,8 @@ export interface PipelineHooks {
   background(job: () => Promise<unknown>, fatal: boolean): void;
   /** The link graph's recorder, once the agent opened it (src/graph/recorder.ts). */
   linkGraph(): LinkGraphRecorder | undefined;
+  /** The crawl began here: seeds were given or a URL was tried (the mesh's idle rule, src/crawl/mesh.ts). */
+  began(): boolean;
 }
 
 export type Pipeline = ReturnType<typeof buildPipeline>;
@@ -98,6 +101,8 @@ export function buildPipeline(hooks: PipelineHooks) {
     },
   });
   const drum = admission.drum;
+  // Hosts in backoff or awaiting a robots.txt retry: what `--until-idle` does not wait for beyond --idle-grace.
+  const deferred = new DeferredWork({ frontier, graceMs: config.idleGraceMs });
   const promotions = new Promotions({ store, frontier, drum, stats, onFatal, stopping });
   const recrawl = !config.recrawl.enabled ? undefined : new Recrawler(store, config.recrawl, {
       enqueue: (items, ops) => admission.enqueueRevisits(items, ops),
@@ -113,7 +118,8 @@ export function buildPipeline(hooks: PipelineHooks) {
     ? new MeshRouter({
       config, store, frontier, admission, sitemaps, barrier, metrics, log,
       lifecycle: hooks.lifecycle, schedulePump: hooks.schedulePump, localIdle: hooks.localIdle, working: hooks.working, onIdle: hooks.onIdle,
-      counters: () => ({ fetched: stats.fetched, queued: frontier.queued }),
+      // Deferred work alone does not hold the mesh open under --until-idle (docs/politeness.md "Ending a run").
+      counters: () => ({ fetched: stats.fetched, queued: config.untilIdle && deferred.onlyDeferred(Date.now()) ? 0 : frontier.queued, began: hooks.began() }),
       onFatal, stopping,
     })
     : new StandaloneRouter({ store, admission, sitemaps });
@@ -141,5 +147,5 @@ export function buildPipeline(hooks: PipelineHooks) {
     background: hooks.background,
     discoverSitemaps: (origin, entry) => sitemaps.discover(origin, entry),
   });
-  return { fetcher, politeness, dedup, fingerprinter, frontier, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns };
+  return { fetcher, politeness, dedup, fingerprinter, frontier, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, deferred };
 }

@@ -4,6 +4,8 @@
 // the agent from its components when it stops.
 import type { Counts } from './stats.js';
 import type { PolitenessCounts } from '../politeness/control.js';
+import type { DeferredReport } from './deferred.js';
+import type { NothingFetched } from './ending.js';
 
 /** Mesh admission figures (src/crawl/ownership.ts `meshSummary`, docs/mesh.md "Admission"). */
 export type MeshSummary = Record<string, unknown>;
@@ -60,6 +62,10 @@ export type RunFacts = {
   recrawl?: Record<string, unknown>;
   /** Why the agent stopped early (a failed write, a full disk). */
   failure?: string;
+  /** Work kept queued for the next run: hosts in backoff or awaiting a robots.txt retry (src/crawl/deferred.ts). */
+  deferred?: DeferredReport;
+  /** The whole crawl fetched no page: why its hosts failed (src/crawl/ending.ts). */
+  nothingFetched?: NothingFetched;
 };
 
 /** The routing part of the summary (src/crawl/router.ts). */

@@ -1,0 +1,130 @@
+// Ending a run (docs/politeness.md "Ending a run"): `--until-idle` does not sit
+// waiting on deferred work (a robots.txt answering 503), keeps it for the next
+// run, and a run whose only seed host does not resolve ends at once with one
+// line and exit code 1. Whole CLI runs against loopback servers and a loopback
+// DNS responder (test/helpers-dns.ts): nothing leaves the machine.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { spawnAgent, tempDir } from './helpers.js';
+import { startDnsServer } from './helpers-dns.js';
+import type { CrawlSummary } from '../src/crawl/summary.js';
+
+interface Hit { host: string; path: string; at: number }
+
+/** One server for several host names (by Host header): a.test links to b.test, whose robots.txt answers 503. */
+async function startSites(): Promise<{ port: number; hits: Hit[]; close(): Promise<void> }> {
+  const hits: Hit[] = [];
+  let port = 0;
+  const server: Server = createServer((req, res) => {
+    const host = (req.headers.host ?? '').replace(/:\d+$/, '');
+    const path = req.url ?? '/';
+    hits.push({ host, path, at: Date.now() });
+    if (path === '/robots.txt') {
+      if (host === 'b.test') { res.writeHead(503, { 'content-type': 'text/plain' }); res.end('busy'); return; }
+      res.writeHead(404); res.end(); return;
+    }
+    if (host === 'a.test') {
+      const n = Number(/^\/p(\d+)$/.exec(path)?.[1] ?? 0);
+      const links = n < 4 ? `<a href="/p${n + 1}">next</a>` : '';
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(`<html><body><p>page ${n}</p>${links}<a href="http://b.test:${port}/x">b</a></body></html>`);
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<html><body>b</body></html>');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  port = (server.address() as AddressInfo).port;
+  return { port, hits, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+}
+
+function joinArgs(dataDir: string, extra: string[]): string[] {
+  return ['join', '--data-dir', dataDir, '--until-idle', '--progress', 'off', '--log-level', 'warn', '--listen', '/ip4/127.0.0.1/tcp/0',
+    '--min-delay', '50', '--delay-factor', '0', '--no-sitemaps', ...extra];
+}
+
+test('a host whose robots.txt answers 503 throughout: the run ends within --idle-grace of its last page, says so, and the next run tries the host again', async () => {
+  const sites = await startSites();
+  const dir = tempDir();
+  const graceMs = 2000;
+  const args = joinArgs(join(dir, 'data'), [
+    '--seed', `http://a.test:${sites.port}/`, '--idle-grace', '2s', '--allow-host', 'b.test',
+    '--resolve', `a.test:${sites.port}:127.0.0.1`, '--resolve', `b.test:${sites.port}:127.0.0.1`,
+  ]);
+  try {
+    const first = spawnAgent(args);
+    const r1 = await first.closed;
+    const exitedAt = Date.now();
+    assert.equal(r1.code, 0, first.stderr);
+    const pagesA = sites.hits.filter((h) => h.host === 'a.test' && h.path !== '/robots.txt');
+    assert.equal(pagesA.length, 5, 'every page of a.test fetched');
+    const robotsB = () => sites.hits.filter((h) => h.host === 'b.test' && h.path === '/robots.txt').length;
+    assert.equal(robotsB(), 1, 'b.test robots.txt asked once (its retry is not due within the grace)');
+    assert.equal(sites.hits.filter((h) => h.host === 'b.test' && h.path !== '/robots.txt').length, 0, 'no page of b.test fetched');
+    // Ended within the grace of its last page (plus a heartbeat round and the shutdown).
+    const lastPage = Math.max(...pagesA.map((h) => h.at));
+    assert.ok(exitedAt - lastPage < graceMs + 3000, `ended ${exitedAt - lastPage} ms after its last page`);
+    const summary = JSON.parse(first.stdout) as CrawlSummary;
+    assert.equal(summary.deferred?.hosts, 1);
+    assert.equal(summary.deferred?.urls, 1);
+    assert.equal(summary.deferred?.list[0]?.host, 'b.test');
+    assert.equal(summary.deferred?.list[0]?.reason, 'robots-retry');
+    assert.ok(Date.parse(summary.deferred!.list[0]!.nextAttempt) > lastPage + graceMs, 'next attempt later than the grace');
+    assert.equal(summary.nothingFetched, undefined);
+    assert.match(first.stderr, /deferred work kept for the next run \(--until-idle: none of it due within --idle-grace 2s\): 1 host, 1 URL \(b\.test: robots\.txt unreachable/);
+
+    // Second run, same data dir: the deferred URL is still queued, so b.test is asked again.
+    const second = spawnAgent(args);
+    const r2 = await second.closed;
+    assert.equal(r2.code, 0, second.stderr);
+    assert.equal(robotsB(), 2, 'b.test robots.txt asked again by the second run');
+    const s2 = JSON.parse(second.stdout) as CrawlSummary;
+    assert.equal(s2.deferred?.list[0]?.host, 'b.test');
+    assert.equal(s2.nothingFetched, undefined, 'deferred work is not a failure');
+  } finally {
+    await sites.close();
+  }
+});
+
+test('the only seed host does not resolve: the run ends within seconds, one line names the host and the reason, exit code 1', async () => {
+  const dns = await startDnsServer({}); // NXDOMAIN for every name
+  const dir = tempDir();
+  const started = Date.now();
+  const run = spawnAgent(joinArgs(join(dir, 'data'), ['--seed', 'http://nowhere.test/', '--dns-server', dns.server]));
+  const { code } = await run.closed;
+  const tookMs = Date.now() - started;
+  assert.equal(code, 1, run.stderr);
+  assert.ok(tookMs < 15_000, `took ${tookMs} ms`);
+  assert.ok(dns.count('nowhere.test') >= 1, 'the name was asked (of the loopback responder)');
+  const lines = run.stderr.split('\n').filter((l) => l.startsWith('ubicrawl: '));
+  assert.equal(lines.length, 1, run.stderr);
+  assert.match(lines[0]!, /^ubicrawl: no page fetched: nowhere\.test: does not resolve/);
+  const summary = JSON.parse(run.stdout) as CrawlSummary;
+  assert.equal(summary.pages, 0);
+  assert.equal(summary.nothingFetched?.failures[0]?.host, 'nowhere.test');
+  assert.equal(summary.nothingFetched?.failures[0]?.seed, true);
+});
+
+test('a run with nothing left to do ends at once, exit code 0', async () => {
+  const sites = await startSites();
+  const dir = tempDir();
+  const args = joinArgs(join(dir, 'data'), ['--seed', `http://a.test:${sites.port}/p4`, '--resolve', `a.test:${sites.port}:127.0.0.1`, '--exclude', 'b\\.test']);
+  try {
+    const first = spawnAgent(args);
+    assert.equal((await first.closed).code, 0, first.stderr);
+    const started = Date.now();
+    const second = spawnAgent(args);
+    const { code } = await second.closed;
+    assert.equal(code, 0, second.stderr);
+    const summary = JSON.parse(second.stdout) as CrawlSummary;
+    assert.equal(summary.pages, 0);
+    assert.equal(summary.nothingFetched, undefined);
+    // Process start, the mesh node, one heartbeat round, shutdown: seconds, not minutes.
+    assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`);
+  } finally {
+    await sites.close();
+  }
+});
