@@ -8,6 +8,7 @@ import type { SitemapLimits } from './sitemap/limits.js';
 import type { DigestAlgo } from './warc/digest.js';
 import type { CrawlScopeConfig } from './scope/crawl-scope.js';
 import type { CookieJarLimits } from './fetch/cookies.js';
+import type { MediaConfig } from './parse/media.js';
 import { SOFTWARE } from './version.js';
 import { unbracketHost } from './url/host.js';
 
@@ -79,6 +80,8 @@ export interface AgentConfig {
   scope: Partial<ScopeOptions>;
   /** What the crawl follows and stores: `--scope`, URL filters, depth, per-host cap, accepted types (src/scope/crawl-scope.ts, docs/scope.md). */
   crawlScope: CrawlScopeConfig;
+  /** Media, opt-in (`--media`, `--max-media-bytes`; src/parse/media.ts, docs/media.md): none by default. */
+  media: MediaConfig;
   /** Content dedup (src/dedup/content.ts): exact payload digests → WARC revisit records; SimHash near-duplicates noted. */
   dedup: DedupConfig;
   /** What every request carries and how it travels: header fields, proxy, cookies (docs/requests.md). */
@@ -542,6 +545,11 @@ export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze
 });
 
 /** A fresh, mutable AgentConfig holding every default. */
+/** Per-kind body caps of media (docs/media.md): a longer response is kept truncated at the cap. */
+export const DEFAULT_MEDIA_MAX_BYTES: Readonly<MediaConfig['maxBytes']> = Object.freeze({
+  images: 5 * 1024 ** 2, pdf: 50 * 1024 ** 2, video: 100 * 1024 ** 2, audio: 50 * 1024 ** 2,
+});
+
 export function defaultConfig(): AgentConfig {
   return {
     dataDir: DEFAULT_DATA_DIR,
@@ -584,6 +592,7 @@ export function defaultConfig(): AgentConfig {
     linkGraph: { enabled: true },
     // Completed from DEFAULT_SCOPE_OPTIONS (src/scope/traps.ts) by ScopePolicy.
     scope: {},
+    media: { kinds: [], maxBytes: { ...DEFAULT_MEDIA_MAX_BYTES } },
     crawlScope: {
       ...DEFAULT_CRAWL_SCOPE,
       allowHosts: [...DEFAULT_CRAWL_SCOPE.allowHosts],

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
   parseResolveRule, configValue, effectiveDefaults, DEFAULT_API_LISTEN, DEFAULT_DATA_DIR, DEFAULT_GRAPH_OUT, DEFAULT_WACZ_OUT, DEFAULT_MESH, DEFAULT_MESH_LISTEN,
-  DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
+  DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, DEFAULT_MEDIA_MAX_BYTES, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
 } from '../config.js';
 import { parseCidr } from '../fetch/address.js';
 import { DIGEST_ALGOS } from '../warc/digest.js';
@@ -15,6 +15,7 @@ import { classifySeed, type SeedSet } from './seeds.js';
 import { compilePatterns, SCOPE_MODES } from '../scope/crawl-scope.js';
 import { parseHeaderFields } from '../fetch/headers.js';
 import { parseProxyUrl } from '../fetch/proxy.js';
+import { formatMediaBytes, parseMediaBytes, parseMediaKinds, type MediaKind } from '../parse/media.js';
 
 /** The options a command was given, by commander's camel-case attribute names. */
 export type ParsedOptions = Record<string, unknown>;
@@ -160,6 +161,16 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--exclude <regex>', help: 'do not follow links whose normalised URL matches this regular expression (wins over --include); repeatable', config: 'crawlScope.exclude', parse: patternArg('--exclude'), repeatable: true },
   { flags: '--max-depth <n>', help: 'follow links at most this many hops from a seed (0 = no limit)', config: 'crawlScope.maxDepth', parse: intArg('--max-depth', 0) },
   { flags: '--max-pages-per-host <n>', help: 'fetch at most this many URLs of one host (0 = no limit); the rest are recorded as host-page-budget', config: 'crawlScope.maxPagesPerHost', parse: intArg('--max-pages-per-host', 0) },
+  {
+    flags: '--media <kinds>', help: 'also fetch and archive media found on pages: images, pdf, video, audio (comma-separated; img/srcset/picture/video/audio/source/embed/object, links to PDFs), through the same scope, robots.txt and politeness (docs/media.md)',
+    config: 'media.kinds', parse: (v: string) => { try { return parseMediaKinds(v); } catch (err) { throw new InvalidArgumentError((err as Error).message); } },
+    show: (v) => ((v as string[]).length ? (v as string[]).join(',') : 'none'),
+  },
+  {
+    flags: '--max-media-bytes <caps>', help: 'size cap of a media response, one for all (20MB) or per kind (images=5MB,pdf=50MB); KB/MB/GB are powers of 1024; a longer one is kept truncated (WARC-Truncated: length)',
+    config: 'media.maxBytes', show: (v) => formatMediaBytes(v as Record<MediaKind, number>),
+    parse: (v: string) => { try { return parseMediaBytes(v, DEFAULT_MEDIA_MAX_BYTES); } catch (err) { throw new InvalidArgumentError((err as Error).message); } },
+  },
   { flags: '--accept-type <mime>', help: "store only responses of this media type ('text/html', 'image/*'); others are still parsed for links, recorded as skipped; repeatable (default: all)", config: 'crawlScope.acceptTypes', parse: mediaTypeArg, repeatable: true },
   { flags: '--data-dir <dir>', help: 'where the store, the WARC files and the API token (api.token) live', config: 'dataDir' },
   { flags: '--user-agent <string>', help: 'User-Agent header; its product token is matched against robots.txt', config: 'userAgent' },

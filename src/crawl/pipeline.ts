@@ -36,6 +36,7 @@ import { StandaloneRouter, type Router } from './router.js';
 import { MeshRouter } from './mesh-router.js';
 import { newHostData, type HostData } from './candidate.js';
 import { DeferredWork } from './deferred.js';
+import { acceptWithMedia, mediaBodyCap } from '../parse/media.js';
 
 /** What the pipeline needs from the agent that runs it. */
 export interface PipelineHooks {
@@ -73,7 +74,7 @@ export type Pipeline = ReturnType<typeof buildPipeline>;
 export function buildPipeline(hooks: PipelineHooks) {
   const { config, store, log, stats, metrics, recentErrors, token } = hooks;
   const fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns), {
-    addresses: new AddressPolicy(config.allowAddress), ...requestOptions(config.requests),
+    addresses: new AddressPolicy(config.allowAddress), ...requestOptions(config.requests), bodyCap: mediaBodyCap(config.media),
   });
   const politeness = new PolitenessControl(politenessConfig(config));
   const dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, stats.dedup) : undefined;
@@ -129,7 +130,8 @@ export function buildPipeline(hooks: PipelineHooks) {
     fatal: hooks.fatal, onFatal,
   });
   const pages = new PageProcessor({
-    config, admission, archive, sitemaps, completion, dedup, fingerprinter, recrawl, stats, metrics, recentErrors, log, token,
+    // Media kinds asked for are accepted whatever --accept-type says (docs/media.md).
+    config: { ...config, crawlScope: { ...config.crawlScope, acceptTypes: acceptWithMedia(config.crawlScope.acceptTypes, config.media) } }, admission, archive, sitemaps, completion, dedup, fingerprinter, recrawl, stats, metrics, recentErrors, log, token,
     linkGraph: () => hooks.linkGraph(),
     recordFailure: (q, h, out, failure) => turns.recordFailure(q, h, out, failure),
   });

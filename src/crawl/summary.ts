@@ -25,6 +25,8 @@ export type CrawlCounts = {
   rejected: Counts;
   /** Responses fetched but not stored, by reason. */
   skipped: Counts;
+  /** `--media`: media responses by kind, and `truncated` at their cap. */
+  media: Counts;
   truncated: number;
   redirects: number;
   linksExtracted: number;
