@@ -8,7 +8,6 @@ import type { SitemapLimits } from './sitemap/limits.js';
 import type { DigestAlgo } from './warc/digest.js';
 import type { CrawlScopeConfig } from './scope/crawl-scope.js';
 import type { CookieJarLimits } from './fetch/cookies.js';
-import type { MediaConfig } from './parse/media.js';
 import { SOFTWARE } from './version.js';
 import { unbracketHost } from './url/host.js';
 
@@ -545,6 +544,16 @@ export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze
 });
 
 /** A fresh, mutable AgentConfig holding every default. */
+/** Media kinds `--media` takes (src/parse/media.ts, docs/media.md). */
+export type MediaKind = 'images' | 'pdf' | 'video' | 'audio';
+
+export interface MediaConfig {
+  /** Kinds fetched besides pages (empty: none, the default). */
+  kinds: MediaKind[];
+  /** Body cap per kind, bytes: a longer response is kept truncated at the cap (WARC-Truncated: length). */
+  maxBytes: Record<MediaKind, number>;
+}
+
 /** Per-kind body caps of media (docs/media.md): a longer response is kept truncated at the cap. */
 export const DEFAULT_MEDIA_MAX_BYTES: Readonly<MediaConfig['maxBytes']> = Object.freeze({
   images: 5 * 1024 ** 2, pdf: 50 * 1024 ** 2, video: 100 * 1024 ** 2, audio: 50 * 1024 ** 2,

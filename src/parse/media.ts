@@ -4,7 +4,10 @@
 // srcset candidates (HTML §4.8.4.3.5, simplified as below), the media kind of
 // a Content-Type or of an element's `type` attribute or file extension.
 
-export type MediaKind = 'images' | 'pdf' | 'video' | 'audio';
+import type { MediaConfig, MediaKind } from '../config.js';
+
+// The types live with the other settings (src/config.ts); re-exported for the parser's callers.
+export type { MediaConfig, MediaKind };
 export const MEDIA_KINDS: readonly MediaKind[] = ['images', 'pdf', 'video', 'audio'];
 
 /** Bits of a kinds mask (the parser's `media` option). */
@@ -13,13 +16,6 @@ export const M_PDF = 2;
 export const M_VIDEO = 4;
 export const M_AUDIO = 8;
 const BIT: Record<MediaKind, number> = { images: M_IMAGES, pdf: M_PDF, video: M_VIDEO, audio: M_AUDIO };
-
-export interface MediaConfig {
-  /** Kinds fetched besides pages (empty: none, the default). */
-  kinds: MediaKind[];
-  /** Body cap per kind, bytes: a longer response is kept truncated at the cap (WARC-Truncated: length). */
-  maxBytes: Record<MediaKind, number>;
-}
 
 /** What `--accept-type` gains for each kind asked for explicitly. */
 export const MEDIA_TYPES: Record<MediaKind, string> = { images: 'image/*', pdf: 'application/pdf', video: 'video/*', audio: 'audio/*' };
@@ -107,9 +103,10 @@ export function srcsetUrls(v: string): string[] {
 
 // ---- the command line's syntax (src/cli/options.ts) ----------------------------------------
 
-/** `images,pdf`: the kinds, each once; throws a one-line usage error. */
+/** `images,pdf`: the kinds, each once (`none`: no kind); throws a one-line usage error. */
 export function parseMediaKinds(spec: string): MediaKind[] {
   const out: MediaKind[] = [];
+  if (spec.trim().toLowerCase() === 'none') return out;
   for (const raw of spec.split(',')) {
     const k = raw.trim().toLowerCase();
     if (k === '') continue;
