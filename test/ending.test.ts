@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { spawnAgent, tempDir } from './helpers.js';
 import { startDnsServer } from './helpers-dns.js';
 import type { CrawlSummary } from '../src/crawl/summary.js';
+import { startSyntheticWeb } from '../bench/web/index.js';
+import { startMeshAgents, seedThroughApi, waitMembers } from './mesh-agents.js';
 
 interface Hit { host: string; path: string; at: number }
 
@@ -151,5 +153,41 @@ test('a run with nothing left to do ends at once, exit code 0', async () => {
     assert.ok(ranMs < 4000, `ran ${ranMs} ms`);
   } finally {
     await sites.close();
+  }
+});
+
+test('in a mesh: the seed, given to the agent that does not own its host, does not resolve: both agents end within seconds; the owner names the host and the reason and exits 1', async () => {
+  const dns = await startDnsServer({});
+  const web = await startSyntheticWeb({ seed: 3, hosts: 1, pagesPerHost: 1 });
+  const dir = tempDir();
+  try {
+    const { agents, apis } = await startMeshAgents(web, dir, 2, ['--dns-server', dns.server]);
+    for (const p of apis) await waitMembers(p, 2);
+    // A name each agent places on the same owner (the ring is shared); the seed goes to the other one.
+    let host = '';
+    let giver = -1;
+    for (let i = 0; i < 50 && giver < 0; i++) {
+      const h = `nowhere${i}.test`;
+      const res = await fetch(`http://127.0.0.1:${apis[0]!}/hosts/${h}`);
+      const local = res.status === 200 && ((await res.json()) as { local: boolean }).local;
+      host = h;
+      giver = local ? 1 : 0;
+    }
+    await seedThroughApi(apis[giver]!, [`http://${host}/`], join(dir, `a${giver}`));
+    const [r0, r1] = await Promise.all(agents.map((a) => a.done));
+    const byGiver = giver === 0 ? r0! : r1!;
+    const byOwner = giver === 0 ? r1! : r0!;
+    assert.equal(byOwner.code, 1, byOwner.err.slice(-2000));
+    assert.match(byOwner.err, new RegExp(`^ubicrawl: no page fetched: ${host.replace('.', '\\.')}: does not resolve`, 'm'));
+    assert.equal(byGiver.code, 0, byGiver.err.slice(-2000));
+    assert.match(byGiver.err, new RegExp(`^ubicrawl: no page fetched: seed host ${host.replace('.', '\\.')} is crawled by agent \\S+`, 'm'));
+    for (const r of [r0!, r1!]) {
+      const ms = agentRunMs(r.err);
+      // Seconds: the mesh needs its idle rounds (heartbeat 250 ms here) once the name failed.
+      assert.ok(ms < 60_000, `ran ${ms} ms`);
+    }
+    assert.ok(dns.count(host) >= 1, 'the owner asked the loopback responder');
+  } finally {
+    await web.close();
   }
 });
