@@ -13,6 +13,10 @@ import { startDnsServer } from './helpers-dns.js';
 import type { CrawlSummary } from '../src/crawl/summary.js';
 import { startSyntheticWeb } from '../bench/web/index.js';
 import { startMeshAgents, seedThroughApi, waitMembers } from './mesh-agents.js';
+import { DeferredWork, deferral, describeDeferred, type DeferredFrontier } from '../src/crawl/deferred.js';
+import { newHostData, type HostData } from '../src/crawl/candidate.js';
+import type { HostState } from '../src/frontier/frontier.js';
+import type { RobotsEntry } from '../src/robots/cache.js';
 
 interface Hit { host: string; path: string; at: number }
 
@@ -163,16 +167,12 @@ test('in a mesh: the seed, given to the agent that does not own its host, does n
   try {
     const { agents, apis } = await startMeshAgents(web, dir, 2, ['--dns-server', dns.server]);
     for (const p of apis) await waitMembers(p, 2);
-    // A name each agent places on the same owner (the ring is shared); the seed goes to the other one.
-    let host = '';
-    let giver = -1;
-    for (let i = 0; i < 50 && giver < 0; i++) {
-      const h = `nowhere${i}.test`;
-      const res = await fetch(`http://127.0.0.1:${apis[0]!}/hosts/${h}`);
-      const local = res.status === 200 && ((await res.json()) as { local: boolean }).local;
-      host = h;
-      giver = local ? 1 : 0;
-    }
+    // Who owns the name, by a0's view (the ring is shared): a0 answers 404 for an unknown host of its own,
+    // `local: false` for another's. The seed goes to the other agent.
+    const host = 'nowhere.test';
+    const res = await fetch(`http://127.0.0.1:${apis[0]!}/hosts/${host}`);
+    const a0Owns = res.status === 404 || (res.status === 200 && ((await res.json()) as { local: boolean }).local);
+    const giver = a0Owns ? 1 : 0;
     await seedThroughApi(apis[giver]!, [`http://${host}/`], join(dir, `a${giver}`));
     const [r0, r1] = await Promise.all(agents.map((a) => a.done));
     const byGiver = giver === 0 ? r0! : r1!;
@@ -190,4 +190,48 @@ test('in a mesh: the seed, given to the agent that does not own its host, does n
   } finally {
     await web.close();
   }
+});
+
+test('deferred work: why a host waits, the bounded report, and the --until-idle rule over the frontier counters', () => {
+  const now = 1_000_000;
+  const host = (name: string, queued: number, set: (d: HostData, h: { nextAllowed: number }) => void) => {
+    const h = { name, queued, inFlight: false, nextAllowed: 0, data: newHostData() } as unknown as HostState<HostData>;
+    set(h.data, h);
+    return h;
+  };
+  const robots = host('r.test', 3, (d, h) => {
+    h.nextAllowed = now + 5000;
+    d.robots.set('http://r.test', { verdict: 'unreachable', expires: now + 20_000 } as RobotsEntry);
+  });
+  const backoff = host('b.test', 2, (d, h) => { h.nextAllowed = now + 8000; d.polite.nextAllowedAt = now + 8000; d.polite.reason = 'backoff'; });
+  const floor = host('f.test', 4, (d, h) => { h.nextAllowed = now + 500; d.polite.reason = 'floor'; });
+  const due = host('d.test', 1, () => {});
+  const parked = host('p.test', 1, (d) => { d.polite.parked = true; d.polite.nextAllowedAt = Infinity; });
+  assert.deepEqual(deferral(robots, now), { reason: 'robots-retry', at: now + 20_000 });
+  assert.deepEqual(deferral(backoff, now), { reason: 'backoff', at: now + 8000 });
+  assert.equal(deferral(floor, now), undefined, 'the ordinary delay is not deferred work');
+  assert.equal(deferral(due, now), undefined);
+  assert.equal(deferral(parked, now), undefined, 'a parked host fails its URLs, it keeps none');
+
+  const counters = { queued: 5, recovering: false, pendingHosts: 0, loadsRunning: 0, readyHosts: 2, activeHosts: 2, wake: now + 8000 as number | undefined };
+  const frontier = {
+    get queued() { return counters.queued; }, get recovering() { return counters.recovering; }, get pendingHosts() { return counters.pendingHosts; },
+    get loadsRunning() { return counters.loadsRunning; }, get readyHosts() { return counters.readyHosts; }, get activeHosts() { return counters.activeHosts; },
+    nextWake: () => counters.wake, allHosts: () => [robots, backoff, floor, due, parked].values(), inMemory: () => [].values(),
+  } as unknown as DeferredFrontier;
+  const work = new DeferredWork({ frontier, graceMs: 2000 });
+  const r = work.report(now, 1);
+  assert.deepEqual({ hosts: r.hosts, urls: r.urls }, { hosts: 2, urls: 5 });
+  assert.deepEqual(r.list, [{ host: 'b.test', urls: 2, reason: 'backoff', nextAttempt: new Date(now + 8000).toISOString() }], 'soonest first, bounded');
+  assert.match(describeDeferred(work.report(now)), /^2 hosts, 5 URLs \(b\.test: backed off after 429\/503, next attempt .*; r\.test: robots\.txt unreachable, retried/);
+  assert.equal(work.onlyDeferred(now), true);
+  assert.equal(work.onlyDeferred(now + 6500), false, 'due within the grace: the run waits for it');
+  counters.readyHosts = 1;
+  assert.equal(work.onlyDeferred(now), false, 'a host in flight (e.g. waiting for its DNS answer)');
+  counters.readyHosts = 2;
+  counters.pendingHosts = 1;
+  assert.equal(work.onlyDeferred(now), false, 'a host waiting for a slot has work due now');
+  counters.pendingHosts = 0;
+  counters.queued = 0;
+  assert.equal(work.onlyDeferred(now), false, 'nothing queued is plain idle, not deferred');
 });
