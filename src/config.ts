@@ -44,6 +44,11 @@ export interface AgentConfig {
   maxPages: number;
   /** Exit once nothing is queued or in flight (with recrawl: and nothing due within recrawl.horizonMs). */
   untilIdle: boolean;
+  /**
+   * With `untilIdle`: deferred work (hosts in backoff, paused, or awaiting a robots.txt retry) due within this
+   * long holds the run open; later than that, the run ends and the work stays queued for the next run, ms.
+   */
+  idleGraceMs: number;
   /** Stop after this much wall-clock time, ms (0 = no limit). */
   maxDurationMs: number;
   /** Recrawl scheduling (off by default: a one-pass crawl; docs/recrawl.md). */
@@ -74,6 +79,8 @@ export interface AgentConfig {
   scope: Partial<ScopeOptions>;
   /** What the crawl follows and stores: `--scope`, URL filters, depth, per-host cap, accepted types (src/scope/crawl-scope.ts, docs/scope.md). */
   crawlScope: CrawlScopeConfig;
+  /** Media, opt-in (`--media`, `--max-media-bytes`; src/parse/media.ts, docs/media.md): none by default. */
+  media: MediaConfig;
   /** Content dedup (src/dedup/content.ts): exact payload digests → WARC revisit records; SimHash near-duplicates noted. */
   dedup: DedupConfig;
   /** What every request carries and how it travels: header fields, proxy, cookies (docs/requests.md). */
@@ -573,6 +580,21 @@ export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze
 });
 
 /** A fresh, mutable AgentConfig holding every default. */
+/** Media kinds `--media` takes (src/parse/media.ts, docs/media.md). */
+export type MediaKind = 'images' | 'pdf' | 'video' | 'audio';
+
+export interface MediaConfig {
+  /** Kinds fetched besides pages (empty: none, the default). */
+  kinds: MediaKind[];
+  /** Body cap per kind, bytes: a longer response is kept truncated at the cap (WARC-Truncated: length). */
+  maxBytes: Record<MediaKind, number>;
+}
+
+/** Per-kind body caps of media (docs/media.md): a longer response is kept truncated at the cap. */
+export const DEFAULT_MEDIA_MAX_BYTES: Readonly<MediaConfig['maxBytes']> = Object.freeze({
+  images: 5 * 1024 ** 2, pdf: 50 * 1024 ** 2, video: 100 * 1024 ** 2, audio: 50 * 1024 ** 2,
+});
+
 export function defaultConfig(): AgentConfig {
   return {
     dataDir: DEFAULT_DATA_DIR,
@@ -584,6 +606,7 @@ export function defaultConfig(): AgentConfig {
     maxDelayMs: DEFAULT_POLITENESS.maxDelayMs,
     maxPages: 0,
     untilIdle: false,
+    idleGraceMs: 30_000,
     maxDurationMs: 0,
     recrawl: { ...DEFAULT_RECRAWL_SETTINGS },
     resolve: [],
@@ -614,6 +637,7 @@ export function defaultConfig(): AgentConfig {
     linkGraph: { enabled: true },
     // Completed from DEFAULT_SCOPE_OPTIONS (src/scope/traps.ts) by ScopePolicy.
     scope: {},
+    media: { kinds: [], maxBytes: { ...DEFAULT_MEDIA_MAX_BYTES } },
     crawlScope: {
       ...DEFAULT_CRAWL_SCOPE,
       allowHosts: [...DEFAULT_CRAWL_SCOPE.allowHosts],

@@ -71,6 +71,14 @@ export interface ZoneReport {
   rulesMismatch: number;
 }
 
+/** Hosts whose queued URLs wait (backoff, pause, a robots.txt retry), soonest first (src/crawl/deferred.ts). */
+export interface WaitingReport {
+  hosts: number;
+  urls: number;
+  /** At most a few; `hosts` counts them all. nextAttempt: ISO 8601. */
+  list: { host: string; urls: number; reason: string; nextAttempt: string }[];
+}
+
 export interface StatusReport {
   agent: {
     id: string;
@@ -80,6 +88,8 @@ export interface StatusReport {
     uptimeMs: number;
     capacity: number;
     counters: AgentCounters;
+    /** What the crawl waits for: hosts in backoff or awaiting a robots.txt retry. */
+    waiting?: WaitingReport;
   };
   mesh: {
     /** Crawl (gossip topic) identifier; null when the agent runs alone. */

@@ -3,7 +3,7 @@
 // The run* functions return exit codes (0 success, 1 runtime failure, 2 usage error)
 // and write one clear line on stderr when something fails (docs/cli.md).
 import { readFileSync } from 'node:fs';
-import { DEFAULT_API_LISTEN, type PolicyReport, type HostReport, type SeedResult, type StatusResponse, type UrlReport } from './backend.js';
+import { DEFAULT_API_LISTEN, type PolicyReport, type HostReport, type SeedResult, type StatusResponse, type UrlReport, type WaitingReport } from './backend.js';
 import { isLoopbackHost } from './server.js';
 import { apiTokenPath, readTokenFileIfPresent } from './token.js';
 import { DEFAULT_DATA_DIR } from '../config.js';
@@ -127,6 +127,12 @@ function kv(pairs: Array<[string, string]>): string[] {
   return pairs.map(([k, v]) => `${k.padEnd(w)}  ${v}`);
 }
 
+/** "2 hosts, 14 URLs: a.example robots-retry at 12:00:05Z, …" (hosts in backoff or awaiting a robots.txt retry). */
+export function formatWaiting(w: WaitingReport, shown = 3): string {
+  const some = w.list.slice(0, shown).map((d) => `${clean(d.host)} ${d.reason} until ${d.nextAttempt.slice(11, 19)}Z`);
+  return `${w.hosts} host${w.hosts === 1 ? '' : 's'}, ${formatNumber(w.urls)} URLs: ${some.join(', ')}${w.hosts > shown ? ', …' : ''}`;
+}
+
 export function formatStatus(s: StatusResponse): string {
   const a = s.agent, c = a.counters;
   const out: string[] = [];
@@ -136,6 +142,7 @@ export function formatStatus(s: StatusResponse): string {
     ['queued', `${formatNumber(c.queued)}, in flight ${formatNumber(c.inFlight)}`],
     ['exchanged', `${formatNumber(c.urlsSent)} URLs sent, ${formatNumber(c.urlsReceived)} received`],
     ['errors', kinds(c.errors)],
+    ...(a.waiting && a.waiting.hosts > 0 ? [['waiting for', formatWaiting(a.waiting)] as [string, string]] : []),
   ]).map((l) => '  ' + l));
   const members = [...s.mesh.members].sort((p, q) => Number(q.self) - Number(p.self) || (p.id < q.id ? -1 : 1));
   out.push('');

@@ -56,6 +56,7 @@ export class AgentMetrics implements MetricsSource {
   private readonly rejected: Counter<'reason'>;
   private readonly rejectedChildren = new Map<string, Child>();
   private readonly skipped: Counter<'reason'>;
+  private readonly media: Counter<'kind'>;
   private readonly robotsFetches: Counter<'verdict'>;
   private readonly robotsAge: Gauge;
   private readonly dedup: Counter<'kind'>;
@@ -97,6 +98,7 @@ export class AgentMetrics implements MetricsSource {
     this.latency = new Histogram({ name: `${p}fetch_duration_seconds`, help: 'Time from sending a request to the end of its body (or the failure).', buckets: LATENCY_BUCKETS, registers });
     this.fetchErrors = new Counter({ name: `${p}fetch_errors_total`, help: 'Failed fetches by kind (dns, connect, timeout, reset, tls, protocol, aborted, other).', labelNames: ['kind'], registers });
     this.rejected = new Counter({ name: `${p}urls_rejected_total`, help: 'URLs turned away before fetching, by reason (robots, scope, traps, invalid-url, …).', labelNames: ['reason'], registers });
+    this.media = new Counter({ name: `${p}media_fetched_total`, help: 'Media responses (--media) by kind: images, pdf, video, audio, and truncated at their cap (docs/media.md).', labelNames: ['kind'], registers });
     this.skipped = new Counter({ name: `${p}responses_skipped_total`, help: 'Responses fetched but not stored, by reason (type-not-accepted: --accept-type; docs/scope.md).', labelNames: ['reason'], registers });
     this.robotsFetches = new Counter({ name: `${p}robots_fetches_total`, help: 'robots.txt fetches by verdict (parsed, unavailable, unreachable, stale-copy).', labelNames: ['verdict'], registers });
     this.robotsAge = new Gauge({ name: `${p}robots_cache_oldest_age_seconds`, help: 'Age of the oldest robots.txt copy in use (RFC 9309 §2.4: at most 24 h).', registers });
@@ -172,6 +174,10 @@ export class AgentMetrics implements MetricsSource {
     let child = this.rejectedChildren.get(reason);
     if (!child) { child = this.rejected.labels(reason); this.rejectedChildren.set(reason, child); }
     child.inc(n);
+  }
+
+  mediaFetched(kind: string): void {
+    this.media.labels(kind).inc();
   }
 
   responseSkipped(reason: string): void {

@@ -144,6 +144,8 @@ function printable(row: CliOption, value: unknown): unknown {
     if (typeof v === 'string' && SECRET_FIELDS.test(v)) return `${v.slice(0, v.indexOf(':'))}: ***`;
     return v;
   };
+  // A one-value option whose setting is a list or a record (--media, --max-media-bytes) prints as its own syntax.
+  if (row.show && !row.repeatable && typeof value === 'object' && value !== null) return row.show(value);
   return Array.isArray(value) ? value.map(one) : one(value);
 }
 

@@ -8,7 +8,7 @@ import { DEFAULT_DATA_DIR, DEFAULT_ROBOTS_TOKEN, type AgentOptions, type Resolve
 import { UsageError } from './seeds.js';
 import { VERSION } from '../version.js';
 import {
-  addOptions, toAgentOptions, API_CLIENT_OPTIONS, BLOCK_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
+  addOptions, toAgentOptions, formatDuration, API_CLIENT_OPTIONS, BLOCK_OPTIONS, CONFIG_PRINT_OPTIONS, JOIN_OPTIONS, KEYGEN_OPTIONS, LEAVE_OPTIONS, ROBOTS_CHECK_OPTIONS, URL_NORMALIZE_OPTIONS,
   WARC_GET_OPTIONS, GRAPH_EXPORT_OPTIONS, DERIVE_OPTIONS, WACZ_OPTIONS, type ParsedOptions,
 } from './options.js';
 
@@ -200,7 +200,7 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   await noteEnvironmentProxy(options, logger);
   // `join` is always a mesh member (alone until a peer joins).
   const agent = await startAgent({ ...options, mesh: { ...options.mesh, enabled: true }, logger });
-  const progress = startProgress(mode, () => agent.snapshot(), logger);
+  const progress = startProgress(mode, () => agent.snapshot(), logger, () => agent.waitingFor());
   let signals = 0;
   const onSignal = (sig: string) => {
     if (++signals > 1) process.exit(130);
@@ -218,7 +218,15 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   if (mode === 'tty' && summary.warcDir) process.stderr.write(`WARC files are in ${String(summary.warcDir)}\n`);
   // One plain line for the operator; nothing acknowledged was lost (docs/storage.md "Write failures").
   if (summary.failure) process.stderr.write(`ubicrawl: stopped: ${String(summary.failure)} (queued work is kept: fix the cause, e.g. free disk space, and run the same command again to resume)\n`);
-  return summary.failure ? 1 : 0;
+  // How the run ended (docs/politeness.md "Ending a run"): work kept for the next run; nothing fetched at all.
+  const { describeDeferred } = await import('../crawl/deferred.js');
+  const { describeNothingFetched } = await import('../crawl/ending.js');
+  if (summary.deferred) {
+    const why = agent.config.untilIdle ? ` (--until-idle: none of it due within --idle-grace ${formatDuration(agent.config.idleGraceMs)})` : '';
+    process.stderr.write(`ubicrawl: deferred work kept for the next run${why}: ${describeDeferred(summary.deferred)}\n`);
+  }
+  if (summary.nothingFetched) process.stderr.write(`ubicrawl: ${describeNothingFetched(summary.nothingFetched)}\n`);
+  return summary.failure || (summary.nothingFetched?.failures.length ?? 0) > 0 ? 1 : 0;
 }
 
 /** A proxy taken from HTTP_PROXY / HTTPS_PROXY is said at start (a warning: the operator did not name it here). */

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import {
   parseResolveRule, configValue, effectiveDefaults, DEFAULT_API_LISTEN, DEFAULT_DATA_DIR, DEFAULT_GRAPH_OUT, DEFAULT_WACZ_OUT, DEFAULT_MESH, DEFAULT_MESH_LISTEN,
-  DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
+  DEFAULT_MESH_LISTEN_WITH_KEY, DEFAULT_ROBOTS_TOKEN, DEFAULT_MEDIA_MAX_BYTES, RECEIVE_BURST_SECONDS, type AgentOptions, type ConfigPath, type ResolveRule,
 } from '../config.js';
 import { parseCidr } from '../fetch/address.js';
 import { DEFAULT_ZONE, MAX_ZONE_CHARS, MAX_ZONE_WEIGHT, isZoneName, parseZoneRule } from '../assign/zones.js';
@@ -16,6 +16,7 @@ import { classifySeed, type SeedSet } from './seeds.js';
 import { compilePatterns, SCOPE_MODES } from '../scope/crawl-scope.js';
 import { parseHeaderFields } from '../fetch/headers.js';
 import { parseProxyUrl } from '../fetch/proxy.js';
+import { formatMediaBytes, parseMediaBytes, parseMediaKinds, type MediaKind } from '../parse/media.js';
 
 const RENDER_MODES = ['never', 'auto', 'always'] as const;
 
@@ -175,6 +176,16 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--exclude <regex>', help: 'do not follow links whose normalised URL matches this regular expression (wins over --include); repeatable', config: 'crawlScope.exclude', parse: patternArg('--exclude'), repeatable: true },
   { flags: '--max-depth <n>', help: 'follow links at most this many hops from a seed (0 = no limit)', config: 'crawlScope.maxDepth', parse: intArg('--max-depth', 0) },
   { flags: '--max-pages-per-host <n>', help: 'fetch at most this many URLs of one host (0 = no limit); the rest are recorded as host-page-budget', config: 'crawlScope.maxPagesPerHost', parse: intArg('--max-pages-per-host', 0) },
+  {
+    flags: '--media <kinds>', help: 'also fetch and archive media found on pages: images, pdf, video, audio (comma-separated; img/srcset/picture/video/audio/source/embed/object, links to PDFs), through the same scope, robots.txt and politeness (docs/media.md)',
+    config: 'media.kinds', parse: (v: string) => { try { return parseMediaKinds(v); } catch (err) { throw new InvalidArgumentError((err as Error).message); } },
+    show: (v) => ((v as string[]).length ? (v as string[]).join(',') : 'none'),
+  },
+  {
+    flags: '--max-media-bytes <caps>', help: 'size cap of a media response, one for all (20MB) or per kind (images=5MB,pdf=50MB); KB/MB/GB are powers of 1024; a longer one is kept truncated (WARC-Truncated: length)',
+    config: 'media.maxBytes', show: (v) => formatMediaBytes(v as Record<MediaKind, number>),
+    parse: (v: string) => { try { return parseMediaBytes(v, DEFAULT_MEDIA_MAX_BYTES); } catch (err) { throw new InvalidArgumentError((err as Error).message); } },
+  },
   { flags: '--accept-type <mime>', help: "store only responses of this media type ('text/html', 'image/*'); others are still parsed for links, recorded as skipped; repeatable (default: all)", config: 'crawlScope.acceptTypes', parse: mediaTypeArg, repeatable: true },
   {
     flags: '--blocklist <file>', config: 'blocklistFile', noDefault: true,
@@ -195,6 +206,10 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--dns-server <ip[:port]>', help: 'DNS server to resolve host names with (c-ares); repeatable (default: the system\'s)', config: 'dns.servers', parse: collect, repeatable: true },
   { flags: '--max-pages <n>', help: 'stop after fetching this many pages (0 = no limit)', config: 'maxPages', parse: intArg('--max-pages', 0) },
   { flags: '--until-idle', help: 'exit once nothing is left to crawl (with --recrawl: and nothing is due within --recrawl-horizon)', config: 'untilIdle' },
+  {
+    flags: '--idle-grace <duration>', help: 'with --until-idle: end when only deferred work is left (hosts in backoff, paused or awaiting a robots.txt retry) and none of it is due within this long; it stays queued for the next run',
+    config: 'idleGraceMs', parse: durationArg('--idle-grace'), show: formatDuration,
+  },
   { flags: '--max-duration <duration>', help: 'stop after this long (e.g. 90s, 2h; 0 = no limit)', config: 'maxDurationMs', parse: durationArg('--max-duration'), show: formatDuration },
   { flags: '--recrawl', help: 'revisit fetched pages at the rate they change, with conditional GETs (off: one pass)', config: 'recrawl.enabled' },
   { flags: '--recrawl-min <duration>', help: 'shortest revisit interval', config: 'recrawl.minIntervalMs', parse: durationArg('--recrawl-min'), show: formatDuration },

@@ -51,6 +51,9 @@ import { buildPipeline } from './pipeline.js';
 import type { RenderStep } from './render-step.js';
 import { readBlocklistFile, type PolicyGate } from './policy-gate.js';
 import type { HostStates } from './host-state.js';
+import type { DeferredReport, DeferredWork } from './deferred.js';
+import { RunEnding } from './ending.js';
+import { hostWithoutPort, unbracketHost } from '../url/host.js';
 
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
 
@@ -67,6 +70,8 @@ export interface AgentHandle {
   leave(): Promise<void>;
   /** Stop now (queued work stays on disk for the next start). */
   stop(): Promise<CrawlSummary>;
+  /** Hosts in backoff or awaiting a robots.txt retry, with their next attempt (src/crawl/deferred.ts). */
+  waitingFor(): DeferredReport;
 }
 
 export interface AgentSnapshot {
@@ -164,6 +169,10 @@ class Agent implements AgentHandle, AgentView {
   private linkGraph: LinkGraphRecorder | undefined;
   private pumpScheduled = false;
   private fatal: Error | undefined;
+  /** Deferred work: what the crawl waits for, and the `--until-idle` rule around it (src/crawl/deferred.ts). */
+  private readonly deferred: DeferredWork;
+  /** Why a run that fetched nothing failed (src/crawl/ending.ts). */
+  private readonly ending: RunEnding;
 
   constructor(readonly config: AgentConfig, readonly store: Store, private readonly log: Logger, api?: ApiServer) {
     this.api = api;
@@ -186,11 +195,16 @@ class Agent implements AgentHandle, AgentView {
         job().catch((err: Error) => { if (fatal) this.onFatal(err); }).finally(() => { this.processing--; this.schedulePump(); });
       },
       linkGraph: () => this.linkGraph,
+      began: () => this.ending.began || this.stats.fetched > 0 || this.stats.robotsFetches > 0,
     });
     ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, policy: this.policy, admission: this.admission,
       promotions: this.promotions, recrawl: this.recrawl, sitemaps: this.sitemaps, router: this.router, archive: this.archive, completion: this.completion,
-      pages: this.pages, turns: this.turns, hostStates: this.hostStates } = p);
+      pages: this.pages, turns: this.turns, hostStates: this.hostStates, deferred: this.deferred } = p);
     this.render = p.render;
+    this.ending = new RunEnding({
+      frontier: this.frontier, owns: (host) => this.router.owns(host), ownerOf: (host) => this.ownerOf(host),
+      dnsFailure: (host) => this.fetcher.resolver.failure(unbracketHost(hostWithoutPort(host))),
+    });
   }
 
   async start(): Promise<void> {
@@ -246,6 +260,7 @@ class Agent implements AgentHandle, AgentView {
       if (blocked) this.log.warn({ url: c.url, reason: blocked.reason }, 'seed is an internal address: not fetched (--allow-address opens a range)');
       cands.push(c);
     }
+    this.ending.noteSeeds(cands.map((c) => c.host));
     await this.router.route(cands);
     return cands.length;
   }
@@ -288,6 +303,7 @@ class Agent implements AgentHandle, AgentView {
     }
     const routed: Record<string, number> = {};
     for (const c of cands) { const o = this.ownerOf(c.host); routed[o] = (routed[o] ?? 0) + 1; }
+    this.ending.noteSeeds(cands.map((c) => c.host));
     await this.router.route(cands);
     return { accepted: cands.length, rejected, routed };
   }
@@ -305,7 +321,9 @@ class Agent implements AgentHandle, AgentView {
   }
 
   private localIdle(): boolean {
-    return this.inFlight === 0 && this.processing === 0 && !this.admission.drum.busy && this.frontier.idle && !this.router.busy
+    // With --until-idle, deferred work not due within --idle-grace does not hold the run open (docs/politeness.md "Ending a run").
+    const frontierIdle = this.frontier.idle || (this.config.untilIdle && this.deferred.onlyDeferred(Date.now()));
+    return this.inFlight === 0 && this.processing === 0 && !this.admission.drum.busy && frontierIdle && !this.router.busy
       && (!this.recrawl || this.recrawl.idle(Date.now()));
   }
 
@@ -323,6 +341,8 @@ class Agent implements AgentHandle, AgentView {
       pagesPerSecond: secs > 0 ? this.stats.fetched / secs : 0,
     };
   }
+
+  waitingFor(): DeferredReport { return this.deferred.report(Date.now()); }
 
   stop(): Promise<CrawlSummary> {
     if (!this.stopping) this.stopping = this.shutdown();
@@ -418,6 +438,7 @@ class Agent implements AgentHandle, AgentView {
       ...(this.recrawl ? { recrawl: this.recrawl.summary() } : {}),
       ...(this.render.configured ? { render: this.render.summary() } : {}),
       ...(this.fatal ? { failure: this.fatal.message } : {}),
+      ...this.endFacts(),
     });
     await this.api?.close().catch(() => {});
     this.policy.stop();
@@ -430,6 +451,16 @@ class Agent implements AgentHandle, AgentView {
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
     this.resolveDone(summary);
     return summary;
+  }
+
+  /** Deferred work kept for the next run, and why nothing was fetched when nothing was (src/crawl/deferred.ts, src/crawl/ending.ts). */
+  private endFacts(): Pick<CrawlSummary, 'deferred' | 'nothingFetched'> {
+    const deferred = this.deferred.report(Date.now());
+    // The whole crawl's pages: ours, and each other member's as its last heartbeat said.
+    let crawlPages = this.stats.fetched;
+    for (const m of this.members()) if (!m.self) crawlPages += m.counters.fetched;
+    const nothingFetched = this.fatal ? undefined : this.ending.nothingFetched(crawlPages);
+    return { ...(deferred.urls > 0 ? { deferred } : {}), ...(nothingFetched ? { nothingFetched } : {}) };
   }
 
   /** Undoes a start() that threw: nothing was crawled, so nothing is flushed, only closed. */

@@ -1,7 +1,7 @@
 // The agent seen through its HTTP API (src/api/backend.ts): this adapter reads
 // the agent's state and turns API calls into agent actions. It holds no state
 // of its own.
-import type { PolicyReport, AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary, ZoneReport } from '../api/backend.js';
+import type { PolicyReport, AdaptivePoliteness, ApiBackend, StatusReport, HostReport, UrlReport, SeedResult, HostControlResult, HostPolicy, TopHost, RecentError, ThroughputPoint, MemberReport, AgentState, RobotsSummary, ZoneReport, WaitingReport } from '../api/backend.js';
 import { ApiError } from '../api/backend.js';
 import type { AgentMetrics } from '../api/metrics.js';
 import type { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -49,6 +49,8 @@ export interface AgentView {
   leave(): Promise<void>;
   /** The crawl policy (src/crawl/policy-gate.ts). */
   readonly policy: Pick<PolicyGate, 'report' | 'block' | 'unblock'>;
+  /** Hosts in backoff or awaiting a robots.txt retry (src/crawl/deferred.ts). */
+  waitingFor(): WaitingReport;
 }
 
 export class AgentBackend implements ApiBackend {
@@ -91,6 +93,7 @@ export class AgentBackend implements ApiBackend {
           urlsSent: this.a.urlsSent(),
           urlsReceived: this.a.urlsReceived(),
         },
+        waiting: this.a.waitingFor(),
       },
       mesh: { crawlId: this.a.crawlId(), members: this.a.members(), ...zonesOf(this.a) },
       ...(this.a.render?.status() ? { render: this.a.render.status() } : {}),

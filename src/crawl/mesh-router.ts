@@ -43,7 +43,7 @@ export interface MeshRouterComponents {
   /** Wakes the scheduling loop (a marker may have opened a gate). */
   schedulePump(): void;
   /** What our heartbeats tell the others. */
-  counters(): { fetched: number; queued: number };
+  counters(): { fetched: number; queued: number; began?: boolean };
   /** Nothing in flight or queued here (the mesh's idle detection, src/crawl/mesh.ts). */
   localIdle(): boolean;
   /** Fetches or pages still being processed here: a leave waits for them. */

@@ -16,8 +16,8 @@ export interface MeshHandlers {
   accept(items: UrlItem[], from: string): Promise<void>;
   /** The ring changed. */
   onChange(change: MembershipChange): void;
-  /** This agent's own counters for its heartbeat. */
-  counters(): { fetched: number; queued: number };
+  /** This agent's own counters for its heartbeat; `began`: the crawl began here (seeds given, a URL tried), whatever came of it. */
+  counters(): { fetched: number; queued: number; began?: boolean };
   /** Nothing queued, in flight or being processed here. */
   localIdle(): boolean;
   /**
@@ -210,7 +210,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       // Pages fetched or queued, not items exchanged: a mesh that formed and traded handoff markers has no work yet.
       // Only members that count: a joiner whose peers are all still unvouched (their markers cross a WAN) would
       // otherwise see their work, count none of them, and call the crawl idle before it took part.
-      this.sawWork = own.fetched > 0 || own.queued > 0 || members.some((m) => !m.self && !ignored(m.id) && m.counters.fetched > 0);
+      // A seed whose host failed at once is work too: it may have settled between two checks (docs/politeness.md "Ending a run").
+      this.sawWork = own.fetched > 0 || own.queued > 0 || own.began === true || members.some((m) => !m.self && !ignored(m.id) && m.counters.fetched > 0);
       if (!this.sawWork) return;
     }
     const counted = members.filter((m) => m.self || !ignored(m.id));
@@ -222,7 +223,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       + `#${own.sent}:${own.received}`;
     if (signature === this.lastSignature) this.idleStreak++;
     else { this.idleStreak = 1; this.lastSignature = signature; }
-    if (this.idleStreak >= 3) {
+    // Alone, no other member's heartbeat can be stale: the first idle round is enough (a run with nothing left ends at once).
+    if (this.idleStreak >= (counted.length === 1 ? 1 : 3)) {
       this.log.info({ members: members.length }, 'mesh idle');
       this.emit('idle');
     }

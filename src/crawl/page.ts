@@ -12,6 +12,7 @@ import type { FingerprintJob } from '../dedup/simhash.js';
 import { captureRef, type LinkGraphRecorder } from '../graph/recorder.js';
 import { hostOf } from '../url/normalize.js';
 import { typeAccepted } from '../scope/crawl-scope.js';
+import { mediaKindOfType, mediaMask, type MediaKind } from '../parse/media.js';
 import { nearDupFields, type ContentDedup, type ExactCheck } from '../dedup/content.js';
 import type { Fingerprinter } from '../dedup/fingerprinter.js';
 import { payloadDigestBytes, type RecrawlOutcome, type Recrawler } from '../recrawl/recrawler.js';
@@ -30,7 +31,7 @@ import type { Logger } from '../util/log.js';
 import type { RenderStep, RenderCandidate } from './render-step.js';
 
 export interface PageComponents {
-  config: Pick<AgentConfig, 'crawlScope'>;
+  config: Pick<AgentConfig, 'crawlScope'> & Partial<Pick<AgentConfig, 'media'>>;
   admission: Pick<Admission, 'candidate' | 'follows' | 'asSeed' | 'scope'>;
   archive: Pick<Archive, 'enabled' | 'writeExchange' | 'writeNotModified' | 'writeRevisit' | 'writeMetadata'>;
   sitemaps: Pick<Sitemaps, 'read' | 'redirected'>;
@@ -41,7 +42,7 @@ export interface PageComponents {
   fingerprinter: Fingerprinter | undefined;
   recrawl: Recrawler | undefined;
   stats: CrawlStats;
-  metrics: Pick<AgentMetrics, 'pageFetched' | 'dedupHit'>;
+  metrics: Pick<AgentMetrics, 'pageFetched' | 'dedupHit'> & Partial<Pick<AgentMetrics, 'mediaFetched'>>;
   recentErrors: Pick<RecentErrors, 'record'>;
   log: Logger;
   /** Our robots.txt product token (RFC 9309 §2.2.1), for meta robots directives. */
@@ -55,7 +56,14 @@ export interface PageComponents {
 }
 
 export class PageProcessor {
-  constructor(private readonly c: PageComponents) {}
+  /** `--media`: the kinds asked for, as the parser's mask (docs/media.md). */
+  private readonly media: ReadonlySet<MediaKind>;
+  private readonly mediaMask: number;
+
+  constructor(private readonly c: PageComponents) {
+    this.media = new Set(c.config.media?.kinds ?? []);
+    this.mediaMask = mediaMask([...this.media]);
+  }
 
   /** `failure`: set when politeness gave up on the URL (retries used up, permanent failure): it is recorded as failed. */
   async process(q: QueuedUrl, h: HostState<HostData>, out: FetchOutcome, failure?: string): Promise<void> {
@@ -88,6 +96,7 @@ export class PageProcessor {
       throw err;
     }
     if (stored) { record.digest = stored.payloadDigest; record.warc = { filename: stored.filename, offset: stored.offset, length: stored.length }; }
+    if (this.mediaMask !== 0) this.countMedia(out);
     let recrawlOutcome: RecrawlOutcome | undefined;
     if (recrawl && q.kind === 'page') {
       recrawlOutcome = { at, status: out.status, etag: out.header('etag'), lastModified: out.header('last-modified') };
@@ -115,6 +124,15 @@ export class PageProcessor {
     // The first capture's digest entry only once its response record is in a WARC file (or WARC is off).
     await this.c.completion.finish(q, h, links, record, { recrawl: recrawlOutcome, ops: stored || !archive.enabled ? exact?.ops : undefined, before: near });
     dedup?.committed(exact);
+  }
+
+  /** A media response of a kind asked for, counted by kind (and those cut at their cap). */
+  private countMedia(out: FetchResponse): void {
+    const kind = out.status >= 200 && out.status < 300 ? mediaKindOfType(out.header('content-type')) : undefined;
+    if (!kind || !this.media.has(kind)) return;
+    bump(this.c.stats.media, kind);
+    this.c.metrics.mediaFetched?.(kind);
+    if (out.truncated === 'length') { bump(this.c.stats.media, 'truncated'); this.c.metrics.mediaFetched?.('truncated'); }
   }
 
   /** A redirect's Location, queued like any URL: through the frontier, so the target waits for its host's clock. */
@@ -179,6 +197,7 @@ export class PageProcessor {
       wantFingerprint: this.c.dedup?.wantsText ?? false,
       fingerprintLater,
       wantRenderSignals: this.c.render?.wantsSignals ?? false,
+      media: this.mediaMask,
     });
   }
 

@@ -40,6 +40,8 @@ import { HostClocks } from './render-clocks.js';
 import { PolicyGate } from './policy-gate.js';
 import { HostStates } from './host-state.js';
 import { HostHandoff } from './host-handoff.js';
+import { DeferredWork } from './deferred.js';
+import { acceptWithMedia, mediaBodyCap } from '../parse/media.js';
 
 /** What the pipeline needs from the agent that runs it. */
 export interface PipelineHooks {
@@ -68,6 +70,8 @@ export interface PipelineHooks {
   background(job: () => Promise<unknown>, fatal: boolean): void;
   /** The link graph's recorder, once the agent opened it (src/graph/recorder.ts). */
   linkGraph(): LinkGraphRecorder | undefined;
+  /** The crawl began here: seeds were given or a URL was tried (the mesh's idle rule, src/crawl/mesh.ts). */
+  began(): boolean;
 }
 
 export type Pipeline = ReturnType<typeof buildPipeline>;
@@ -75,7 +79,7 @@ export type Pipeline = ReturnType<typeof buildPipeline>;
 export function buildPipeline(hooks: PipelineHooks) {
   const { config, store, log, stats, metrics, recentErrors, token } = hooks;
   const fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns), {
-    addresses: new AddressPolicy(config.allowAddress), ...requestOptions(config.requests),
+    addresses: new AddressPolicy(config.allowAddress), ...requestOptions(config.requests), bodyCap: mediaBodyCap(config.media),
   });
   const politeness = new PolitenessControl(politenessConfig(config));
   // Politeness state and operator overrides kept across restarts and handed over with the host (src/crawl/host-state.ts).
@@ -111,6 +115,17 @@ export function buildPipeline(hooks: PipelineHooks) {
   });
   // Readers of the scope's caps and types see the policy in force.
   const inForce: AgentConfig = { ...config, get crawlScope() { return policy.scopeConfig; } };
+  // Page processing also accepts the media kinds asked for, whatever --accept-type says (docs/media.md).
+  let scopeSeen: AgentConfig['crawlScope'] | undefined;
+  let scopeWithMedia: AgentConfig['crawlScope'] | undefined;
+  const pageConfig: AgentConfig = {
+    ...config,
+    get crawlScope() {
+      const s = policy.scopeConfig;
+      if (s !== scopeSeen) { scopeSeen = s; scopeWithMedia = { ...s, acceptTypes: acceptWithMedia(s.acceptTypes, config.media) }; }
+      return scopeWithMedia!;
+    },
+  };
   const admission: Admission = new Admission({
     config, store, frontier, barrier, stats, policy,
     inlinks: {
@@ -123,6 +138,8 @@ export function buildPipeline(hooks: PipelineHooks) {
     replicas: { queueOps: (items) => (router instanceof MeshRouter ? router.frontierReplica.queueOps(items) : undefined) },
   });
   const drum = admission.drum;
+  // Hosts in backoff or awaiting a robots.txt retry: what `--until-idle` does not wait for beyond --idle-grace.
+  const deferred = new DeferredWork({ frontier, graceMs: config.idleGraceMs });
   const promotions = new Promotions({ store, frontier, drum, stats, onFatal, stopping });
   const recrawl = !config.recrawl.enabled ? undefined : new Recrawler(store, config.recrawl, {
       enqueue: (items, ops) => admission.enqueueRevisits(items, ops),
@@ -139,7 +156,8 @@ export function buildPipeline(hooks: PipelineHooks) {
     ? new MeshRouter({
       config, store, frontier, admission, sitemaps, barrier, metrics, log, policy, hostHandoff, hostStates,
       lifecycle: hooks.lifecycle, schedulePump: hooks.schedulePump, localIdle: hooks.localIdle, working: hooks.working, onIdle: hooks.onIdle,
-      counters: () => ({ fetched: stats.fetched, queued: frontier.queued }),
+      // Deferred work alone does not hold the mesh open under --until-idle (docs/politeness.md "Ending a run").
+      counters: () => ({ fetched: stats.fetched, queued: config.untilIdle && deferred.onlyDeferred(Date.now()) ? 0 : frontier.queued, began: hooks.began() }),
       onFatal, stopping,
     })
     : new StandaloneRouter({ store, admission, sitemaps });
@@ -157,7 +175,7 @@ export function buildPipeline(hooks: PipelineHooks) {
     route: (cands) => router.route(cands), background: hooks.background, running: hooks.running,
   });
   const pages = new PageProcessor({
-    config: inForce, admission, archive, sitemaps, completion, dedup, fingerprinter, recrawl, stats, metrics, recentErrors, log, token, render,
+    config: pageConfig, admission, archive, sitemaps, completion, dedup, fingerprinter, recrawl, stats, metrics, recentErrors, log, token, render,
     linkGraph: () => hooks.linkGraph(),
     recordFailure: (q, h, out, failure) => turns.recordFailure(q, h, out, failure),
   });
@@ -177,5 +195,5 @@ export function buildPipeline(hooks: PipelineHooks) {
     background: hooks.background,
     discoverSitemaps: (origin, entry) => sitemaps.discover(origin, entry),
   });
-  return { hostStates, fetcher, politeness, dedup, fingerprinter, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render };
+  return { hostStates, fetcher, politeness, dedup, fingerprinter, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render, deferred };
 }

@@ -28,6 +28,8 @@ export class CrawlStats {
   readonly rejected: Counts = {};
   /** Responses fetched but not stored, by reason (type-not-accepted: --accept-type). */
   readonly skipped: Counts = {};
+  /** `--media`: media responses by kind (images, pdf, video, audio), and `truncated` at their cap (docs/media.md). */
+  readonly media: Counts = {};
   robotsBlocked = 0;
   robotsFetches = 0;
   truncated = 0;
@@ -101,6 +103,7 @@ export class CrawlStats {
       errors: { ...this.errors },
       rejected: { ...this.rejected },
       skipped: { ...this.skipped },
+      media: { ...this.media },
       truncated: this.truncated,
       redirects: this.redirects,
       linksExtracted: this.linksExtracted,

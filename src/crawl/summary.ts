@@ -5,6 +5,8 @@
 import type { Counts } from './stats.js';
 import type { PolitenessCounts } from '../politeness/control.js';
 import type { RenderSummary } from './render-step.js';
+import type { DeferredReport } from './deferred.js';
+import type { NothingFetched } from './ending.js';
 
 /** Mesh admission figures (src/crawl/ownership.ts `meshSummary`, docs/mesh.md "Admission"). */
 export type MeshSummary = Record<string, unknown>;
@@ -24,6 +26,8 @@ export type CrawlCounts = {
   rejected: Counts;
   /** Responses fetched but not stored, by reason. */
   skipped: Counts;
+  /** `--media`: media responses by kind, and `truncated` at their cap. */
+  media: Counts;
   truncated: number;
   redirects: number;
   linksExtracted: number;
@@ -63,6 +67,10 @@ export type RunFacts = {
   render?: RenderSummary;
   /** Why the agent stopped early (a failed write, a full disk). */
   failure?: string;
+  /** Work kept queued for the next run: hosts in backoff or awaiting a robots.txt retry (src/crawl/deferred.ts). */
+  deferred?: DeferredReport;
+  /** The whole crawl fetched no page: why its hosts failed (src/crawl/ending.ts). */
+  nothingFetched?: NothingFetched;
 };
 
 /** The routing part of the summary (src/crawl/router.ts). */

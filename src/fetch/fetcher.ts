@@ -70,6 +70,8 @@ export interface FetcherOptions {
   proxy?: ProxyPlan;
   /** Keeps Set-Cookie answers and sends them back (src/fetch/cookies.ts); none: no Cookie is sent. */
   cookies?: CookieJar;
+  /** A body cap by Content-Type (media kinds: src/parse/media.ts `mediaBodyCap`); undefined: the config's maxBodyBytes. */
+  bodyCap?: (contentType: string | undefined) => number | undefined;
   /** TLS options for https:// targets inside a proxy's tunnel. Default: undici's (the system's CAs). Tests trust a self-signed certificate here. */
   tunnelTls?: buildConnector.BuildOptions;
 }
@@ -104,6 +106,7 @@ export class Fetcher {
   private readonly proxy: ProxyPlan | undefined;
   private readonly cookies: CookieJar | undefined;
   private readonly tunnelTls: buildConnector.BuildOptions | undefined;
+  private readonly bodyCap: FetcherOptions['bodyCap'];
   /** Requests sent through a proxy. */
   private proxied = 0;
 
@@ -116,6 +119,7 @@ export class Fetcher {
     this.proxy = options.proxy;
     this.cookies = options.cookies;
     this.tunnelTls = options.tunnelTls;
+    this.bodyCap = options.bodyCap;
     this.agent = new Agent({
       connections: 1, // one connection per origin: politeness is enforced above, this keeps it honest
       pipelining: 1,
@@ -192,7 +196,8 @@ export class Fetcher {
       const chunks: Buffer[] = [];
       let raw = 0;
       let truncated: Truncation = false;
-      const cap = this.cfg.maxBodyBytes;
+      const ct = res.headers['content-type'];
+      const cap = this.bodyCap?.(Array.isArray(ct) ? ct[0] : ct) ?? this.cfg.maxBodyBytes;
       try {
         for await (const chunk of res.body as AsyncIterable<Buffer>) {
           const room = cap - raw;

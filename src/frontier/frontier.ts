@@ -382,6 +382,13 @@ export class Frontier<D> {
   get knownHosts(): number { return this.hosts.size; }
   get pendingHosts(): number { return this.pendingCount; }
 
+  /** Active hosts in the ready structures (due, or waiting on their clock); the other active ones are in flight, loading or paused. */
+  get readyHosts(): number {
+    let n = this.waiting.size;
+    for (const d of this.due) n += d.size;
+    return n;
+  }
+
   /** Head loads (LevelDB range reads) running now. */
   get loadsRunning(): number { return this.loadsInFlight; }
 

@@ -19,7 +19,11 @@ export interface Outlink {
 // (treatFramesAsEmbedLinks) and a meta refresh as a redirect (Hop.REFER, context
 // HTMLLinkContext.META, printed "meta"); ExtractorHTTP gives a Location header
 // the context "Location:" and Hop.REFER.
-const HOP: Record<LinkTag, HopType> = { a: 'L', area: 'L', link: 'L', canonical: 'L', frame: 'E', iframe: 'E', refresh: 'R' };
+const HOP: Record<LinkTag, HopType> = {
+  a: 'L', area: 'L', link: 'L', canonical: 'L', frame: 'E', iframe: 'E', refresh: 'R',
+  // Media (--media): embeds, as Heritrix's img/@src.
+  img: 'E', source: 'E', video: 'E', audio: 'E', embed: 'E', object: 'E',
+};
 
 /** `[rel='…']` with the rel as written, whitespace runs folded to one space (the context is one line). */
 function relSelector(rel: string | undefined): string {
@@ -42,6 +46,10 @@ export function linkContext(link: Pick<ExtractedLink, 'tag' | 'rel'>): string {
       return `${link.tag}/@src`;
     case 'refresh':
       return 'meta';
+    case 'object':
+      return 'object/@data';
+    default:
+      return `${link.tag}/@src`;
   }
 }
 

@@ -19,8 +19,11 @@ import { parseLinkHeader } from './linkheader.js';
 import { isHtmlEssence, isUnknownEssence, parseContentType, sniffHtml } from './mime.js';
 import { parseRefresh } from './refresh.js';
 import { PIECE_BREAK, PIECE_ENTITY, simhash64, simhashPieces, type FingerprintJob } from '../dedup/simhash.js';
+import { M_AUDIO, M_IMAGES, M_PDF, M_VIDEO, kindOfBit, mediaBitOf, mediaBitOfPath, srcsetUrls, type MediaKind } from './media.js';
 
-export type LinkTag = 'a' | 'area' | 'link' | 'frame' | 'iframe' | 'refresh' | 'canonical';
+export type LinkTag = 'a' | 'area' | 'link' | 'frame' | 'iframe' | 'refresh' | 'canonical' | MediaTag;
+/** Elements whose URLs are media (extracted with the `media` option only: src/parse/media.ts). */
+export type MediaTag = 'img' | 'source' | 'video' | 'audio' | 'embed' | 'object';
 
 export interface ExtractedLink {
   /** Absolute http(s) URL: the href resolved against the document base URL, fragment removed. */
@@ -30,6 +33,8 @@ export interface ExtractedLink {
   nofollow: boolean;
   /** The element's rel attribute as written (first occurrence of the href), when it had one; 'canonical' for a Link header canonical. */
   rel?: string;
+  /** With the `media` option: the URL is media of this kind (an image, a PDF …), not a page. */
+  media?: MediaKind;
 }
 
 export interface ExtractOptions {
@@ -70,6 +75,11 @@ export interface ExtractOptions {
   now?: number;
   /** Collect `renderSignals` (what src/render/decide.ts needs). Default false. */
   wantRenderSignals?: boolean;
+  /**
+   * Also return the media URLs of these kinds (a mask of src/parse/media.ts M_* bits): img src/srcset,
+   * picture/video/audio source, video poster, embed, object, and links to PDFs. Default 0: none, and no cost.
+   */
+  media?: number;
 }
 
 /**
@@ -141,6 +151,14 @@ const T_BODY = 16;
 const T_HTML = 17;
 const T_INTEGRATION = 18; // foreignObject, desc, mi, mo, mn, ms, mtext, annotation-xml: HTML inside svg/math
 const T_DIV = 19; // only for render signals (client-side app roots)
+// Media elements (only with the `media` option): all above T_DIV.
+const T_IMG = 20;
+const T_PICTURE = 21;
+const T_SOURCE = 22;
+const T_VIDEO = 23;
+const T_AUDIO = 24;
+const T_EMBED = 25;
+const T_OBJECT = 26;
 
 const A_NONE = 0;
 const A_HREF = 1;
@@ -150,6 +168,11 @@ const A_CONTENT = 4;
 const A_HTTP_EQUIV = 5;
 const A_SRC = 6;
 const A_ID = 7;
+// Media attributes (read on media elements only).
+const A_SRCSET = 8;
+const A_DATA = 9;
+const A_TYPE = 10;
+const A_POSTER = 11;
 
 /** `s[a..a+lit.length)` equals `lit` (lower-case ASCII) ignoring ASCII case. */
 function eq(s: string, a: number, lit: string): boolean {
@@ -186,6 +209,7 @@ function tagId(s: string, a: number, e: number): number {
           if (eq(s, a, 'div')) return T_DIV;
           return eq(s, a, 'del') || eq(s, a, 'dfn') ? T_INLINE : T_OTHER;
         case 0x69:
+          if (eq(s, a, 'img')) return T_IMG;
           return eq(s, a, 'ins') ? T_INLINE : T_OTHER;
         case 0x78:
           return eq(s, a, 'xmp') ? T_STYLE : T_OTHER;
@@ -231,6 +255,12 @@ function tagId(s: string, a: number, e: number): number {
           return eq(s, a, 'frame') ? T_FRAME : T_OTHER;
         case 0x74:
           return eq(s, a, 'title') ? T_TITLE : T_OTHER;
+        case 0x76:
+          return eq(s, a, 'video') ? T_VIDEO : T_OTHER;
+        case 0x61:
+          return eq(s, a, 'audio') ? T_AUDIO : T_OTHER;
+        case 0x65:
+          return eq(s, a, 'embed') ? T_EMBED : T_OTHER;
         case 0x73:
           if (eq(s, a, 'style')) return T_STYLE;
           return eq(s, a, 'small') ? T_INLINE : T_OTHER;
@@ -245,11 +275,15 @@ function tagId(s: string, a: number, e: number): number {
           return eq(s, a, 'iframe') ? T_IFRAME : T_OTHER;
         case 0x73:
           if (eq(s, a, 'script')) return T_SCRIPT;
+          if (eq(s, a, 'source')) return T_SOURCE;
           return eq(s, a, 'strong') || eq(s, a, 'strike') ? T_INLINE : T_OTHER;
+        case 0x6f:
+          return eq(s, a, 'object') ? T_OBJECT : T_OTHER;
         default:
           return T_OTHER;
       }
     case 7:
+      if (c === 0x70) return eq(s, a, 'picture') ? T_PICTURE : T_OTHER;
       return eq(s, a, 'noembed') ? T_STYLE : T_OTHER;
     case 8:
       if (c === 0x6e) {
@@ -275,7 +309,12 @@ function attrId(s: string, a: number, e: number): number {
       return eq(s, a, 'src') ? A_SRC : A_NONE;
     case 4:
       if (eq(s, a, 'href')) return A_HREF;
-      return eq(s, a, 'name') ? A_NAME : A_NONE;
+      if (eq(s, a, 'name')) return A_NAME;
+      if (eq(s, a, 'data')) return A_DATA;
+      return eq(s, a, 'type') ? A_TYPE : A_NONE;
+    case 6:
+      if (eq(s, a, 'srcset')) return A_SRCSET;
+      return eq(s, a, 'poster') ? A_POSTER : A_NONE;
     case 7:
       return eq(s, a, 'content') ? A_CONTENT : A_NONE;
     case 10:
@@ -293,7 +332,13 @@ const K_FRAME = 3;
 const K_IFRAME = 4;
 const K_REFRESH = 5;
 const K_CANONICAL = 6;
-const KIND_TAG: LinkTag[] = ['a', 'area', 'link', 'frame', 'iframe', 'refresh', 'canonical'];
+const K_IMG = 7;
+const K_SOURCE = 8;
+const K_VIDEO = 9;
+const K_AUDIO = 10;
+const K_EMBED = 11;
+const K_OBJECT = 12;
+const KIND_TAG: LinkTag[] = ['a', 'area', 'link', 'frame', 'iframe', 'refresh', 'canonical', 'img', 'source', 'video', 'audio', 'embed', 'object'];
 
 // <link rel> keywords (HTML §4.6.7 and the microformats existing-rel-values registry) that name
 // another page or document a crawler should visit …
@@ -424,6 +469,15 @@ class Extractor implements TokenizerCallbacks {
   httpEquiv: string | null = null;
   src: string | null = null;
   id: string | null = null;
+  srcset: string | null = null;
+  data: string | null = null;
+  type: string | null = null;
+  poster: string | null = null;
+
+  // media (the `media` option): kinds asked for, the open picture/video/audio a <source> belongs to, the kind of the link being added
+  media = 0;
+  mediaParent = T_OTHER;
+  curMedia = 0;
 
   // render signals (wantSignals): see RenderSignals
   wantSignals = false;
@@ -461,6 +515,8 @@ class Extractor implements TokenizerCallbacks {
   kinds: number[] = [];
   nofollowFlags: boolean[] = [];
   rels: Array<string | null> = [];
+  /** Media kind bit per link (0: a page link). */
+  linkMedia: number[] = [];
   linksDropped = 0;
   nofollowLinks = 0;
 
@@ -507,6 +563,9 @@ class Extractor implements TokenizerCallbacks {
     this.kinds = [];
     this.nofollowFlags = [];
     this.rels = [];
+    this.linkMedia = [];
+    this.mediaParent = T_OTHER;
+    this.curMedia = 0;
     this.linksDropped = 0;
     this.nofollowLinks = 0;
     this.textParts = [];
@@ -533,6 +592,10 @@ class Extractor implements TokenizerCallbacks {
     this.httpEquiv = null;
     this.src = null;
     this.id = null;
+    this.srcset = null;
+    this.data = null;
+    this.type = null;
+    this.poster = null;
   }
 
   run(s: string): void {
@@ -558,7 +621,7 @@ class Extractor implements TokenizerCallbacks {
   onopentagname(start: number, end: number): void {
     const t = tagId(this.s, start, end);
     this.tag = t;
-    this.interesting = (t >= T_A && t <= T_META) || (t === T_DIV && this.wantSignals);
+    this.interesting = (t >= T_A && t <= T_META) || (t === T_DIV && this.wantSignals) || (t >= T_IMG && this.media !== 0);
     this.attr = A_NONE;
     if (t !== T_INLINE) this.textBreak();
     // HTML §13.2.6.4.4 "in head": anything but head content ends the head (approximation of the
@@ -570,8 +633,8 @@ class Extractor implements TokenizerCallbacks {
 
   onattribname(start: number, end: number): void {
     const id = this.interesting ? attrId(this.s, start, end) : A_NONE;
-    // id matters on <div> only (render signals): no string for the ids of links and metas.
-    this.attr = id === A_ID && this.tag !== T_DIV ? A_NONE : id;
+    // id matters on <div> only (render signals): no string for the ids of links and metas; media attributes on media elements only.
+    this.attr = (id === A_ID && this.tag !== T_DIV) || (id >= A_SRCSET && this.tag < T_IMG) ? A_NONE : id;
     this.val = '';
   }
 
@@ -608,6 +671,18 @@ class Extractor implements TokenizerCallbacks {
         break;
       case A_ID:
         if (this.id === null) this.id = this.val;
+        break;
+      case A_SRCSET:
+        if (this.srcset === null) this.srcset = this.val;
+        break;
+      case A_DATA:
+        if (this.data === null) this.data = this.val;
+        break;
+      case A_TYPE:
+        if (this.type === null) this.type = this.val;
+        break;
+      case A_POSTER:
+        if (this.poster === null) this.poster = this.val;
         break;
     }
     this.attr = A_NONE;
@@ -694,6 +769,11 @@ class Extractor implements TokenizerCallbacks {
         break;
       case T_DIV:
         if (this.appRootDepth > 0) this.appRootDepth--;
+        break;
+      case T_PICTURE:
+      case T_VIDEO:
+      case T_AUDIO:
+        if (this.mediaParent === t) this.mediaParent = T_OTHER;
         break;
     }
     if (t !== T_INLINE) this.textBreak();
@@ -794,6 +874,15 @@ class Extractor implements TokenizerCallbacks {
       case T_META:
         if (this.template === 0) this.meta();
         return;
+      case T_IMG:
+      case T_PICTURE:
+      case T_SOURCE:
+      case T_VIDEO:
+      case T_AUDIO:
+      case T_EMBED:
+      case T_OBJECT:
+        if (this.template === 0) this.mediaElement(t);
+        return;
       case T_DIV:
         if (this.appRootDepth > 0) this.appRootDepth++;
         else if (this.appRoot === null && this.id !== null && this.template === 0 && APP_ROOT_IDS.has(this.id)) {
@@ -802,6 +891,52 @@ class Extractor implements TokenizerCallbacks {
         }
         return;
     }
+  }
+
+  /**
+   * A media element's URLs, of the kinds asked for: img src and srcset (HTML §4.8.4), a <source> by the picture,
+   * video or audio element it is in (§4.8.2, §4.8.8), video src and poster, audio src, embed src, object data
+   * (by their type attribute, else the file extension).
+   */
+  mediaElement(t: number): void {
+    switch (t) {
+      case T_IMG:
+        this.addMedia(this.src, K_IMG, M_IMAGES);
+        this.addSrcset(K_IMG, M_IMAGES);
+        return;
+      case T_PICTURE:
+      case T_VIDEO:
+      case T_AUDIO:
+        this.mediaParent = t;
+        if (t === T_VIDEO) { this.addMedia(this.src, K_VIDEO, M_VIDEO); this.addMedia(this.poster, K_VIDEO, M_IMAGES); }
+        else if (t === T_AUDIO) this.addMedia(this.src, K_AUDIO, M_AUDIO);
+        return;
+      case T_SOURCE: {
+        const p = this.mediaParent;
+        if (p === T_PICTURE) { this.addSrcset(K_SOURCE, M_IMAGES); this.addMedia(this.src, K_SOURCE, M_IMAGES); }
+        else if (p === T_VIDEO || p === T_AUDIO) this.addMedia(this.src, K_SOURCE, p === T_VIDEO ? M_VIDEO : M_AUDIO);
+        else if (this.src !== null) this.addMedia(this.src, K_SOURCE, mediaBitOf(this.type, this.src));
+        return;
+      }
+      case T_EMBED:
+        if (this.src !== null) this.addMedia(this.src, K_EMBED, mediaBitOf(this.type, this.src));
+        return;
+      case T_OBJECT:
+        if (this.data !== null) this.addMedia(this.data, K_OBJECT, mediaBitOf(this.type, this.data));
+        return;
+    }
+  }
+
+  addMedia(ref: string | null, kind: number, bit: number): void {
+    if (ref === null || (bit & this.media) === 0 || ref.trim() === '') return;
+    this.curMedia = bit;
+    this.addLink(ref.trim(), kind, false);
+    this.curMedia = 0;
+  }
+
+  addSrcset(kind: number, bit: number): void {
+    if (this.srcset === null || (bit & this.media) === 0) return;
+    for (const u of srcsetUrls(this.srcset)) this.addMedia(u, kind, bit);
   }
 
   /** Render signals from one text node: visible length, app-root content, noscript wording. */
@@ -875,6 +1010,8 @@ class Extractor implements TokenizerCallbacks {
     }
     const i = this.linkIndex.get(href);
     if (i !== undefined) {
+      // Named as media anywhere on the page (an <a> to an image, then the <img>): fetched as media.
+      if (this.curMedia !== 0 && this.linkMedia[i] === 0) this.linkMedia[i] = this.curMedia;
       // Same href again: one followable occurrence makes the link followable (and its rel the one reported).
       if (!nofollow && this.nofollowFlags[i]) {
         this.nofollowFlags[i] = false;
@@ -891,11 +1028,12 @@ class Extractor implements TokenizerCallbacks {
     this.kinds.push(kind);
     this.nofollowFlags.push(nofollow);
     this.rels.push(this.relOf(kind));
+    this.linkMedia.push(this.curMedia);
   }
 
   /** The rel of the element being read: <a>, <area>, <link> have one; frame, iframe and refresh none. */
   relOf(kind: number): string | null {
-    return kind === K_FRAME || kind === K_IFRAME || kind === K_REFRESH ? null : this.rel;
+    return kind === K_FRAME || kind === K_IFRAME || kind === K_REFRESH || kind >= K_IMG ? null : this.rel;
   }
 
   // --- text ------------------------------------------------------------------------------------
@@ -1167,6 +1305,7 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
     ex.pageNofollowKnown = directives.nofollow;
     ex.directives = directives;
     ex.wantSignals = opts.wantRenderSignals === true;
+    ex.media = opts.media ?? 0;
     try {
       ex.run(html);
     } catch {
@@ -1255,7 +1394,13 @@ export function extractPage(body: Uint8Array, opts: ExtractOptions): PageExtract
       if (url === selfUrl || seen.has(url)) continue;
       seen.add(url);
       const rel = ex.rels[i];
-      out.links.push(rel === null ? { url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i] } : { url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i], rel });
+      const link: ExtractedLink = rel === null ? { url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i] } : { url, tag: KIND_TAG[ex.kinds[i]], nofollow: ex.nofollowFlags[i], rel };
+      if (ex.media !== 0) {
+        // A link to a PDF is one (--media pdf), found by its extension.
+        const bit = ex.linkMedia[i] || ((ex.media & M_PDF) !== 0 && mediaBitOfPath(url) === M_PDF ? M_PDF : 0);
+        if (bit !== 0) link.media = kindOfBit(bit);
+      }
+      out.links.push(link);
     }
     if (pageNofollow) {
       out.linksDropped = 0;
