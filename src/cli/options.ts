@@ -119,7 +119,9 @@ function sourceAddressArg(v: string): string {
 
 function zoneArg(v: string): string {
   const z = v.trim().toLowerCase();
-  if (!isZoneName(z) || z === DEFAULT_ZONE) throw new InvalidArgumentError(`--zone must be letters, digits, - and _ (at most ${MAX_ZONE_CHARS}), got '${v}'`);
+  // Empty is "no zone" (the default, and what `config print` writes for it).
+  if (z === DEFAULT_ZONE) return z;
+  if (!isZoneName(z)) throw new InvalidArgumentError(`--zone must be letters, digits, - and _ (at most ${MAX_ZONE_CHARS}), got '${v}'`);
   return z;
 }
 
