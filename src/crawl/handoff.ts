@@ -289,6 +289,8 @@ export class HandoffGate {
   /** Expires gates past their deadline, closes empty ones, forgets cleared ones past the floor. */
   sweep(now: number): void {
     this.lastNow = Math.max(this.lastNow, now);
+    // The join hold ends at its deadline even when no host asks (notBefore): start-up must end.
+    if (this.joinHoldUntil && now >= this.joinHoldUntil) { this.joinHoldUntil = 0; this.stats.timedOut++; }
     this.endStartupIfClear();
     let drop = false;
     for (const g of this.gates) {
@@ -326,76 +328,5 @@ export class HandoffGate {
   private open(before: HostRing | null, waiting: string[], now: number, timeoutMs: number, newcomers = false): void {
     this.stats.gates++;
     this.gates.push({ before, waiting: new Set(waiting), createdAt: now, deadline: now + timeoutMs, clearedAt: NaN, newcomers });
-  }
-}
-
-/**
- * The last few rings this agent had (the current one included): who may send
- * seen entries for a host (docs/mesh.md "Admission"). A seen entry hides a
- * page for good, so only an agent that owned the host — under a ring we had a
- * moment ago (views lag) — may tell us it settled it; a replica seen entry
- * must come from the host's owner for whom we are the next owner.
- */
-export class RecentRings {
-  private rings: HostRing[] = [];
-
-  constructor(private readonly max = 16) {}
-
-  /** Records the ring as it is now (call on every change). */
-  push(ring: HostRing): void {
-    this.rings.push(snapshotRing(ring));
-    if (this.rings.length > this.max) this.rings.shift();
-  }
-
-  /**
-   * The rings as `[id, capacity]` lists, oldest first: kept in the store, so
-   * that an agent restarted after a crash still knows who owned what before it
-   * (the seen entries re-sent to it since were sent under those rings).
-   */
-  toJSON(): Array<Array<[string, number]>> {
-    return this.rings.map((r) => r.members().map((id): [string, number] => [id, r.capacityOf(id) ?? 1]));
-  }
-
-  /** Rings saved by toJSON() (a malformed value is ignored: the history starts afresh), before any push. */
-  restore(saved: unknown, options: { replicas?: number; maxCapacity?: number } = {}): void {
-    if (!Array.isArray(saved)) return;
-    for (const list of saved.slice(-this.max)) {
-      if (!Array.isArray(list)) continue;
-      const ring = new HostRing(options);
-      for (const e of list) {
-        if (Array.isArray(e) && typeof e[0] === 'string' && typeof e[1] === 'number' && e[1] > 0) ring.add(e[0], e[1]);
-      }
-      if (ring.members().length) this.rings.push(ring);
-    }
-  }
-
-  /**
-   * Whether `peer` owned `host` under one of the recent rings — or, given
-   * `self` (while we start up or join), under one of them without us: the
-   * mesh as it was before we joined, or while we were away after a crash.
-   * Consistent hashing moves a host only between its owner and the member
-   * that joins or leaves, so its owner then was the next owner after us
-   * (Karger et al. 1997, monotonicity). Only then: later, such a claim could
-   * only be forged. `also`: one more ring to look at (while we start up, that
-   * of every member we have heard of: a peer hands our hosts over before its
-   * marker lets it into our ring).
-   */
-  owned(peer: string, host: string, self?: string, also?: HostRing): boolean {
-    const p = hostPoint(host);
-    for (const r of also ? [...this.rings, also] : this.rings) {
-      const o = r.ownerOfPoint(p);
-      if (o === peer) return true;
-      if (self !== undefined && o === self && r.nextOwnersOf(host, 2)[1] === peer) return true;
-    }
-    return false;
-  }
-
-  /** Whether, under one of the recent rings (or `also`), `peer` owned `host` and `self` came next. */
-  replicaFor(peer: string, self: string, host: string, also?: HostRing): boolean {
-    for (const r of also ? [...this.rings, also] : this.rings) {
-      const o = r.nextOwnersOf(host, 2);
-      if (o[0] === peer && o[1] === self) return true;
-    }
-    return false;
   }
 }

@@ -96,7 +96,9 @@ export class MeshRouter implements Router {
       }),
       onChange: (ch) => ownership.onMembershipChange(ch),
       counters: () => this.c.counters(),
-      localIdle: () => this.c.localIdle(),
+      // A joiner has not heard the mesh's state yet: every member is new to it and not counted, so the
+      // mesh would look idle to it before it joined (docs/mesh.md "Admission").
+      localIdle: () => this.c.localIdle() && !ownership.gate.startingUp,
       created: (m) => ownership.attach(m),
     };
     const mesh = this.mesh = await (this.c.startMesh ? this.c.startMesh(handlers) : AgentMesh.start(config.mesh, config.dataDir, store, handlers, log));

@@ -92,9 +92,7 @@ export function buildPipeline(hooks: PipelineHooks) {
     config, store, frontier, barrier, stats,
     inlinks: {
       noteNew: (items) => promotions.noteNew(items),
-      // Not in a mesh, for now: with promotions on, the join/leave test fetched a page twice on
-      // one agent in about 1 run of 8 under load (0 of 10 without them; cause not found yet).
-      noteRepeats: (items) => { if (!router.shared) promotions.noteRepeats(items); },
+      noteRepeats: (items) => promotions.noteRepeats(items),
     },
   });
   const drum = admission.drum;
