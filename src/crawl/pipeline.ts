@@ -93,7 +93,7 @@ export function buildPipeline(hooks: PipelineHooks) {
     inlinks: {
       noteNew: (items) => promotions.noteNew(items),
       // Not in a mesh, for now (docs/storage.md "In-link promotions"): with them on, the join/leave test
-      // fetched pages twice across agents in 3 of 38 runs under load (0 of 8 without); cause not found.
+      // fetched pages twice across agents in 3 of 41 runs under load (0 of 8 without); cause not found.
       noteRepeats: (items) => { if (!router.shared) promotions.noteRepeats(items); },
     },
   });
