@@ -3,31 +3,13 @@
 // or value is one line and exit code 2 — through real child processes of bin/ubicrawl.js.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { linking, startSite, type Site } from './site-fixture.js';
-import { BIN, tempDir } from './helpers.js';
+import { BIN, cleanEnv, runCli, tempDir, type CliRun } from './helpers.js';
 
-interface Run { code: number | null; stdout: string; stderr: string }
-
-/** The test's environment without proxy variables of its own. */
-function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(https?|no)_proxy$/i.test(k)) out[k] = v;
-  return { ...out, ...extra };
-}
-
-/** Asynchronously (the site serves from this process). */
-function runCli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv(env) });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => { stdout += d; });
-  proc.stderr.on('data', (d: Buffer) => { stderr += d; });
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-  return new Promise((resolve) => proc.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); }));
-}
+type Run = CliRun;
 
 function runSync(args: string[], env: Record<string, string> = {}): Run {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 30_000, env: cleanEnv(env) });

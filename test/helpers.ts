@@ -67,6 +67,26 @@ export function spawnAgent(args: string[], capture = true): AgentProcess {
   return run;
 }
 
+/** The test's environment without proxy variables of its own (docs/requests.md "Proxies"), plus `extra`. */
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(https?|no)_proxy$/i.test(k)) out[k] = v;
+  return { ...out, ...extra };
+}
+
+export interface CliRun { code: number | null; stdout: string; stderr: string }
+
+/** bin/ubicrawl.js asynchronously (a site may serve from this process) in cleanEnv(env); killed after 60 s. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv(env) });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => { stdout += d; });
+  proc.stderr.on('data', (d: Buffer) => { stderr += d; });
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
+  return new Promise((resolve) => proc.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); }));
+}
+
 /** Page requests in a request log: robots.txt and sitemaps are not pages (bench/web/reachable.ts). */
 export function pageRequests(log: readonly RequestRecord[]): RequestRecord[] {
   return log.filter((r) => !r.path.startsWith('/robots') && !r.path.startsWith('/sitemap'));

@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HostRing } from '../src/assign/ring.js';
-import { HandoffGate, RecentRings, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
+import { HandoffGate, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
+import { RecentRings } from '../src/crawl/recent-rings.js';
 import { encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker, isWireItem, REPLICA_SEEN_HOPS, SEEN_ONLY_FLAG, HOPS_MASK } from '../src/mesh/index.js';
 
 const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';

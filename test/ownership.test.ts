@@ -14,6 +14,8 @@ import { Frontier, type NewUrl, type UrlKind } from '../src/frontier/frontier.js
 import { HostRing } from '../src/assign/ring.js';
 import { HandoffGate } from '../src/crawl/handoff.js';
 import { Ownership, type OwnershipMesh, type OwnedHostData } from '../src/crawl/ownership.js';
+import { Promotions } from '../src/crawl/promotions.js';
+import type { Candidate, HostData } from '../src/crawl/candidate.js';
 import { encodeFetchRecord, decodeFetchRecord } from '../src/crawl/records.js';
 import { createMetrics } from '../src/api/metrics.js';
 import { classifyItem, encodeHandoffMarker, encodeItem, type MemberInfo, type UrlItem } from '../src/mesh/index.js';
@@ -227,4 +229,50 @@ test('ownership: on a ring change the hosts that move are handed to their new ow
     }
     assert.equal(r.ownership.rebalancePending, false);
   } finally { await r.close(); }
+});
+
+// docs/storage.md "In-link promotions", in a mesh: a promotion and a handoff of the same host run in
+// the same exclusive section of the seen-set, and a host that moves is paused before either runs.
+test('ownership and promotions: a host promoted before it moves, and one whose promotions race the move, are each handed over once, and nothing of them stays queued here', async () => {
+  const r = await rig();
+  const stats = { inlinks: { crossings: 0, promoted: 0, skipped: 0 } };
+  const fatal: Error[] = [];
+  const promotions = new Promotions({
+    store: r.store, frontier: r.frontier as unknown as Frontier<HostData>, drum: r.drum as unknown as Drum<Candidate>, stats,
+    onFatal: (err) => fatal.push(err), stopping: () => false,
+  });
+  try {
+    await r.ownership.start(r.mesh); // alone: every host is ours
+    await r.ownership.rebalancing;
+    const { b } = hostsByOwner(2);
+    const urlsOf = (h: string) => Array.from({ length: 12 }, (_, i) => `http://${h}/p${i}`);
+    const linksTo = (h: string) => urlsOf(h).map((u) => ({ ...candidate(u, 3, 'page')!, inlink: true }));
+    await r.drum.submit([...linksTo(b[0]!), ...linksTo(b[1]!)], false);
+    // Three pages link to each URL (inlinkBonus: a crossing at 3). b[0]'s are promoted while it is ours.
+    for (let i = 0; i < 3; i++) promotions.noteRepeats(linksTo(b[0]!));
+    await promotions.running;
+    assert.equal(stats.inlinks.promoted, 12, JSON.stringify(stats.inlinks));
+    // b[1]'s cross now, and in the same tick B joins: both hosts move to it.
+    for (let i = 0; i < 2; i++) promotions.noteRepeats(linksTo(b[1]!));
+    promotions.noteRepeats(linksTo(b[1]!));
+    r.mesh.ring.add(B);
+    r.mesh.vouched.add(B);
+    r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await Promise.all([promotions.running, r.ownership.rebalancing]);
+    await r.ownership.rebalancing;
+
+    assert.equal(stats.inlinks.crossings, 24);
+    assert.equal(stats.inlinks.promoted + stats.inlinks.skipped, 24, JSON.stringify(stats.inlinks));
+    const crawl = r.mesh.sentTo(B).map(classifyItem).flatMap((w) => (w.kind === 'crawl' ? [w.url] : [])).sort();
+    assert.deepEqual(crawl, [...urlsOf(b[0]!), ...urlsOf(b[1]!)].map((u) => normalizeUrl(u)!).sort(), 'every URL of both hosts handed over, each once');
+    for (const h of b) {
+      const hk = hostKey(h);
+      assert.equal(r.frontier.host(h), undefined, `${h} forgotten`);
+      assert.equal((await r.store.frontier.keys({ gte: hk, lt: prefixEnd(hk) }).all()).length, 0, `${h}: no frontier entry left, promoted or not`);
+      assert.equal((await r.store.seen.keys({ gte: hk, lt: prefixEnd(hk) }).all()).length, 0, `${h}: no seen value left to promote or deduplicate against`);
+    }
+    assert.equal(r.frontier.queued, 0);
+    assert.deepEqual(fatal, []);
+  } finally { await promotions.running; await r.close(); }
 });

@@ -4,7 +4,7 @@
 // servers and a proxy of the test's own on loopback.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createHttpServer } from 'node:http';
@@ -21,7 +21,7 @@ import { startAgent } from '../src/crawl/agent.js';
 import { readWarc, verifyWarc, type WarcEntry } from '../src/warc/reader.js';
 import { startProxy } from './proxy-fixture.js';
 import { linking, startSite, type Site } from './site-fixture.js';
-import { BIN, tempDir } from './helpers.js';
+import { runCli, tempDir } from './helpers.js';
 
 // ---------------------------------------------------------------- pure parts
 
@@ -345,23 +345,6 @@ test('cookies: a server that sets one and requires it on the next page; off by d
 });
 
 // ---------------------------------------------------------------- the environment, through the command line
-
-function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...cleanEnv(), ...env } });
-  let stdout = '';
-  let stderr = '';
-  proc.stdout.on('data', (d: Buffer) => { stdout += d; });
-  proc.stderr.on('data', (d: Buffer) => { stderr += d; });
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000);
-  return new Promise((resolve) => proc.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); }));
-}
-
-/** The test's environment without proxy variables of its own. */
-function cleanEnv(): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !/^(https?|no)_proxy$/i.test(k)) out[k] = v;
-  return out;
-}
 
 test('join honours HTTP_PROXY and NO_PROXY: the proxied host goes through the proxy, the NO_PROXY host directly', async () => {
   const viaProxy = await startSite({ '/': linking('/a'), '/a': linking() });

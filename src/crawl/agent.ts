@@ -19,7 +19,6 @@ import { Frontier } from '../frontier/frontier.js';
 import { Fetcher } from '../fetch/fetcher.js';
 import { parseCidr } from '../fetch/address.js';
 import { productToken } from '../robots/index.js';
-import { normalizeUrl, hostOf } from '../url/normalize.js';
 import { CrawlScope } from '../scope/crawl-scope.js';
 import { createMetrics } from '../api/metrics.js';
 import { ThroughputHistory, RecentErrors } from '../api/history.js';
@@ -31,7 +30,7 @@ import { VERSION } from '../version.js';
 import { shortPeerId } from '../mesh/index.js';
 import { LinkGraphRecorder } from '../graph/recorder.js';
 import { bump } from './stats.js';
-import { HostTurn, BLOCKED } from './host-turn.js';
+import { HostTurn } from './host-turn.js';
 import { PolitenessControl } from '../politeness/control.js';
 import { CrawlStats } from './stats.js';
 import type { CrawlSummary } from './summary.js';
@@ -46,7 +45,7 @@ import { Sitemaps } from './sitemaps.js';
 import { Completion } from './completion.js';
 import { PageProcessor } from './page.js';
 import type { Router } from './router.js';
-import type { Candidate, HostData } from './candidate.js';
+import type { HostData } from './candidate.js';
 import { buildPipeline } from './pipeline.js';
 import type { RenderStep } from './render-step.js';
 import { readBlocklistFile, type PolicyGate } from './policy-gate.js';
@@ -54,6 +53,7 @@ import type { HostStates } from './host-state.js';
 import type { DeferredReport, DeferredWork } from './deferred.js';
 import { RunEnding } from './ending.js';
 import { hostWithoutPort, unbracketHost } from '../url/host.js';
+import { seed, seedUrls, type SeedingComponents } from './seeding.js';
 
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
 
@@ -173,6 +173,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly deferred: DeferredWork;
   /** Why a run that fetched nothing failed (src/crawl/ending.ts). */
   private readonly ending: RunEnding;
+  /** The operator's seeds: candidates, internal addresses, routing (src/crawl/seeding.ts). */
+  private readonly seeding: SeedingComponents;
 
   constructor(readonly config: AgentConfig, readonly store: Store, private readonly log: Logger, api?: ApiServer) {
     this.api = api;
@@ -205,6 +207,7 @@ class Agent implements AgentHandle, AgentView {
       frontier: this.frontier, owns: (host) => this.router.owns(host), ownerOf: (host) => this.ownerOf(host),
       dnsFailure: (host) => this.fetcher.resolver.failure(unbracketHost(hostWithoutPort(host))),
     });
+    this.seeding = { admission: this.admission, turns: this.turns, router: this.router, log, ownerOf: (host) => this.ownerOf(host), policy: this.policy, ending: this.ending };
   }
 
   async start(): Promise<void> {
@@ -249,21 +252,7 @@ class Agent implements AgentHandle, AgentView {
   }
 
   /** Adds crawl seeds; returns how many were accepted for queuing (before the seen check). */
-  async seed(urls: string[]): Promise<number> {
-    const cands: Candidate[] = [];
-    for (const u of urls) {
-      const c = this.admission.candidate(u, undefined, 0);
-      if (!c) continue;
-      this.admission.asSeed(c);
-      // Queued all the same: the crawl records it as blocked-address without a request.
-      const blocked = this.turns.blockedTarget(c.url);
-      if (blocked) this.log.warn({ url: c.url, reason: blocked.reason }, 'seed is an internal address: not fetched (--allow-address opens a range)');
-      cands.push(c);
-    }
-    this.ending.noteSeeds(cands.map((c) => c.host));
-    await this.router.route(cands);
-    return cands.length;
-  }
+  seed(urls: string[]): Promise<number> { return seed(this.seeding, urls); }
 
   // ---- AgentView (what the API sees) ------------------------------------
 
@@ -288,25 +277,7 @@ class Agent implements AgentHandle, AgentView {
 
   zones(): ZoneReport[] { return this.router.zones?.() ?? []; }
 
-  async seedUrls(urls: string[]): Promise<SeedResult> {
-    const rejected: SeedResult['rejected'] = [];
-    const cands: Candidate[] = [];
-    for (const u of urls) {
-      const c = this.admission.candidate(u, undefined, 0);
-      const blocked = c && this.turns.blockedTarget(c.url);
-      if (blocked) rejected.push({ url: u, reason: BLOCKED, detail: `${blocked.reason}; --allow-address opens a range` });
-      else if (c) { this.admission.asSeed(c); cands.push(c); }
-      else {
-        const n = normalizeUrl(u);
-        rejected.push({ url: u, reason: !n ? 'not a crawlable http(s) URL' : this.policy.blocked(n, hostOf(n)) ? 'blocked by the crawl policy' : 'out of scope' });
-      }
-    }
-    const routed: Record<string, number> = {};
-    for (const c of cands) { const o = this.ownerOf(c.host); routed[o] = (routed[o] ?? 0) + 1; }
-    this.ending.noteSeeds(cands.map((c) => c.host));
-    await this.router.route(cands);
-    return { accepted: cands.length, rejected, routed };
-  }
+  seedUrls(urls: string[]): Promise<SeedResult> { return seedUrls(this.seeding, urls); }
 
   /**
    * Graceful leave: the router hands every host over (in a mesh: queued URLs and seen entries to their new

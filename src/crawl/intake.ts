@@ -9,13 +9,13 @@ import { hostKey, seenKey } from '../store/keys.js';
 import { settledValue } from '../seen/state.js';
 import { hostOf } from '../url/normalize.js';
 import { encodeFetchRecord } from './records.js';
-import type { RecentRings } from './handoff.js';
+import type { RecentRings } from './recent-rings.js';
 import { DEFAULT_ZONE, ZonedRing, rulesOf } from '../assign/zones.js';
 import { RateLimitedLog } from '../mesh/admission.js';
-import { classifyItem, encodeItem, shortPeerId, type UrlItem } from '../mesh/index.js';
+import { classifyItem, encodeItem, ownsHosts, shortPeerId, type UrlItem } from '../mesh/index.js';
 import type { HeldUrl } from './frontier-replica.js';
 import type { HandedHostItem } from './host-handoff.js';
-import type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData } from './ownership.js';
+import type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData } from './ownership-components.js';
 
 export interface IntakeComponents<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> extends OwnershipComponents<C, D> {
   /** The mesh from its creation on (peer intake starts before the node runs), or undefined. */
@@ -176,7 +176,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
    * who owns what in the mesh while we start up, before the members' markers let them into our ring.
    */
   private heardRing(mesh: OwnershipMesh): ZonedRing {
-    const ms = mesh.members().filter((m) => m.state === 'active' && m.capacity > 0 && !mesh.membership.isExcluded(m.id));
+    const ms = mesh.members().filter((m) => ownsHosts(m) && !mesh.membership.isExcluded(m.id));
     const key = ms.map((m) => `${m.id}:${m.capacity}@${m.zone ?? ''}*${m.zoneWeight ?? 1}`).join(',');
     if (this.heard?.key !== key) {
       const ring = new ZonedRing({ maxCapacity: this.c.config.mesh.admission.maxCapacity }, rulesOf(mesh.membership.ring));

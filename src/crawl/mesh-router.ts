@@ -125,7 +125,9 @@ export class MeshRouter implements Router {
         this.frontierReplica.ringChanged();
       },
       counters: () => this.c.counters(),
-      localIdle: () => this.c.localIdle(),
+      // A joiner has not heard the mesh's state yet: every member is new to it and not counted, so the
+      // mesh would look idle to it before it joined (docs/mesh.md "Admission").
+      localIdle: () => this.c.localIdle() && !ownership.gate.startingUp,
       created: (m) => { ownership.attach(m); this.c.policy?.attach(m.node); },
       policy: this.c.policy,
     };

@@ -6,12 +6,13 @@
 // members (RFC 1952 §2.2: a file of members is one gzip stream to `zcat`), so a
 // crash loses at most the unflushed buffer and a torn last member; readers keep
 // everything before it.
-import { mkdir, open, readdir } from 'node:fs/promises';
+import { mkdir, open } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync, gunzipSync, constants as zconst } from 'node:zlib';
 import type { HopType, Outlink } from './outlinks.js';
+import { findFiles } from '../util/find-files.js';
 
 export const EDGE_FILE_SUFFIX = '.edges.gz';
 
@@ -149,20 +150,5 @@ export function readEdgeFile(path: string): string[] {
 
 /** Edge files under `dir`: the directory itself, its `graph/` subdirectory, one level deeper (a dir of data dirs). */
 export async function findEdgeFiles(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const visit = async (d: string, depth: number): Promise<void> => {
-    let entries;
-    try {
-      entries = await readdir(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const p = join(d, e.name);
-      if (e.isFile() && e.name.endsWith(EDGE_FILE_SUFFIX)) out.push(p);
-      else if (e.isDirectory() && depth < 2) await visit(p, depth + 1);
-    }
-  };
-  await visit(dir, 0);
-  return out.sort();
+  return (await findFiles(dir, { match: (name) => name.endsWith(EDGE_FILE_SUFFIX) })).sort();
 }

@@ -5,7 +5,7 @@ export {
   type MeshNode, type MeshNodeOptions, type MeshLogger, type MeshLibp2p,
 } from './node.js';
 export {
-  Membership, MemberTable, syncRing,
+  Membership, MemberTable, syncRing, ownsHosts,
   type MembershipOptions, type MembershipChange, type MembershipStats, type MemberInfo,
 } from './membership.js';
 export { joinThroughPeers, joinBackoffMs, JoinError, DEFAULT_JOIN_BACKOFF, type JoinThroughPeersOptions, type JoinBackoff } from './join.js';

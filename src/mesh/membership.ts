@@ -249,10 +249,15 @@ export class MemberTable {
   ringMembers(include: (m: MemberInfo) => boolean = () => true): Map<string, number> {
     const out = new Map<string, number>();
     for (const m of this.byId.values()) {
-      if (m.state === 'active' && m.capacity > 0 && (m.self || include(m))) out.set(m.id, m.capacity);
+      if (ownsHosts(m) && (m.self || include(m))) out.set(m.id, m.capacity);
     }
     return out;
   }
+}
+
+/** Whether a member takes a share of the hosts when it is in a ring: active, with capacity. */
+export function ownsHosts(m: Pick<MemberInfo, 'state' | 'capacity'>): boolean {
+  return m.state === 'active' && m.capacity > 0;
 }
 
 /**

@@ -9,10 +9,11 @@
 // hashes and CDXJ lines, once to copy them into the ZIP.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { basename } from 'node:path';
 import { buildCdxj, compareLines, parseCdxjLine } from '../warc/cdxj.js';
 import { crc32 } from '../util/crc32.js';
+import { findFiles } from '../util/find-files.js';
 import { ZipWriter, type ZipOptions } from './zip.js';
 
 export const WACZ_VERSION = '1.1.1';
@@ -35,22 +36,10 @@ export interface WaczResult {
 
 /** Complete WARC files (`.warc.gz`, no `.open`) under a dir: itself, its warc/, or data dirs one level down. */
 export async function findWarcFiles(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const visit = async (d: string, depth: number): Promise<void> => {
-    let entries;
-    try {
-      entries = await readdir(d, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      const p = join(d, e.name);
-      if (e.isFile() && /\.warc\.gz$/.test(e.name) && !/\.warc\.(wat|wet)\.gz$/.test(e.name)) out.push(p);
-      else if (e.isDirectory() && depth < 2 && (depth === 0 || e.name === 'warc')) await visit(p, depth + 1);
-    }
-  };
-  await visit(dir, 0);
-  return out;
+  return findFiles(dir, {
+    match: (name) => /\.warc\.gz$/.test(name) && !/\.warc\.(wat|wet)\.gz$/.test(name),
+    enter: (name, depth) => depth === 0 || name === 'warc',
+  });
 }
 
 async function hashFile(path: string): Promise<{ sha256: string; crc: number; bytes: number }> {
