@@ -66,8 +66,11 @@ test('POST /leave on a lone agent with paused hosts exits within 5 s, keeps the 
     const firstRun = fetchCounts(web.requests());
     const expected = web.reachable().reachableAllowed;
     assert.ok(firstRun.size < expected.size, 'work left for the next start');
-    // The next start, without seeds: only the kept queue can bring the rest.
-    const second = spawnAgent(joinArgs(web, data, ['--until-idle']));
+    // The next start, without seeds: only the kept queue can bring the rest. An operator's pause survives a
+    // restart (docs/storage.md "Host state"): the hosts are resumed through the API.
+    const second = spawnAgent(joinArgs(web, data, ['--until-idle', '--api', '127.0.0.1:0']));
+    const base2 = await apiOf(second);
+    for (const h of [web.hostName(0), web.hostName(1)]) assert.equal((await api(base2, 'POST', `/hosts/${h}/resume`, data)).json.paused, false);
     const done = await second.closed;
     assert.equal(done.code, 0, second.stderr.slice(-1500));
     const counts = fetchCounts(web.requests());
