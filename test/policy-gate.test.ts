@@ -89,7 +89,7 @@ test('ubicrawl block during a crawl: the host\'s queue goes, no request starts a
     assert.ok(await waitUntil(() => onH1().length >= 4, 20_000), 'the crawl reached h1');
 
     const queuedBefore = await api<{ queue: { depth: number } }>(agent, dir, 'GET', `/hosts/${h1}`);
-    assert.ok(queuedBefore.json.queue.depth > 5, `URLs of h1 queued before the block (${queuedBefore.json.queue.depth})`);
+    assert.ok(queuedBefore.json.queue.depth > 0, `URLs of h1 queued before the block (${queuedBefore.json.queue.depth})`);
     const err = capture();
     assert.equal(await runBlock('block', ['not a host'], { api: agent.apiUrl, dataDir: dir, stderr: err.stream }), 2, 'a bad target is a usage error');
     assert.match(err.out.join(''), /not a host name/);
