@@ -4,21 +4,13 @@
 // than --dead-after + --takeover-grace, then healed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { startSyntheticWeb, checkPoliteness } from '../bench/web/index.js';
 import { WanRelay } from '../bench/wan/relay.js';
 import type { StatusResponse } from '../src/api/backend.js';
-import { tempDir } from './helpers.js';
+import { tempDir, freePort } from './helpers.js';
 import { startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, waitMembers, seedThroughApi, whoFetched, type AgentProc } from './mesh-agents.js';
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 const DELAY = 300;
 const DEAD_AFTER_MS = 2000;

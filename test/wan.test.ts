@@ -12,9 +12,8 @@ import { Topology, checkWanConfig } from '../bench/wan/topology.js';
 import { parseWanCommand } from '../bench/wan/commands.js';
 import { WanRelay, type WanStatus } from '../bench/wan/relay.js';
 import { startSyntheticWeb } from '../bench/web/index.js';
-import { tempDir, waitUntil } from './helpers.js';
+import { tempDir, waitUntil, freePort } from './helpers.js';
 import { startAgentProcess, pageCounts, listeningOn } from './mesh-agents.js';
-import { createServer as createTcpServer } from 'node:net';
 
 const profile = (p: Partial<LinkProfile>): LinkProfile => ({ ...DEFAULT_LINK, ...p });
 
@@ -201,14 +200,6 @@ test('relay: a partition holds traffic until the heal, drop+reset breaks connect
 
 // ---------------------------------------------------------------- agents behind the relay
 
-/** A loopback port free at the time of asking (the relay must know an agent's port before the agent starts). */
-async function freePort(): Promise<number> {
-  const srv = createTcpServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 /** Established TCP connections to a local port, by remote IPv4 address (Linux /proc/net/tcp). */
 function peersOfPort(port: number): string[] | null {

@@ -4,23 +4,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { startSyntheticWeb, checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
 import { WanRelay } from '../bench/wan/relay.js';
 import { ZonedRing, parseZoneRule } from '../src/assign/zones.js';
 import type { StatusResponse } from '../src/api/backend.js';
 import { formatStatus } from '../src/api/client.js';
-import { tempDir } from './helpers.js';
+import { tempDir, freePort } from './helpers.js';
 import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, seedThroughApi, whoFetched, type AgentProc } from './mesh-agents.js';
 
-/** A loopback port free at the time of asking (the relay must know an agent's port before the agent starts). */
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 /** Polls an agent's API until it counts `n` active members: bounded at 120 s (seven agent processes start here on a shared 2-core machine). */
 async function waitActive(api: number, n: number): Promise<void> {
