@@ -7,23 +7,12 @@ import { readdirSync, readFileSync, rmSync, statSync, mkdirSync } from 'node:fs'
 import { join, dirname, resolve, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSyntheticWeb } from './web/index.js';
+import { freePortRun } from './ports.js';
 import { readWarc, verifyWarc } from '../src/warc/reader.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = join(ROOT, 'bin', 'ubicrawl.js');
 const DATA = resolve(process.env.UBICRAWL_DEMO_DIR ?? join(ROOT, 'ubicrawl-demo'));
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  // Four consecutive ports: p2p for agent a, then the three APIs.
-  for (;;) {
-    const p = 20_000 + Math.floor(Math.random() * 12_000); // below the ephemeral range (32768+)
-    const ok = await Promise.all([0, 1, 2, 3].map((i) => new Promise<boolean>((resolve) => {
-      const srv = createServer().once('error', () => resolve(false)).listen(p + i, '127.0.0.1', () => srv.close(() => resolve(true)));
-    })));
-    if (ok.every(Boolean)) return p;
-  }
-}
 
 interface Status { agent: { counters: { fetched: number; queued: number } }; mesh: { members: Array<{ state: string }> } }
 
@@ -56,7 +45,7 @@ async function main(): Promise<void> {
   say(`ubicrawl demo: a synthetic web of ${web.hostCount} hosts on 127.0.0.1:${web.port}`);
   say(`  ${expected.reachableAllowed.size} pages reachable and allowed by robots.txt, ${expected.disallowed.size} disallowed`);
   say(`  crawling with a 200 ms per-host delay, data in ${relative(process.cwd(), DATA) || '.'}\n`);
-  const base = await freePort();
+  const base = await freePortRun(4); // p2p for agent a, then the three APIs
   const children: ReturnType<typeof spawn>[] = [];
   process.once('exit', () => { for (const c of children) c.kill('SIGKILL'); });
   const startAgent = (name: string, i: number) => {

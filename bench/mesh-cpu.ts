@@ -13,7 +13,7 @@
 // --cpu-prof DIR writes each agent's V8 CPU profiles (one per thread) into DIR/agents<N>-a<i>/ (the last pair's).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './ports.js';
 import { loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,14 +53,6 @@ async function startWeb(a: Args): Promise<Web> {
   });
   const info = JSON.parse(line) as { resolve: string[]; roots: string[] };
   return { child, resolve: info.resolve, roots: info.roots };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
-  });
 }
 
 interface AgentRun { pages: number; cpuS: number; maxRssKb: number }

@@ -22,7 +22,7 @@
 // Every agent is a child process; the bench stops by itself and kills every child it started (also on SIGINT).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, mkdirSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './ports.js';
 import { loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,14 +78,6 @@ async function startRelay(configFile: string): Promise<{ child: ChildProcess; ag
   const info = JSON.parse(line) as { agents: RelayAgent[] };
   child.stdout!.resume();
   return { child, agents: new Map(info.agents.map((x) => [x.name, x])) };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => resolve(port)); });
-  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

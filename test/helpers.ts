@@ -2,7 +2,6 @@
 // whole-agent runs of bin/ubicrawl.js against the synthetic web.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after } from 'node:test';
@@ -128,10 +127,4 @@ export function waitUntil(cond: () => boolean, timeoutMs: number, everyMs = 5): 
 export { mulberry32 as seededRandom } from '../src/hash/mix.js';
 
 /** A loopback port free at the time of asking (a WAN relay must know an agent's port before the agent starts). */
-export async function freePort(): Promise<number> {
-  const srv = createNetServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
+export { freePort } from '../bench/ports.js';
