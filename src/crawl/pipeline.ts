@@ -113,19 +113,11 @@ export function buildPipeline(hooks: PipelineHooks) {
     forgetCached: () => admission.drum.forgetCached(),
     id: () => router.id,
   });
-  // Readers of the scope's caps and types see the policy in force.
-  const inForce: AgentConfig = { ...config, get crawlScope() { return policy.scopeConfig; } };
-  // Page processing also accepts the media kinds asked for, whatever --accept-type says (docs/media.md).
-  let scopeSeen: AgentConfig['crawlScope'] | undefined;
-  let scopeWithMedia: AgentConfig['crawlScope'] | undefined;
-  const pageConfig: AgentConfig = {
-    ...config,
-    get crawlScope() {
-      const s = policy.scopeConfig;
-      if (s !== scopeSeen) { scopeSeen = s; scopeWithMedia = { ...s, acceptTypes: acceptWithMedia(s.acceptTypes, config.media) }; }
-      return scopeWithMedia!;
-    },
-  };
+  // Readers of the scope's caps and types see the policy in force; page processing also accepts
+  // the media kinds asked for, whatever --accept-type says (docs/media.md).
+  const inForce = configWithScope(config, () => policy.scopeConfig);
+  const pageConfig = configWithScope(config, derivedOnChange(() => policy.scopeConfig,
+    (s) => ({ ...s, acceptTypes: acceptWithMedia(s.acceptTypes, config.media) })));
   const admission: Admission = new Admission({
     config, store, frontier, barrier, stats, policy,
     inlinks: {
@@ -196,4 +188,20 @@ export function buildPipeline(hooks: PipelineHooks) {
     discoverSitemaps: (origin, entry) => sitemaps.discover(origin, entry),
   });
   return { hostStates, fetcher, politeness, dedup, fingerprinter, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render, deferred };
+}
+
+/** The configuration with its crawl scope read live from `scopeOf` (the policy in force changes at runtime). */
+function configWithScope(config: AgentConfig, scopeOf: () => AgentConfig['crawlScope']): AgentConfig {
+  return { ...config, get crawlScope() { return scopeOf(); } };
+}
+
+/** `derive(read())`, computed again only when `read()` returns another object. */
+function derivedOnChange<T extends object, R>(read: () => T, derive: (value: T) => R): () => R {
+  let seen: T | undefined;
+  let derived: R;
+  return () => {
+    const value = read();
+    if (value !== seen) { seen = value; derived = derive(value); }
+    return derived;
+  };
 }
