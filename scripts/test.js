@@ -157,7 +157,7 @@ function nextStartable(queue, s, opts) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  // The files that run alone first, one after the other with light files beside them, then the rest: longest first.
+  // The files that run alone first, one after the other (at most --alone-companions light files beside them), then the rest: longest first.
   const queue = [...opts.files].sort((a, b) => Number(isAlone(b)) - Number(isAlone(a)) || weightOf(b) - weightOf(a) || a.localeCompare(b));
   const t0 = Date.now();
   process.stdout.write(`# ${queue.length} test files, ${opts.jobs} at a time (at most ${opts.heavyJobs} mesh/agent-heavy; `

@@ -47,6 +47,14 @@ export interface HostData {
 
 export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
 
+/**
+ * Until when the host's robots.txt stays given up on (RFC 9309 §2.3.1.4: unreachable after its retries, whose
+ * count `maxRetries` is the crawl's), as restored with its state; 0 when its retries are not used up.
+ */
+export function robotsGivenUpUntil(d: HostData, maxRetries: number): number {
+  return d.robotsFailures > maxRetries ? d.robotsGaveUpUntil ?? 0 : 0;
+}
+
 export function newHostData(): HostData {
   return {
     robots: new Map(), polite: newHostPoliteness(), dnsCheckAt: 0, pages: 0, budgetUsed: 0, errors: {}, recent: [],

@@ -14,7 +14,7 @@
 // long as the previous owner would have.
 import type { BatchOp, Store } from '../store/db.js';
 import type { Logger } from '../util/log.js';
-import type { HostData } from './candidate.js';
+import { robotsGivenUpUntil, type HostData } from './candidate.js';
 
 /** The saved form (JSON in the `host-state` sublevel, and on the wire: src/mesh/wire.ts `host-state` items). */
 export interface SavedHostState {
@@ -155,7 +155,7 @@ export class HostStates {
    * only record its URLs as failed (src/crawl/host-turn.ts) and need not wait. Its own clock holds any request.
    */
   private turnWait(d: HostData, t: number): number {
-    const settleOnly = d.polite.parked || (this.c.robotsRetries !== undefined && d.robotsFailures > this.c.robotsRetries && (d.robotsGaveUpUntil ?? 0) >= t);
+    const settleOnly = d.polite.parked || (this.c.robotsRetries !== undefined && robotsGivenUpUntil(d, this.c.robotsRetries) >= t);
     return settleOnly ? 0 : t;
   }
 

@@ -26,7 +26,7 @@ import type { AgentMetrics } from '../api/metrics.js';
 import type { RecentErrors } from '../api/history.js';
 import { bump, type CrawlStats } from './stats.js';
 import type { FetchRecord } from './records.js';
-import type { HostData, RecentFetch } from './candidate.js';
+import { robotsGivenUpUntil, type HostData, type RecentFetch } from './candidate.js';
 import type { Logger } from '../util/log.js';
 import { unbracketHost } from '../url/host.js';
 
@@ -151,10 +151,11 @@ export class HostTurn {
       try { u = new URL(q.url); } catch { await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
       const origin = u.origin;
       let robots = h.data.robots.get(origin);
-      if (!robots && (h.data.robotsGaveUpUntil ?? 0) > Date.now() && h.data.robotsFailures > this.politeness.cfg.maxRetries) {
+      const gaveUpUntil = robots ? 0 : robotsGivenUpUntil(h.data, this.politeness.cfg.maxRetries);
+      if (gaveUpUntil > Date.now()) {
         // Given up on before a restart or by the host's previous owner, after its retries (src/crawl/host-state.ts):
         // unreachable until then (RFC 9309 §2.3.1.4), as it would have stayed without the restart.
-        robots = { rules: RobotsTxt.disallowAll(), verdict: 'unreachable', expires: h.data.robotsGaveUpUntil! };
+        robots = { rules: RobotsTxt.disallowAll(), verdict: 'unreachable', expires: gaveUpUntil };
         h.data.robots.set(origin, robots);
       }
       if (!robots || robots.expires <= Date.now()) {
