@@ -103,7 +103,7 @@ test('a host whose robots.txt answers 503 throughout: the run ends within --idle
     assert.equal(summary.deferred?.urls, 1);
     assert.equal(summary.deferred?.list[0]?.host, 'b.test');
     assert.equal(summary.deferred?.list[0]?.reason, 'robots-retry');
-    assert.ok(Date.parse(summary.deferred!.list[0]!.nextAttempt) > lastPage + graceMs, 'next attempt later than the grace');
+    assert.ok(Date.parse(summary.deferred!.list[0]!.nextAttempt!) > lastPage + graceMs, 'next attempt later than the grace');
     assert.equal(summary.nothingFetched, undefined);
     assert.match(first.stderr, /deferred work kept for the next run \(--until-idle: none of it due within --idle-grace 2s\): 1 host, 1 URL \(b\.test: robots\.txt unreachable/);
 

@@ -17,18 +17,24 @@ import { hostKey, seenKey } from '../src/store/keys.js';
 /** Retry-After of every host's first page answer (RFC 9110 §10.2.3: delay-seconds). */
 const RETRY_AFTER_S = 12;
 
-/** Hosts (the first `slowHosts`) whose first page request gets 429 + Retry-After; when each got it (server clock, epoch ms). */
-async function webWith429(hosts: number, pages: number, slowHosts = hosts): Promise<{ web: SyntheticWeb; told: Map<string, number> }> {
+/**
+ * Hosts (the first `slowHosts`) whose page requests get 429 + Retry-After until `moved()` (the join or the
+ * restart under test has happened; then they are served); when each got its last 429 (server clock, epoch ms).
+ * Answering 429 until then keeps the test from racing its own join or restart on a loaded machine: a Retry-After
+ * that ran out before the hosts moved would leave nothing for their new owner to honour.
+ */
+async function webWith429(hosts: number, pages: number, slowHosts = hosts): Promise<{ web: SyntheticWeb; told: Map<string, number>; moved(): void }> {
   const told = new Map<string, number>();
+  let served = false;
   const web = await startSyntheticWeb({
     seed: 5, hosts, pagesPerHost: pages, outLinks: 3, crossHostShare: 0, pageBytes: 800, sitemap: false,
     intercept: (req) => {
-      if (req.hostIndex < 0 || req.hostIndex >= slowHosts || req.path === '/robots.txt' || told.has(req.host)) return null;
+      if (req.hostIndex < 0 || req.hostIndex >= slowHosts || req.path === '/robots.txt' || (served && told.has(req.host))) return null;
       told.set(req.host, Date.now());
       return { status: 429, headers: { 'retry-after': String(RETRY_AFTER_S), 'content-type': 'text/plain' }, body: 'slow down' };
     },
   });
-  return { web, told };
+  return { web, told, moved: () => { served = true; } };
 }
 
 function token(dataDir: string): string { return readFileSync(join(dataDir, 'api.token'), 'utf8').trim(); }
@@ -45,13 +51,15 @@ function pageRequests(web: SyntheticWeb, host: string, agent?: string) {
 
 test('a join moves hosts with their state: a host told 429 + Retry-After is not contacted by its new owner before that time; a paused host stays paused there; its recrawl entries come along', async (t) => {
   // Hosts 0–15 answer 429 first; 16–23 are crawled by a0 before the join (their recrawl entries are to move).
-  const { web, told } = await webWith429(24, 4, 16);
+  const { web, told, moved } = await webWith429(24, 4, 16);
   const dir = tempDir();
   const agents: AgentProc[] = [];
   try {
     const seeds = join(dir, 'seeds.txt');
     writeFileSync(seeds, web.roots().join('\n') + '\n');
-    const recrawl = ['--recrawl', '--recrawl-min', '1h', '--recrawl-max', '2h'];
+    // A paused host holds an --until-idle run only for --idle-grace once nothing else is left (docs/politeness.md
+    // "Ending a run"): long enough here for the test's resume to come first on a loaded machine.
+    const recrawl = ['--recrawl', '--recrawl-min', '1h', '--recrawl-max', '2h', '--idle-grace', '3m'];
     const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--seed', seeds, ...recrawl]);
     agents.push(a0);
     const p0 = await listeningOn(a0, { api: true });
@@ -61,17 +69,22 @@ test('a join moves hosts with their state: a host told 429 + Retry-After is not 
     await waitFor(() => told.size === 16 && doneUrls.every((u) => web.requests().some((r) => r.url === u && r.status === 200)), 60_000, 'a 429 for every slow host, the others crawled');
     const hosts = [...told.keys()].sort();
     const paused = hosts.slice(0, 8);
-    const pausedAt = Date.now();
-    for (const h of paused) assert.equal((await api(p0.api, join(dir, 'a0'), 'POST', `/hosts/${h}/pause`)).status, 200);
+    // When each pause was in force (the API answers once it is): a request in flight then may still arrive.
+    const pausedAt = new Map<string, number>();
+    for (const h of paused) {
+      assert.equal((await api(p0.api, join(dir, 'a0'), 'POST', `/hosts/${h}/pause`)).status, 200);
+      pausedAt.set(h, Date.now());
+    }
     const a1 = startAgentProcess(web, dir, 'a1', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--seed', `127.0.0.1:${p0.mesh}`, ...recrawl]);
     agents.push(a1);
     const p1 = await listeningOn(a1, { api: true });
     await waitMembers(p0.api, 2);
     await waitMembers(p1.api, 2);
+    moved();
     // The hosts that are not paused get crawled to the end (after their Retry-After).
     const free = hosts.filter((h) => !paused.includes(h));
     const expectedFree = [...web.reachable().reachableAllowed].filter((u) => free.includes(new URL(u).hostname));
-    await waitFor(() => expectedFree.every((u) => web.requests().some((r) => r.url === u && r.status === 200)), 90_000, 'the hosts not paused crawled');
+    await waitFor(() => expectedFree.every((u) => web.requests().some((r) => r.url === u && r.status === 200)), 180_000, 'the hosts not paused crawled');
     // Who owns each paused host now, and what its owner says of it.
     const owners = new Map<string, string>();
     for (const h of paused) {
@@ -104,7 +117,7 @@ test('a join moves hosts with their state: a host told 429 + Retry-After is not 
     const early = free.flatMap((h) => pageRequests(web, h).filter((r) => r.start < told.get(h)! + RETRY_AFTER_S * 1000 - 20 && r.status !== 429)
       .map((r) => `${h}${r.path} by ${agentOf(r.userAgent)} ${Math.round(told.get(h)! + RETRY_AFTER_S * 1000 - r.start)} ms early`));
     assert.deepEqual(early.slice(0, 5), [], 'no host contacted before its Retry-After ran out');
-    const whilePaused = paused.flatMap((h) => pageRequests(web, h).filter((r) => r.start > pausedAt + 50 && r.start < resumedAt).map((r) => `${h}${r.path} by ${agentOf(r.userAgent)}`));
+    const whilePaused = paused.flatMap((h) => pageRequests(web, h).filter((r) => r.start > pausedAt.get(h)! + 50 && r.start < resumedAt).map((r) => `${h}${r.path} by ${agentOf(r.userAgent)}`));
     assert.deepEqual(whilePaused.slice(0, 5), [], 'no paused host contacted while paused, across the move');
     // Every page is fetched in the end (the paused ones after their resume).
     const fetched = new Set(web.requests().filter((r) => r.status === 200 && r.url).map((r) => r.url!));
@@ -126,14 +139,14 @@ test('a join moves hosts with their state: a host told 429 + Retry-After is not 
 });
 
 test('a restart keeps host state: Retry-After still honoured, a paused host still paused', async (t) => {
-  const { web, told } = await webWith429(4, 3);
+  const { web, told, moved } = await webWith429(4, 3);
   const dir = tempDir();
   const dataDir = join(dir, 'a0');
   const procs: AgentProc[] = [];
   try {
     const seeds = join(dir, 'seeds.txt');
     writeFileSync(seeds, web.roots().join('\n') + '\n');
-    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--seed', seeds]);
+    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--seed', seeds, '--idle-grace', '3m']);
     procs.push(a0);
     const p0 = await listeningOn(a0, { api: true });
     await waitFor(() => told.size === 4, 60_000, 'a 429 for every host');
@@ -142,13 +155,14 @@ test('a restart keeps host state: Retry-After still honoured, a paused host stil
     assert.equal((await api(p0.api, dataDir, 'POST', `/hosts/${pausedHost}/pause`)).status, 200);
     a0.proc.kill('SIGTERM');
     await a0.done;
-    const again = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0']);
+    moved();
+    const again = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--idle-grace', '3m']);
     procs.push(again);
     const p1 = await listeningOn(again, { api: true });
     const restartedAt = Date.now();
     // The others are crawled once their Retry-After ran out; the paused one waits.
     const others = hosts.slice(1);
-    await waitFor(() => others.every((h) => pageRequests(web, h).some((r) => r.status === 200 && r.start > restartedAt)), 60_000, 'the other hosts crawled after the restart');
+    await waitFor(() => others.every((h) => pageRequests(web, h).some((r) => r.status === 200 && r.start > restartedAt)), 120_000, 'the other hosts crawled after the restart');
     const r = await api(p1.api, dataDir, 'GET', `/hosts/${pausedHost}`);
     assert.equal((r.body.politeness as { paused: boolean } | null)?.paused, true, 'still paused after the restart');
     assert.deepEqual(pageRequests(web, pausedHost).filter((x) => x.start > restartedAt).map((x) => x.path), [], 'the paused host not contacted after the restart');

@@ -75,8 +75,8 @@ export interface ZoneReport {
 export interface WaitingReport {
   hosts: number;
   urls: number;
-  /** At most a few; `hosts` counts them all. nextAttempt: ISO 8601. */
-  list: { host: string; urls: number; reason: string; nextAttempt: string }[];
+  /** At most a few; `hosts` counts them all. nextAttempt: ISO 8601, or null for a host paused until the operator resumes it. */
+  list: { host: string; urls: number; reason: string; nextAttempt: string | null }[];
 }
 
 export interface StatusReport {

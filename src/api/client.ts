@@ -129,7 +129,7 @@ function kv(pairs: Array<[string, string]>): string[] {
 
 /** "2 hosts, 14 URLs: a.example robots-retry at 12:00:05Z, …" (hosts in backoff or awaiting a robots.txt retry). */
 export function formatWaiting(w: WaitingReport, shown = 3): string {
-  const some = w.list.slice(0, shown).map((d) => `${clean(d.host)} ${d.reason} until ${d.nextAttempt.slice(11, 19)}Z`);
+  const some = w.list.slice(0, shown).map((d) => `${clean(d.host)} ${d.reason} until ${d.nextAttempt === null ? 'resumed' : `${d.nextAttempt.slice(11, 19)}Z`}`);
   return `${w.hosts} host${w.hosts === 1 ? '' : 's'}, ${formatNumber(w.urls)} URLs: ${some.join(', ')}${w.hosts > shown ? ', …' : ''}`;
 }
 

@@ -48,6 +48,6 @@ export function startProgress(mode: 'tty' | 'log' | 'off', snapshot: () => Agent
 export function waitingText(w: DeferredReport | undefined, now: number): string {
   if (!w || w.hosts === 0) return '';
   const first = w.list[0]!;
-  const secs = Math.max(0, Math.ceil((Date.parse(first.nextAttempt) - now) / 1000));
-  return `  waiting: ${w.hosts} host${w.hosts === 1 ? '' : 's'} (${first.host} ${first.reason} in ${secs}s${w.hosts > 1 ? ', …' : ''})`;
+  const when = first.nextAttempt === null ? 'until resumed' : `in ${Math.max(0, Math.ceil((Date.parse(first.nextAttempt) - now) / 1000))}s`;
+  return `  waiting: ${w.hosts} host${w.hosts === 1 ? '' : 's'} (${first.host} ${first.reason} ${when}${w.hosts > 1 ? ', …' : ''})`;
 }

@@ -197,7 +197,8 @@ class Agent implements AgentHandle, AgentView {
         job().catch((err: Error) => { if (fatal) this.onFatal(err); }).finally(() => { this.processing--; this.schedulePump(); });
       },
       linkGraph: () => this.linkGraph,
-      began: () => this.ending.began || this.stats.fetched > 0 || this.stats.robotsFetches > 0,
+      // URLs held here (a restart's kept queue, all of it deferred, e.g. behind an operator's pause) are a crawl begun too.
+      began: () => this.ending.began || this.stats.fetched > 0 || this.stats.robotsFetches > 0 || this.frontier.queued > 0,
     });
     ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, policy: this.policy, admission: this.admission,
       promotions: this.promotions, recrawl: this.recrawl, sitemaps: this.sitemaps, router: this.router, archive: this.archive, completion: this.completion,

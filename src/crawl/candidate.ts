@@ -36,6 +36,11 @@ export interface HostData {
   checkSeen: boolean;
   /** robots.txt fetches in a row that found it unreachable (5xx, 429, network): its URLs wait while this is within the retry limit. */
   robotsFailures: number;
+  /**
+   * Restored with the host's state (src/crawl/host-state.ts): robots.txt was given up on after its retries
+   * until this epoch ms; an origin not asked since counts as unreachable until then.
+   */
+  robotsGaveUpUntil?: number;
   /** A robots.txt exchange under way: the redirect hop its next turn requests (RFC 9309 §2.3.1.2). */
   robotsHop?: { origin: string; target: string; hop: number };
 }

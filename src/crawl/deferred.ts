@@ -1,23 +1,25 @@
 // Deferred work (docs/politeness.md "Ending a run"): URLs queued for hosts the
 // crawl may not contact yet — in backoff after 429/503, paused after a run of
 // failures, waiting for a robots.txt retry (RFC 9309 §2.3.1.4) or for a URL's
-// own retry. What the live display and /status show as "waiting for", the
+// own retry, or paused by the operator (until resumed; the pause survives a
+// restart). What the live display and /status show as "waiting for", the
 // rule by which `--until-idle` ends a run once nothing else is left and
-// nothing deferred is due within `--idle-grace`, and the list the summary
-// keeps. Deferred URLs stay in the frontier on disk: the next run tries them.
+// nothing deferred is due within `--idle-grace` (an operator's pause, never
+// due, holds the run for the grace), and the list the summary keeps.
+// Deferred URLs stay in the frontier on disk: the next run tries them.
 import type { Frontier, HostState } from '../frontier/frontier.js';
 import type { HostData } from './candidate.js';
 
 /** Why a host's queued URLs wait. */
-export type DeferReason = 'robots-retry' | 'backoff' | 'retry-after' | 'paused' | 'retry' | 'parked';
+export type DeferReason = 'robots-retry' | 'backoff' | 'retry-after' | 'paused' | 'retry' | 'parked' | 'operator-paused';
 
 export interface DeferredHost {
   host: string;
   /** Its URLs still queued. */
   urls: number;
   reason: DeferReason;
-  /** When the host is contacted next, ISO 8601 (UTC). */
-  nextAttempt: string;
+  /** When the host is contacted next, ISO 8601 (UTC); null: when the operator resumes it (`operator-paused`). */
+  nextAttempt: string | null;
 }
 
 export interface DeferredReport {
@@ -30,31 +32,59 @@ export interface DeferredReport {
 
 /** What the rule reads of the frontier. */
 export type DeferredFrontier = Pick<Frontier<HostData>,
-  'queued' | 'pendingHosts' | 'loadsRunning' | 'recovering' | 'readyHosts' | 'activeHosts' | 'nextWake' | 'allHosts' | 'inMemory'>;
+  'queued' | 'pendingHosts' | 'loadsRunning' | 'recovering' | 'readyHosts' | 'activeHosts' | 'nextWake' | 'allHosts' | 'inMemory' | 'host'>;
 
 export interface DeferredComponents {
   frontier: DeferredFrontier;
   /** `--idle-grace`, ms: deferred work due within this long holds the run open. */
   graceMs: number;
+  /** Hosts the operator paused (src/crawl/host-state.ts keeps them): a paused host is never due. */
+  operatorPaused?(): Iterable<string>;
 }
 
 /** Entries a report lists (the count covers them all). */
 export const DEFERRED_LISTED = 20;
 
 export class DeferredWork {
+  /** Since when only deferred work with an operator's pause among it is left (undefined: not now). */
+  private heldSince: number | undefined;
+
   constructor(private readonly c: DeferredComponents) {}
 
   /**
    * True when URLs are queued and every host that has them waits on its clock
-   * (none is due, in flight, loading or waiting for a slot), the earliest not
-   * due within the grace. Cheap: counters of the frontier, no walk over hosts.
+   * (none is due, in flight, loading or waiting for a slot) or on an operator's
+   * pause, the earliest clock not due within the grace; with a paused host
+   * among them, once that has lasted the grace (a pause has no end to wait
+   * for, but an operator who just paused a host may resume it soon). Cheap:
+   * counters of the frontier and the paused hosts, no walk over every host.
    */
   onlyDeferred(now: number): boolean {
     const f = this.c.frontier;
-    if (f.queued === 0 || f.recovering || f.pendingHosts > 0 || f.loadsRunning > 0) return false;
-    if (f.readyHosts !== f.activeHosts) return false; // a host in flight (DNS answer awaited), loading or paused
+    const held = f.queued === 0 || f.recovering || f.pendingHosts > 0 || f.loadsRunning > 0 ? -1 : this.heldByOperator();
+    // Otherwise a host in flight (DNS answer awaited), loading, or paused for a handoff.
+    if (held < 0 || f.readyHosts + held !== f.activeHosts) return this.notOnly();
     const wake = f.nextWake();
-    return wake !== undefined && wake > now + this.c.graceMs;
+    if (wake === undefined ? held === 0 : wake <= now + this.c.graceMs) return this.notOnly();
+    if (held === 0) return true;
+    this.heldSince ??= now;
+    return now - this.heldSince >= this.c.graceMs;
+  }
+
+  private notOnly(): false {
+    this.heldSince = undefined;
+    return false;
+  }
+
+  /** Active hosts with queued URLs that wait for nothing but the operator's resume. */
+  private heldByOperator(): number {
+    if (!this.c.operatorPaused) return 0;
+    let n = 0;
+    for (const name of this.c.operatorPaused()) {
+      const h = this.c.frontier.host(name);
+      if (h && h.active && h.paused && !h.inFlight && h.queued > 0 && h.data.operatorPaused) n++;
+    }
+    return n;
   }
 
   /** The hosts whose queued URLs wait for one of the reasons above, soonest first (a walk over the host records). */
@@ -72,7 +102,7 @@ export class DeferredWork {
     return {
       hosts: found.length,
       urls,
-      list: found.slice(0, limit).map(({ h, reason, at }) => ({ host: h.name, urls: h.queued, reason, nextAttempt: new Date(at).toISOString() })),
+      list: found.slice(0, limit).map(({ h, reason, at }) => ({ host: h.name, urls: h.queued, reason, nextAttempt: Number.isFinite(at) ? new Date(at).toISOString() : null })),
     };
   }
 }
@@ -84,6 +114,7 @@ export class DeferredWork {
 export function deferral(h: HostState<HostData>, now: number, frontier?: Pick<Frontier<HostData>, 'inMemory'>): { reason: DeferReason; at: number } | undefined {
   const p = h.data.polite;
   if (p.parked) return undefined; // its URLs are being recorded as failed, not kept
+  if (h.data.operatorPaused) return { reason: 'operator-paused', at: Infinity };
   const at = Math.max(h.nextAllowed, p.nextAllowedAt);
   if (at <= now) return undefined;
   for (const e of h.data.robots.values()) if (e.verdict === 'unreachable' && e.expires > now) return { reason: 'robots-retry', at: Math.max(at, e.expires) };
@@ -96,7 +127,7 @@ export function deferral(h: HostState<HostData>, now: number, frontier?: Pick<Fr
 
 /** One line for the operator: "2 hosts, 14 URLs (a.example: robots-retry at 12:00:05Z; …)". */
 export function describeDeferred(r: DeferredReport, shown = 3): string {
-  const some = r.list.slice(0, shown).map((d) => `${d.host}: ${REASON_TEXT[d.reason]}, next attempt ${d.nextAttempt}`);
+  const some = r.list.slice(0, shown).map((d) => `${d.host}: ${REASON_TEXT[d.reason]}${d.nextAttempt === null ? '' : `, next attempt ${d.nextAttempt}`}`);
   const more = r.hosts > shown ? `; ${r.hosts - shown} more` : '';
   return `${r.hosts} host${r.hosts === 1 ? '' : 's'}, ${r.urls} URL${r.urls === 1 ? '' : 's'} (${some.join('; ')}${more})`;
 }
@@ -108,4 +139,5 @@ export const REASON_TEXT: Record<DeferReason, string> = {
   paused: 'paused after failures',
   retry: 'URL retries waiting',
   parked: 'parked',
+  'operator-paused': 'paused by the operator until resumed (POST /hosts/<host>/resume)',
 };

@@ -1,8 +1,14 @@
 // What the agent knows about a host beyond its URLs (docs/mesh.md "Everything
 // about a host moves with it", docs/storage.md "Host state"): its politeness
 // state (backoff level, the time a Retry-After, a backoff or a pause lets it be
-// contacted again, parked), and the operator's overrides (pause, minimum delay,
-// page budget). Kept in the store while it says something (a host at its floor
+// contacted again, parked, its robots.txt retries), and the operator's
+// overrides (pause, minimum delay, page budget).
+//
+// A restart changes nothing of it (docs/storage.md "Host state"): deadlines are
+// absolute times and hold as they were; the backoff level, the pause count and
+// the robots.txt retries used come back as they were, so that a restart neither
+// raises them (a request a SIGKILL cut short is not the host's error) nor hands
+// the host a fresh set of retries whose failures would raise them. Kept in the store while it says something (a host at its floor
 // with no override has no record), restored when the host is next seen — after
 // a restart, or when a handoff brings it to its new owner, which then waits as
 // long as the previous owner would have.
@@ -27,6 +33,10 @@ export interface SavedHostState {
   /** PUT /hosts/:host/policy overrides (null: the crawl's). */
   minDelayMs: number | null;
   pageBudget: number | null;
+  /** robots.txt fetches in a row that found it unreachable (HostData.robotsFailures); 0 when absent (older records). */
+  robotsFailures: number;
+  /** Its unreachable verdict holds until this epoch ms (0: none); restored once the retries are used up. */
+  robotsUntil: number;
 }
 
 const WAITS = new Set(['retry-after', 'backoff', 'pause']);
@@ -35,18 +45,27 @@ const WAITS = new Set(['retry-after', 'backoff', 'pause']);
 export function snapshotHost(d: HostData, operatorPaused: boolean, now: number): SavedHostState | null {
   const p = d.polite;
   const notBefore = WAITS.has(p.reason) && p.nextAllowedAt > now && Number.isFinite(p.nextAllowedAt) ? Math.ceil(p.nextAllowedAt) : 0;
+  let robotsUntil = d.robotsGaveUpUntil !== undefined && d.robotsGaveUpUntil > now ? d.robotsGaveUpUntil : 0;
+  if (d.robotsFailures > 0) for (const e of d.robots.values()) if (e.verdict === 'unreachable' && e.expires > robotsUntil && Number.isFinite(e.expires)) robotsUntil = e.expires;
   const s: SavedHostState = {
     backoff: p.backoffLevel, notBefore, pausedUntil: p.pausedUntil > now ? p.pausedUntil : 0, pauses: p.pauses,
     parked: p.parked, ...(p.parkReason ? { parkReason: p.parkReason } : {}),
     operatorPaused, minDelayMs: d.policy.minDelayMs, pageBudget: d.policy.pageBudget,
+    robotsFailures: d.robotsFailures, robotsUntil: d.robotsFailures > 0 ? robotsUntil : 0,
   };
-  const says = s.backoff > 0 || s.notBefore > 0 || s.pausedUntil > 0 || s.pauses > 0 || s.parked || s.operatorPaused || s.minDelayMs !== null || s.pageBudget !== null;
+  const says = s.backoff > 0 || s.notBefore > 0 || s.pausedUntil > 0 || s.pauses > 0 || s.parked || s.operatorPaused || s.minDelayMs !== null || s.pageBudget !== null
+    || s.robotsFailures > 0;
   return says ? s : null;
 }
 
-/** Puts a saved state into a host's data; returns the earliest time the host may be contacted (0: no wait). */
+/**
+ * Puts a saved state into a host's data; returns the earliest time the host may be contacted (0: no wait).
+ * Into a host known here (a handoff), the larger of each wins; into fresh data (a restart), it is as saved.
+ */
 export function applyHost(d: HostData, s: SavedHostState): number {
   const p = d.polite;
+  d.robotsFailures = Math.max(d.robotsFailures, s.robotsFailures);
+  if (s.robotsUntil > (d.robotsGaveUpUntil ?? 0)) d.robotsGaveUpUntil = s.robotsUntil;
   p.backoffLevel = Math.max(p.backoffLevel, s.backoff);
   p.pausedUntil = Math.max(p.pausedUntil, s.pausedUntil);
   p.pauses = Math.max(p.pauses, s.pauses);
@@ -71,10 +90,12 @@ export function decodeHostState(text: string): SavedHostState | null {
   if (!isNum(r.backoff) || r.backoff > 64 || !isNum(r.notBefore) || !isNum(r.pausedUntil) || !isNum(r.pauses) || r.pauses > 1000) return null;
   if (typeof r.parked !== 'boolean' || typeof r.operatorPaused !== 'boolean' || !isNumOrNull(r.minDelayMs) || !isNumOrNull(r.pageBudget)) return null;
   if (r.parkReason !== undefined && (typeof r.parkReason !== 'string' || r.parkReason.length > 200)) return null;
+  if ((r.robotsFailures !== undefined && (!isNum(r.robotsFailures) || r.robotsFailures > 1000)) || (r.robotsUntil !== undefined && !isNum(r.robotsUntil))) return null;
   return {
     backoff: r.backoff, notBefore: r.notBefore, pausedUntil: r.pausedUntil, pauses: r.pauses, parked: r.parked,
     ...(typeof r.parkReason === 'string' ? { parkReason: r.parkReason } : {}),
     operatorPaused: r.operatorPaused, minDelayMs: r.minDelayMs, pageBudget: r.pageBudget,
+    robotsFailures: (r.robotsFailures as number | undefined) ?? 0, robotsUntil: (r.robotsUntil as number | undefined) ?? 0,
   };
 }
 
@@ -98,9 +119,12 @@ export class HostStates {
   private chain: Promise<void> = Promise.resolve();
   /** Hosts not to be contacted before a restored or received time (epoch ms): the host turn asks `notBefore`. */
   private readonly waits = new Map<string, number>();
+  /** Hosts known here that the operator paused (what `--until-idle` may leave queued: src/crawl/deferred.ts). */
+  private readonly paused = new Set<string>();
   readonly stats = { saved: 0, restored: 0, received: 0, handedOver: 0 };
 
-  constructor(private readonly c: { store: Pick<Store, 'hostState'>; log: Logger; now?: () => number }) {}
+  /** `robotsRetries`: the crawl's retries of an unreachable robots.txt (politeness maxRetries). */
+  constructor(private readonly c: { store: Pick<Store, 'hostState'>; log: Logger; now?: () => number; robotsRetries?: number }) {}
 
   private now(): number { return this.c.now?.() ?? Date.now(); }
 
@@ -121,11 +145,29 @@ export class HostStates {
     if (!s) return 0;
     this.pending.delete(host);
     this.stats.restored++;
-    return this.wait(host, applyHost(d, s));
+    const t = applyHost(d, s);
+    this.notePause(host, d);
+    return this.wait(host, this.turnWait(d, t));
+  }
+
+  /**
+   * No request goes to a parked host, nor to one whose robots.txt was given up on until after `t`: its turns
+   * only record its URLs as failed (src/crawl/host-turn.ts) and need not wait. Its own clock holds any request.
+   */
+  private turnWait(d: HostData, t: number): number {
+    const settleOnly = d.polite.parked || (this.c.robotsRetries !== undefined && d.robotsFailures > this.c.robotsRetries && (d.robotsGaveUpUntil ?? 0) >= t);
+    return settleOnly ? 0 : t;
+  }
+
+  /** Hosts known here that the operator paused. */
+  pausedHosts(): Iterable<string> { return this.paused; }
+
+  private notePause(host: string, d: HostData): void {
+    if (d.operatorPaused) this.paused.add(host); else this.paused.delete(host);
   }
 
   private wait(host: string, t: number): number {
-    if (t > this.now()) this.waits.set(host, t);
+    if (t > this.now()) this.waits.set(host, t); else this.waits.delete(host);
     return t;
   }
 
@@ -141,6 +183,7 @@ export class HostStates {
 
   /** After an exchange, an operator's action, or a restored state: keeps what the host's data now says. */
   save(host: string, d: HostData): void {
+    this.notePause(host, d);
     const s = snapshotHost(d, d.operatorPaused === true, this.now());
     const text = s ? encodeHostState(s) : undefined;
     const last = this.written.get(host);
@@ -166,6 +209,7 @@ export class HostStates {
   forget(host: string): void {
     this.pending.delete(host);
     this.waits.delete(host);
+    this.paused.delete(host);
     if (!this.written.has(host)) return;
     this.written.delete(host);
     this.chain = this.chain.then(() => this.c.store.hostState.del(Buffer.from(host, 'latin1'))).catch(() => {});
@@ -174,7 +218,7 @@ export class HostStates {
   /** A previous owner's state for a host we own now: applied if the host is known here, else kept until it is. */
   received(host: string, s: SavedHostState, d: HostData | undefined): number {
     this.stats.received++;
-    if (d) { const t = this.wait(host, applyHost(d, s)); this.save(host, d); return t; }
+    if (d) { const t = this.wait(host, this.turnWait(d, applyHost(d, s))); this.save(host, d); return t; }
     if (this.pending.size < MAX_PENDING) this.pending.set(host, s);
     const text = encodeHostState(s);
     this.written.set(host, text);

@@ -16,6 +16,7 @@ import { DnsError } from '../fetch/dns.js';
 import type { Fetcher, FetchFailure, FetchOutcome, FetchResponse } from '../fetch/fetcher.js';
 import type { BlockedAddress } from '../fetch/address.js';
 import type { RobotsCache, RobotsEntry } from '../robots/cache.js';
+import { RobotsTxt } from '../robots/parse.js';
 import { RobotsTurn } from './robots-turn.js';
 import { hostOf } from '../url/normalize.js';
 import type { PolitenessControl, Verdict } from '../politeness/control.js';
@@ -76,6 +77,8 @@ export interface HostTurnComponents {
   background(job: () => Promise<unknown>, fatal: boolean): void;
   /** robots.txt was decided: its sitemaps (Sitemaps 0.90). */
   discoverSitemaps(origin: string, entry: RobotsEntry): Promise<void>;
+  /** The host's robots.txt retries changed: its saved state follows (src/crawl/host-state.ts). */
+  robotsRetriesChanged?(h: HostState<HostData>): void;
 }
 
 export class HostTurn {
@@ -122,7 +125,8 @@ export class HostTurn {
     for (;;) {
       const q = this.takeDue(h);
       if (q === null) return; // only retries waiting: the host was released until the first is due
-      if (!q) { this.frontier.release(h, Date.now()); return; }
+      // Never before the host's own clock: this turn may have settled URLs after a request (src/crawl/robots-turn.ts).
+      if (!q) { this.frontier.release(h, h.data.polite.parked ? Date.now() : Math.max(Date.now(), h.data.polite.nextAllowedAt)); return; }
       h.data.pendingAcks++;
       if (h.data.polite.parked) {
         // A parked host is not contacted again in this run: its URLs are recorded as failed.
@@ -147,6 +151,12 @@ export class HostTurn {
       try { u = new URL(q.url); } catch { await this.c.settle(q, h, { url: q.url, at: Date.now(), status: 0, failure: 'invalid-url' }); continue; }
       const origin = u.origin;
       let robots = h.data.robots.get(origin);
+      if (!robots && (h.data.robotsGaveUpUntil ?? 0) > Date.now() && h.data.robotsFailures > this.politeness.cfg.maxRetries) {
+        // Given up on before a restart or by the host's previous owner, after its retries (src/crawl/host-state.ts):
+        // unreachable until then (RFC 9309 §2.3.1.4), as it would have stayed without the restart.
+        robots = { rules: RobotsTxt.disallowAll(), verdict: 'unreachable', expires: h.data.robotsGaveUpUntil! };
+        h.data.robots.set(origin, robots);
+      }
       if (!robots || robots.expires <= Date.now()) {
         robots = await this.robots.lookup(origin);
         if (robots) h.data.robots.set(origin, robots);

@@ -83,14 +83,8 @@ export function buildPipeline(hooks: PipelineHooks) {
   });
   const politeness = new PolitenessControl(politenessConfig(config));
   // Politeness state and operator overrides kept across restarts and handed over with the host (src/crawl/host-state.ts).
-  const hostStates = new HostStates({ store, log });
-  const record = politeness.record.bind(politeness);
-  politeness.record = (host, st, ...rest) => {
-    const v = record(host, st, ...rest);
-    const h = frontier.host(host);
-    if (h) hostStates.save(host, h.data);
-    return v;
-  };
+  const hostStates = new HostStates({ store, log, robotsRetries: politeness.cfg.maxRetries });
+  politeness.onChange = (host, st) => { const h = frontier.host(host); if (h?.data.polite === st) hostStates.save(host, h.data); };
   const dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, stats.dedup) : undefined;
   // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
   const fingerprinter = dedup?.wantsText ? new Fingerprinter() : undefined;
@@ -131,7 +125,7 @@ export function buildPipeline(hooks: PipelineHooks) {
   });
   const drum = admission.drum;
   // Hosts in backoff or awaiting a robots.txt retry: what `--until-idle` does not wait for beyond --idle-grace.
-  const deferred = new DeferredWork({ frontier, graceMs: config.idleGraceMs });
+  const deferred = new DeferredWork({ frontier, graceMs: config.idleGraceMs, operatorPaused: () => hostStates.pausedHosts() });
   const promotions = new Promotions({ store, frontier, drum, stats, onFatal, stopping });
   const recrawl = !config.recrawl.enabled ? undefined : new Recrawler(store, config.recrawl, {
       enqueue: (items, ops) => admission.enqueueRevisits(items, ops),
@@ -186,6 +180,7 @@ export function buildPipeline(hooks: PipelineHooks) {
     process: (q, h, out, failure) => pages.process(q, h, out, failure),
     background: hooks.background,
     discoverSitemaps: (origin, entry) => sitemaps.discover(origin, entry),
+    robotsRetriesChanged: (h) => hostStates.save(h.name, h.data),
   });
   return { hostStates, fetcher, politeness, dedup, fingerprinter, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render, deferred };
 }

@@ -46,6 +46,8 @@ export interface RobotsTurnComponents {
   refuseAddress(q: QueuedUrl, h: HostState<HostData>, blocked: BlockedAddress): Promise<void>;
   dnsPermanent(out: FetchOutcome, host: string): boolean;
   notePoliteness(h: HostState<HostData>, v: Verdict, url: string): void;
+  /** The host's robots.txt retries changed: its saved state follows (src/crawl/host-state.ts). */
+  robotsRetriesChanged?(h: HostState<HostData>): void;
 }
 
 export class RobotsTurn {
@@ -110,6 +112,9 @@ export class RobotsTurn {
     } else {
       h.data.robotsHop = undefined;
       await this.robotsDecided(h, origin, step.entry);
+      // Its retries used up (RFC 9309 §2.3.1.4): the host's URLs are recorded as failed in this turn, without a
+      // request, so none waits for the host's clock (the host turn releases it on that clock afterwards).
+      if (!other && step.entry.verdict === 'unreachable' && h.data.robotsFailures > this.c.politeness.cfg.maxRetries) return 'next';
     }
     this.c.frontier.release(h, other ? Math.max(now, h.data.polite.nextAllowedAt) : next);
     return 'done';
@@ -119,13 +124,16 @@ export class RobotsTurn {
   private async robotsDecided(h: HostState<HostData>, origin: string, entry: RobotsEntry): Promise<void> {
     this.c.stats.robotsDecided(entry.verdict);
     // An unreachable robots.txt is asked again after the retry delays (then its URLs wait no longer: they fail).
+    const before = h.data.robotsFailures;
     if (entry.verdict === 'unreachable') {
       const n = h.data.robotsFailures++;
       if (n < this.c.politeness.cfg.maxRetries) entry.expires = Math.min(entry.expires, Date.now() + retryDelayMs(n, this.c.politeness.cfg));
     } else {
       h.data.robotsFailures = 0;
+      h.data.robotsGaveUpUntil = undefined;
     }
     h.data.robots.set(origin, entry);
+    if (h.data.robotsFailures !== before) this.c.robotsRetriesChanged?.(h);
     h.data.polite.crawlDelayMs = (entry.rules.crawlDelay(this.c.token) ?? 0) * 1000;
     if (entry.verdict === 'unreachable') this.c.log.warn({ origin }, 'robots.txt unreachable: host disallowed for now');
     else await this.c.discoverSitemaps(origin, entry);

@@ -69,6 +69,13 @@ export class PolitenessControl {
   /** URLs finished as failed, by reason (retries used up, permanent failures, parked hosts). */
   readonly failures: Record<string, number> = {};
   private readonly parked: { host: string; reason: string }[] = [];
+  /**
+   * Called after an exchange that changed what a host's saved state says
+   * (docs/storage.md "Host state"): its backoff level, a new Retry-After,
+   * backoff or pause deadline, its pause count, or parking. Not called for the
+   * ordinary exchange that leaves the host at its floor.
+   */
+  onChange: ((host: string, st: HostPoliteness) => void) | undefined;
 
   constructor(readonly cfg: PolitenessConfig, private readonly rand: () => number = Math.random) {
     this.ipClock = cfg.perIp ? new IpClock(Math.max(10, cfg.ipMinDelayMs)) : undefined;
@@ -86,7 +93,12 @@ export class PolitenessControl {
     const cfg = opts.minDelayMs != null && opts.minDelayMs !== this.cfg.minDelayMs ? { ...this.cfg, minDelayMs: opts.minDelayMs } : this.cfg;
     const wasProbe = st.probing;
     const wasParked = st.parked;
+    const level = st.backoffLevel;
+    const pausedUntil = st.pausedUntil;
+    const pauses = st.pauses;
     const d = onOutcome(st, { kind, status: ex.status, responseMs: ex.durationMs, retryAfterMs, attempt }, now, cfg, this.rand);
+    if (this.onChange && (st.backoffLevel !== level || st.pausedUntil !== pausedUntil || st.pauses !== pauses || st.parked !== wasParked
+      || d.reason === 'retry-after' || d.reason === 'backoff')) this.onChange(host, st);
     if (wasProbe) this.counts.probes++;
     if ((kind === 'too-many' || kind === 'unavailable') && !wasParked) this.counts.backoffs++;
     if (d.paused) this.counts.pauses++;
