@@ -4,8 +4,9 @@
 // Most files mostly wait (timers, loopback servers, child agents), so several run at once (--jobs,
 // default 2 per core, at least 4); the files that start meshes of agents are timing-sensitive
 // (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 2) run together, and the
-// most sensitive (ALONE below) run with no other mesh file beside them and at most --alone-companions
-// (default 2) light files. Longest files start first (WEIGHTS) so that the run ends with short ones.
+// most sensitive (ALONE below) run first, one at a time, with no other mesh file beside them and at most
+// --alone-companions (default 2) light files; then the others, longest first (WEIGHTS), so that the run
+// ends with short files.
 // At the end: the slowest files, then the whole output of every failed file again (a CI log is often
 // read from its tail only). Ports: every test listens on port 0.
 //
@@ -156,7 +157,8 @@ function nextStartable(queue, s, opts) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const queue = [...opts.files].sort((a, b) => weightOf(b) - weightOf(a) || a.localeCompare(b));
+  // The files that run alone first, one after the other with light files beside them, then the rest: longest first.
+  const queue = [...opts.files].sort((a, b) => Number(isAlone(b)) - Number(isAlone(a)) || weightOf(b) - weightOf(a) || a.localeCompare(b));
   const t0 = Date.now();
   process.stdout.write(`# ${queue.length} test files, ${opts.jobs} at a time (at most ${opts.heavyJobs} mesh/agent-heavy; `
     + `${[...ALONE].join(', ')} with no other heavy file and at most ${opts.aloneCompanions} light ones beside), node ${process.version}\n`);
