@@ -4,16 +4,19 @@
 // Most files mostly wait (timers, loopback servers, child agents), so several run at once (--jobs,
 // default 2 per core, at least 4); the files that start meshes of agents are timing-sensitive
 // (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 2) run together, and the
-// two most sensitive (ALONE below) run last with nothing beside them.
-// Longest files start first so that the run ends with short ones. Ports: every test listens on port 0.
+// most sensitive (ALONE below) run first, one at a time, with no other mesh file beside them and at most
+// --alone-companions (default 2) light files; then the others, longest first (WEIGHTS), so that the run
+// ends with short files.
+// At the end: the slowest files, then the whole output of every failed file again (a CI log is often
+// read from its tail only). Ports: every test listens on port 0.
 //
-//   node scripts/test.js [--jobs N] [--heavy-jobs N] [file.test.js ...]
+//   node scripts/test.js [--jobs N] [--heavy-jobs N] [--alone-companions N] [file.test.js ...]
 //
-// Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_HEAVY_JOBS (the same as the flags),
-// UBICRAWL_TEST_FILE_TIMEOUT (seconds a file may take before it is killed and failed; default 900).
+// Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_ALONE_COMPANIONS (the same as
+// the flags), UBICRAWL_TEST_FILE_TIMEOUT (seconds a file may take before it is killed and failed; default 900).
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,33 +25,39 @@ const testDir = join(root, 'dist', 'test');
 
 /**
  * Files that run meshes of agents (processes, or nodes in-process with dead-after deadlines): at most
- * `heavyJobs` of them at once. Weights: relative wall times of the files run one by one (measured on a
- * loaded machine, only the order matters), so that the longest start first; a file not listed weighs 5.
+ * `heavyJobs` of them at once.
  */
-const HEAVY = new Map([
-  ['hostile-peer', 628], ['mesh-crawl', 232], ['mesh-crash', 193], ['mesh-scope', 129], ['mesh-integration', 89],
-  ['api-mesh', 56], ['mesh-sitemaps', 31], ['join-order', 90], ['graph', 60], ['wan', 60], ['render', 40], ['render-crawl', 40], ['mesh-policy', 10],
-  ['zones-wan', 110], ['partition-wan', 40],
+const HEAVY = new Set([
+  'hostile-peer', 'mesh-crawl', 'mesh-crash', 'mesh-scope', 'mesh-integration', 'mesh-replica', 'mesh-block', 'api-mesh',
+  'mesh-sitemaps', 'join-order', 'graph', 'wan', 'render', 'render-crawl', 'mesh-policy', 'zones-wan', 'partition-wan', 'host-state',
 ]);
 /**
- * Files whose assertions (no page fetched twice, members seen within a deadline) need the machine to
- * themselves: they run last, one at a time, with nothing beside them. Beside other files on 2 cores the
- * hostile-peer meshes miss their handoff deadlines and fetch a seed page twice (the same on the code
- * before the parallel runner), the fourth agent of mesh-crawl misses the join, and zones-wan starts seven
- * agent processes.
+ * Files whose assertions (no page fetched twice, members seen within a deadline) need the mesh slots to
+ * themselves: no other heavy file runs beside one of them (light files do, at most --alone-companions).
+ * Beside another mesh on 2 cores the hostile-peer meshes miss their handoff deadlines and fetch a seed
+ * page twice, the fourth agent of mesh-crawl misses the join, and zones-wan starts seven agent processes.
  */
 const ALONE = new Set(['hostile-peer', 'mesh-crawl', 'zones-wan']);
-const LIGHT = new Map([
-  ['crawl', 126], ['crash', 116], ['scope-crawl', 96], ['memory', 90], ['leave', 72], ['mesh-admission', 65], ['dedup', 63],
-  ['recrawl-crawl', 58], ['disk-full', 58], ['frontier', 50], ['politeness-crawl', 49], ['api-auth', 37], ['ring', 31],
-  ['politeness-paths', 29], ['cli', 27], ['dedup-store', 22], ['mesh-exchange', 20], ['dashboard', 13], ['parse', 13],
-  ['directives', 12], ['dns', 12], ['mesh-membership', 11], ['seen', 10], ['host-turn', 10], ['requests', 33], ['config-file', 15],
+/**
+ * About the seconds each file takes in a whole run on the 2-core CI machine (wall, beside others; the last CI
+ * run, and a run on a loaded machine scaled down): the scheduler starts the longest first, so that the run
+ * ends with short files. Only the order matters. A file not listed weighs 5.
+ */
+const WEIGHTS = new Map([
+  ['crash', 150], ['hostile-peer', 90], ['mesh-crawl', 48], ['mesh-replica', 48], ['mesh-scope', 50], ['mesh-crash', 55],
+  ['crawl', 60], ['host-state', 50], ['join-order', 44], ['politeness-crawl', 40], ['memory', 35], ['mesh-integration', 30],
+  ['recrawl-crawl', 29], ['mesh-block', 28], ['scope-crawl', 28], ['api-mesh', 25], ['ending', 25], ['render-crawl', 23],
+  ['zones-wan', 23], ['dedup', 22], ['config-file', 22], ['disk-full', 20], ['mesh-admission', 19], ['graph', 18],
+  ['api-auth', 17], ['frontier', 16], ['simhash', 16], ['leave', 15], ['cli', 14], ['render', 13], ['partition-wan', 13],
+  ['requests', 11], ['wan', 11], ['mesh-sitemaps', 10], ['dedup-store', 10], ['web', 9], ['warc', 9], ['address-guard', 8],
+  ['import-cycles', 8], ['dashboard', 8], ['politeness-paths', 7], ['policy-gate', 7], ['mesh-exchange', 7], ['parse', 6],
 ]);
 
 function parseArgs(argv) {
   const opts = {
     jobs: Number(process.env.UBICRAWL_TEST_JOBS ?? Math.max(4, availableParallelism() * 2)),
     heavyJobs: Number(process.env.UBICRAWL_TEST_HEAVY_JOBS ?? Math.max(2, Math.floor(availableParallelism() / 2) + 1)),
+    aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 2),
     timeoutS: Number(process.env.UBICRAWL_TEST_FILE_TIMEOUT ?? 900),
     files: [],
   };
@@ -56,10 +65,12 @@ function parseArgs(argv) {
     const a = argv[i];
     if (a === '--jobs') opts.jobs = Number(argv[++i]);
     else if (a === '--heavy-jobs') opts.heavyJobs = Number(argv[++i]);
+    else if (a === '--alone-companions') opts.aloneCompanions = Number(argv[++i]);
     else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else opts.files.push(a);
   }
   for (const k of ['jobs', 'heavyJobs', 'timeoutS']) if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new Error(`${k} must be a positive integer`);
+  if (!Number.isInteger(opts.aloneCompanions) || opts.aloneCompanions < 0) throw new Error('aloneCompanions must be a non-negative integer');
   if (!opts.files.length) opts.files = readdirSync(testDir).filter((f) => f.endsWith('.test.js')).sort().map((f) => join(testDir, f));
   return opts;
 }
@@ -67,12 +78,14 @@ function parseArgs(argv) {
 const nameOf = (file) => basename(file).replace(/\.test\.js$/, '');
 const isHeavy = (file) => HEAVY.has(nameOf(file));
 const isAlone = (file) => ALONE.has(nameOf(file));
-const weightOf = (file) => HEAVY.get(nameOf(file)) ?? LIGHT.get(nameOf(file)) ?? 5;
+const weightOf = (file) => WEIGHTS.get(nameOf(file)) ?? 5;
 
 /** Runs one file; resolves with its exit, output and wall time. Killed (its whole process group) after the timeout. */
 function runFile(file, timeoutS) {
   const started = Date.now();
-  const args = ['--import', join(root, 'dist', 'src', 'polyfill.js'), '--test', '--test-force-exit', '--test-reporter=spec', file];
+  // The file runs in this child itself (not under `--test`, which would start one more process per file: a
+  // second of wall and a fifth of a second of CPU each); node:test still reports it and sets the exit code.
+  const args = ['--import', join(root, 'dist', 'src', 'polyfill.js'), '--test-force-exit', '--test-reporter=spec', file];
   // Its own process group, so that a hung file's agents go with it.
   const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   running.add(child);
@@ -87,10 +100,29 @@ function runFile(file, timeoutS) {
     child.once('close', (code, signal) => {
       clearTimeout(timer);
       running.delete(child);
-      resolve({ file, code, signal, timedOut, ms: Date.now() - started, output: Buffer.concat(chunks).toString() });
+      const cpuNow = childCpuSeconds();
+      const cpu = cpuNow === null || lastCpu === null ? null : cpuNow - lastCpu;
+      lastCpu = cpuNow;
+      resolve({ file, code, signal, timedOut, cpu, ms: Date.now() - started, output: Buffer.concat(chunks).toString() });
     });
   });
 }
+
+/**
+ * CPU seconds (user + system) of the children this process has reaped, agents included (Linux:
+ * /proc/self/stat cutime + cstime, in clock ticks of 1/100 s); null elsewhere. Read when a file's process
+ * closes, the difference since the last reading is that file's CPU time: how much of the 2 cores it used.
+ */
+function childCpuSeconds() {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return null;
+  }
+}
+let lastCpu = childCpuSeconds();
 
 const running = new Set();
 function killGroup(child) {
@@ -100,57 +132,85 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   process.once(sig, () => { for (const c of running) killGroup(c); process.exit(130); });
 }
 
+/**
+ * The next file of `queue` (longest first) that may start, or -1. A heavy file needs a free heavy slot. A
+ * file that runs alone needs every heavy slot free and at most `aloneCompanions` light files running; while
+ * it waits for that, the heavy files behind it in the queue do not start, nor more than `aloneCompanions`
+ * light ones (so it is not starved), and while it runs only light files start, as many.
+ */
+function nextStartable(queue, s, opts) {
+  const firstAlone = queue.findIndex(isAlone);
+  const light = s.active - s.heavyRunning;
+  for (let i = 0; i < queue.length; i++) {
+    const f = queue[i];
+    const behindAlone = firstAlone >= 0 && i > firstAlone;
+    if (isAlone(f)) {
+      if (!s.aloneRunning && s.heavyRunning === 0 && light <= opts.aloneCompanions) return i;
+    } else if (isHeavy(f)) {
+      if (!s.aloneRunning && s.heavyRunning < opts.heavyJobs && !behindAlone) return i;
+    } else if ((!s.aloneRunning && !behindAlone) || light < opts.aloneCompanions) {
+      return i;
+    }
+  }
+  return -1;
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  // Files that run alone go last; the others longest first.
-  const queue = [...opts.files].sort((a, b) => Number(isAlone(a)) - Number(isAlone(b)) || weightOf(b) - weightOf(a) || a.localeCompare(b));
+  // The files that run alone first, one after the other with light files beside them, then the rest: longest first.
+  const queue = [...opts.files].sort((a, b) => Number(isAlone(b)) - Number(isAlone(a)) || weightOf(b) - weightOf(a) || a.localeCompare(b));
   const t0 = Date.now();
-  process.stdout.write(`# ${queue.length} test files, ${opts.jobs} at a time (at most ${opts.heavyJobs} mesh/agent-heavy), node ${process.version}\n`);
+  process.stdout.write(`# ${queue.length} test files, ${opts.jobs} at a time (at most ${opts.heavyJobs} mesh/agent-heavy; `
+    + `${[...ALONE].join(', ')} with no other heavy file and at most ${opts.aloneCompanions} light ones beside), node ${process.version}\n`);
   const results = [];
-  let heavyRunning = 0;
-  let aloneRunning = false;
+  const s = { active: 0, heavyRunning: 0, aloneRunning: false };
   await new Promise((resolveAll) => {
-    let active = 0;
     const pump = () => {
-      while (active < opts.jobs) {
-        // The next file that may start: a heavy one only while a heavy slot is free; one that runs alone only
-        // when nothing runs, and nothing beside it.
-        if (aloneRunning) break;
-        const i = queue.findIndex((f) => (isAlone(f) ? active === 0 : !isHeavy(f) || heavyRunning < opts.heavyJobs));
+      while (s.active < opts.jobs) {
+        const i = nextStartable(queue, s, opts);
         if (i < 0) break;
         const [file] = queue.splice(i, 1);
         const heavy = isHeavy(file);
         const alone = isAlone(file);
-        active++;
-        if (heavy) heavyRunning++;
-        if (alone) aloneRunning = true;
+        s.active++;
+        if (heavy) s.heavyRunning++;
+        if (alone) s.aloneRunning = true;
         void runFile(file, opts.timeoutS).then((r) => {
-          active--;
-          if (heavy) heavyRunning--;
-          if (alone) aloneRunning = false;
+          s.active--;
+          if (heavy) s.heavyRunning--;
+          if (alone) s.aloneRunning = false;
           results.push(r);
           report(r);
-          if (!queue.length && !active) resolveAll();
+          if (!queue.length && !s.active) resolveAll();
           else pump();
         });
       }
     };
-    pump();
+    if (queue.length) pump();
+    else resolveAll();
   });
   const failed = results.filter((r) => r.code !== 0 || r.timedOut);
-  const sumMs = results.reduce((s, r) => s + r.ms, 0);
+  const sumMs = results.reduce((n, r) => n + r.ms, 0);
   process.stdout.write(`\n# slowest files (wall, run beside others):\n`);
-  for (const r of [...results].sort((a, b) => b.ms - a.ms).slice(0, 15)) process.stdout.write(`#   ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${rel(r.file)}\n`);
-  process.stdout.write(`# ${results.length} files, ${failed.length} failed; wall ${((Date.now() - t0) / 1000).toFixed(1)} s, sum of file times ${(sumMs / 1000).toFixed(1)} s\n`);
+  for (const r of [...results].sort((a, b) => b.ms - a.ms).slice(0, 15)) process.stdout.write(`#   ${(r.ms / 1000).toFixed(1).padStart(6)} s  ${cpuText(r)}${rel(r.file)}\n`);
+  // A CI log is often seen only by its tail: the whole output of every failed file again, last.
+  for (const r of failed) {
+    process.stdout.write(`\n# ---- output of the failed ${rel(r.file)} (again) ----\n`);
+    report(r);
+  }
+  const cpu = results.every((r) => r.cpu !== null) ? `, CPU ${results.reduce((n, r) => n + r.cpu, 0).toFixed(1)} s` : '';
+  process.stdout.write(`\n# ${results.length} files, ${failed.length} failed; wall ${((Date.now() - t0) / 1000).toFixed(1)} s, sum of file times ${(sumMs / 1000).toFixed(1)} s${cpu}\n`);
   for (const r of failed) process.stdout.write(`# FAILED ${rel(r.file)}${r.timedOut ? ` (killed after ${opts.timeoutS} s)` : ''}\n`);
   process.exitCode = failed.length ? 1 : 0;
 }
 
 const rel = (file) => relative(root, file);
+const cpuText = (r) => (r.cpu === null ? '' : `(CPU ${r.cpu.toFixed(1).padStart(5)} s)  `);
 
 function report(r) {
   const ok = r.code === 0 && !r.timedOut;
-  process.stdout.write(`\n# ${ok ? 'ok' : 'FAILED'} ${rel(r.file)} (${(r.ms / 1000).toFixed(1)} s${r.timedOut ? ', timed out' : ''}${r.signal ? `, ${r.signal}` : ''})\n`);
+  const cpu = r.cpu === null ? '' : `, CPU ${r.cpu.toFixed(1)} s`;
+  process.stdout.write(`\n# ${ok ? 'ok' : 'FAILED'} ${rel(r.file)} (${(r.ms / 1000).toFixed(1)} s${cpu}${r.timedOut ? ', timed out' : ''}${r.signal ? `, ${r.signal}` : ''})\n`);
   process.stdout.write(r.output.endsWith('\n') || !r.output ? r.output : r.output + '\n');
 }
 

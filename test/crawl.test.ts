@@ -23,8 +23,10 @@ test('50 hosts × 40 pages: every allowed reachable page fetched exactly once, p
       dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: MIN_DELAY, delayFactor: 0,
       concurrency: 50, resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
       sitemaps: { enabled: false }, // this test checks link discovery and robots exactly; sitemaps have their own test
-      // 500s are retried (docs/politeness.md "Retries of one URL"); shorter waits than the defaults keep the test quick.
-      politeness: { retryBaseMs: 50, pauseBaseMs: 300 },
+      // 500s are retried (docs/politeness.md "Retries of one URL"); shorter waits than the defaults keep the test quick:
+      // the 503 robots.txt (Retry-After: 5) is asked 4 times, which the default backoff (5, 10, 20 s) and the
+      // Retry-After would stretch to half a minute.
+      politeness: { retryBaseMs: 50, pauseBaseMs: 300, backoffBaseMs: 50, retryAfterMaxMs: 500 },
     });
     const summary = await agent.done;
     const expected = web.reachable();
@@ -152,7 +154,8 @@ test('Sitemaps 0.90: found through robots.txt and /sitemap.xml; pages only liste
     const agent = await startAgent({
       dataDir: dir, seeds: web.roots(), untilIdle: true, minDelayMs: 50, delayFactor: 0,
       resolve: web.resolveArgs.map(parseResolveRule), logLevel: 'silent',
-      politeness: { retryBaseMs: 50, backoffBaseMs: 50, maxRetries: 1 }, // the 503 robots.txt (Retry-After: 5) is asked twice
+      // The 503 robots.txt (Retry-After: 5, honoured up to 0.5 s here) is asked twice.
+      politeness: { retryBaseMs: 50, backoffBaseMs: 50, maxRetries: 1, retryAfterMaxMs: 500 },
     });
     const summary = await agent.done;
     const expected = web.reachable({ viaSitemaps: true });
