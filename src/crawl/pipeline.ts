@@ -133,7 +133,7 @@ export function buildPipeline(hooks: PipelineHooks) {
       noteRepeats: (items) => promotions.noteRepeats(items),
     },
     // In a mesh, newly queued URLs are copied to their hosts' successors (docs/mesh.md "Replicated frontier").
-    replicas: { queueOps: (items) => (router instanceof MeshRouter ? router.frontierReplica.queueOps(items) : undefined) },
+    replicas: { queueOps: (items) => router.replicateQueued(items) },
   });
   const drum = admission.drum;
   // Hosts in backoff or awaiting a robots.txt retry: what `--until-idle` does not wait for beyond --idle-grace.
