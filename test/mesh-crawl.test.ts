@@ -96,7 +96,18 @@ test('a member leaves as soon as a newcomer is in a peer\'s ring: the seen entri
     const a2 = startAgentProcess(web, dir, 'a2', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`, '--seed', seeds]);
     await waitFor(() => pageCounts(web).size >= expected.size * 0.3, 120_000, 'a third of the crawl');
     const a3 = startAgentProcess(web, dir, 'a3', ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${port}`]);
-    await waitMembers(a0Api, 4); // the newcomer is in a0's ring: a1 may not have it in its own yet
+    // The moment the newcomer is in a0's ring (a1 may not have it in its own yet), a1 leaves.
+    const activeAtA0 = async () => {
+      try {
+        const st = await (await fetch(`http://127.0.0.1:${a0Api}/status`)).json() as { mesh: { members: Array<{ state: string }> } };
+        return st.mesh.members.filter((m) => m.state === 'active').length;
+      } catch { return 0; }
+    };
+    const deadline = Date.now() + 60_000;
+    while (await activeAtA0() < 4) {
+      assert.ok(Date.now() < deadline, 'a0 counts the newcomer in within a minute');
+      await new Promise((r) => setTimeout(r, 20));
+    }
     a1.proc.kill('SIGTERM');
     const results = await Promise.all([a0.done, a1.done, a2.done, a3.done]);
     for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
