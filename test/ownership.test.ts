@@ -12,7 +12,7 @@ import { Drum } from '../src/seen/drum.js';
 import { queuedValue, seenStateOf } from '../src/seen/state.js';
 import { Frontier, type NewUrl, type UrlKind } from '../src/frontier/frontier.js';
 import { HostRing } from '../src/assign/ring.js';
-import { HandoffGate } from '../src/crawl/handoff.js';
+import { HandoffGate, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
 import { Ownership, type OwnershipMesh, type OwnedHostData } from '../src/crawl/ownership.js';
 import { Promotions } from '../src/crawl/promotions.js';
 import type { Candidate, HostData } from '../src/crawl/candidate.js';
@@ -359,5 +359,42 @@ test('ownership: a seen entry passed on (not ours by our view) is kept here too:
     const stored = await r.store.seen.get(seenKey(hostKey(b[0]!), page));
     assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'the page is settled here: not fetched a second time');
     assert.equal(r.ownership.refusals()['seen-not-owner'], undefined);
+  } finally { await r.close(); }
+});
+
+// The join/leave test under load (a CPU burner beside it): the leaver's marker for the ring of the
+// join, 85 s late on its stream, came after the leaver was seen leaving; taken as its final marker
+// it opened the gate on the leaver's hosts 2.5 s before their seen entries came, and two pages were
+// fetched twice. docs/mesh.md "Handoff protocol".
+test('ownership: a leaver\'s late marker for a ring it still owned hosts in does not open the gate on its hosts; its marker for our ring does', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
+    r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const withC = snapshotRing(r.mesh.ring);
+    for (const id of [B, C]) await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(withC))], id);
+    assert.deepEqual(r.gate.waitingFor(), []);
+    // C leaves: its hosts come to us and B; we wait for C's marker for our new ring.
+    r.mesh.table.set(C, member(C, 'leaving'));
+    r.mesh.ring.remove(C);
+    r.ownership.onMembershipChange({ members: [A, B], added: [], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const { gained } = hostsMovedFromC(1);
+    const now = Date.now();
+    assert.ok(r.gate.notBefore(gained[0]!, now) > now, 'the host gained from C waits');
+    // C's marker for the ring it still owned hosts in, late behind its stream: not its last word.
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(withC))], C);
+    const ours = ringIdOf(snapshotRing(r.mesh.ring));
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ours)], B);
+    const later = Date.now();
+    assert.ok(r.gate.notBefore(gained[0]!, later) > later, 'still waiting for C\'s handoff');
+    assert.deepEqual(r.gate.waitingFor(), [C]);
+    // Its marker for our ring (after its seen entries) opens the gate, and holds for later rings.
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ours)], C);
+    assert.deepEqual(r.gate.waitingFor(), []);
+    assert.equal(r.gate.notBefore(gained[0]!, Date.now()), 0);
   } finally { await r.close(); }
 });

@@ -167,7 +167,11 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     if (passOn.size > 0) await this.c.barrier.sync();
     // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
     for (const rid of markers) {
-      this.c.gate.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
+      // A leaver's marker frees it for every later ring only if it was made for a ring without it — ours
+      // (a leaver is in none of our rings). An older one, late on a slow stream, comes before its last
+      // handoff: taken as final, it opened the gate before the leaver's seen entries came (docs/mesh.md "Handoff protocol").
+      const leaving = mesh?.membership.member(from)?.state === 'leaving' && rid === this.c.gate.ringId;
+      this.c.gate.marker(from, rid, Date.now(), leaving);
       // Its first marker shows the sender finished a handoff round towards us: it may own hosts now.
       mesh?.membership.vouch(from);
       this.c.log.info({ from: shortPeerId(from), ring: rid.toString(16), waitingFor: this.c.gate.waitingFor().map(shortPeerId) }, 'handoff marker received');
