@@ -367,6 +367,7 @@ class Agent implements AgentHandle, AgentView {
     await this.router.stop();
     this.lifecycle = 'stopped';
     await this.router.saved();
+    await this.hostStates.flushed(); // a lone agent's too (the mesh router also waits for it)
     await this.policy.flushed();
     await this.store.close().catch(() => {});
     if (this.idleTimer) clearInterval(this.idleTimer);
