@@ -10,6 +10,7 @@
 //
 //   node dist/bench/realhtml/main.js [--runs 3] [--only ubicrawl|wget|base,…] [--base TREE] [--concurrency 32] [--sites N] [--cpu-prof DIR]
 //
+// --cpu-prof DIR writes each crawler's profiles to DIR/<crawler>/.
 // --base TREE adds a third crawler, `base`: the ubicrawl of another built tree (e.g. a worktree of
 // main), run in the same interleaving, so a change is measured against its base in pairs.
 import { spawn, spawnSync, fork, type ChildProcess } from 'node:child_process';
