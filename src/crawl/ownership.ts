@@ -17,6 +17,7 @@ import { hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
 import type { HandoffGate } from './handoff.js';
 import { RecentRings } from './recent-rings.js';
+import { PartitionReturns } from './reconcile.js';
 import { PeerIntake } from './intake.js';
 import { parseZoneRule } from '../assign/zones.js';
 import { classifyItem, encodeItem, encodeHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
@@ -44,6 +45,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private ringsSaved: Promise<void> = Promise.resolve();
   /** What peers send us (src/crawl/intake.ts). */
   private readonly intake: PeerIntake<C, D>;
+  /** Members back after we declared them dead (docs/mesh.md "Partitions longer than the window"). */
+  private readonly returns = new PartitionReturns({ keepMs: 24 * 3600_000 });
   /** Queued URLs handed over to their new owners. */
   handedOver = 0;
 
@@ -103,9 +106,13 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   onMembershipChange(c: MembershipChange): void {
     const mesh = this.mesh;
     if (!mesh) return;
-    const { log, metrics, frontier, gate } = this.c;
+    const { log, metrics, frontier, gate, config } = this.c;
     log.info({ members: c.members.length, added: c.added.map(shortPeerId), removed: c.removed.map(shortPeerId) }, 'membership changed');
     metrics.setMembers({ active: c.members.length });
+    const back = this.returns.changed(c, mesh.membership.ring, Date.now());
+    for (const r of back.rings) this.recentRings.push(r);
+    if (back.returned.length && config.mesh.takeoverGraceMs > 0) for (const id of back.returned) gate.forgetMarker(id);
+    if (back.returned.length) log.info({ returned: back.returned.map(shortPeerId), waitForHandoff: config.mesh.takeoverGraceMs > 0 }, 'members back after we declared them dead');
     this.pushRing(mesh);
     metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => shortPeerId(m.id)));
     const now = Date.now();
