@@ -20,6 +20,8 @@ import { startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, waitMembe
 
 const DELAY = 400;
 const DEAD_AFTER_MS = 2000;
+/** A request of a host turn begun before the agent noticed a ring change can still go out this much later (a loaded machine). */
+const DISPATCH_SLACK_MS = 1000;
 
 /** Agents behind the relay, one zone each as given, 30 ms apart; the first starts the mesh, the seeds go to it. */
 async function wanMesh(web: SyntheticWeb, zones: Record<string, string>, extra: string[]) {
@@ -94,7 +96,10 @@ test('a partition longer than dead-after + takeover grace: both sides take over,
     phase('heal');
     // Each side sees the other back and takes its handoff (docs/mesh.md "Partitions longer than the window").
     await waitFor(() => procs.every((p) => logTimes(p, 'members back after we declared them dead').some((x) => x >= healAt - 50)), 30_000, 'each side sees the other back');
-    const reconciledAt = Math.max(...procs.map((p) => Math.min(...logTimes(p, 'members back after we declared them dead').filter((x) => x >= healAt - 50))));
+    // Both sides noticed the heal (and their gates hold their hosts for the other's handoff); a request of a host
+    // turn begun before that still goes out (the gate is asked at the start of a turn): a second of slack.
+    const noticedAt = Math.max(...procs.map((p) => Math.min(...logTimes(p, 'members back after we declared them dead').filter((x) => x >= healAt - 50))));
+    const reconciledAt = noticedAt + DISPATCH_SLACK_MS;
     phase('both back');
     const results = await Promise.all(procs.map((p) => p.done));
     phase('end');
@@ -119,7 +124,7 @@ test('a partition longer than dead-after + takeover grace: both sides take over,
       return rs.length > 2 || agentOf(rs[0]!.userAgent) === agentOf(rs[1]!.userAgent) || rs[1]!.start < cutAt || rs[1]!.start > reconciledAt;
     });
     t.diagnostic(`${expected.size} pages; cut ${((healAt - cutAt) / 1000).toFixed(1)} s; ${hostsOfBoth.size} hosts crawled by both sides during the cut; ` +
-      `${twice.length} pages fetched twice (both sides, during the cut); both back ${reconciledAt - healAt} ms after the heal`);
+      `${twice.length} pages fetched twice (both sides, during the cut); both noticed the heal ${noticedAt - healAt} ms after it`);
     assert.ok(hostsOfBoth.size > 0, 'each side took the other\'s hosts over during the cut');
     assert.deepEqual(outside.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'after the heal nothing is fetched again: pages fetched twice were fetched by both sides during the cut');
     // After both saw each other back: one agent per host at a time, and the per-host delay.
@@ -136,9 +141,10 @@ test('a partition longer than dead-after + takeover grace: both sides take over,
 });
 
 test('an agent of the far zone SIGKILLed for good during a partition shorter than the window: its zone\'s survivor takes its hosts once the grace is over; nothing lost, no host requested by two agents at once', async (t) => {
-  const web = await startSyntheticWeb({ seed: 57, hosts: 18, pagesPerHost: 30, outLinks: 4, crossHostShare: 0.3, pageBytes: { min: 600, max: 1200 } });
-  const GRACE_MS = 10_000;
-  const CUT_MS = 8000; // < dead-after + grace: nobody is taken over for the cut itself
+  // 8 s keeps the file short; the acceptance case cuts for 60 s: PARTITION_CUT_S=60 (grace and web grow with it).
+  const CUT_MS = Number(process.env.PARTITION_CUT_S ?? 8) * 1000;
+  const GRACE_MS = Math.max(10_000, CUT_MS + 4000); // dead-after + grace > the cut: nobody is taken over for the cut itself
+  const web = await startSyntheticWeb({ seed: 57, hosts: 18, pagesPerHost: Math.max(30, Math.ceil(30 * CUT_MS / 8000)), outLinks: 4, crossHostShare: 0.3, pageBytes: { min: 600, max: 1200 } });
   const phases: string[] = [];
   const t0 = Date.now();
   const phase = (what: string) => phases.push(`${what} ${((Date.now() - t0) / 1000).toFixed(1)}s`);

@@ -102,6 +102,7 @@ export class FrontierReplica {
   readonly stats: FrontierReplicaStats = { sent: 0, held: 0, skipped: 0, promoted: 0, dropped: 0, rereplicatedHosts: 0, seenCaughtUp: 0 };
   /** Hosts new to lastSuccessors in a seen-set round: their settled pages' seen entries go to those successors. */
   private readonly catchUpDue = new Set<string>();
+  private catchUpPending = false;
   /** The successors each of our hosts' queue was last replicated to (a new one gets the whole queue). */
   private readonly lastSuccessors = new Map<string, string[]>();
   private passP: Promise<void> = Promise.resolve();
@@ -173,7 +174,7 @@ export class FrontierReplica {
       ops,
       done: () => {
         for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.sent += w.n; }
-        if (this.catchUpDue.size) this.pass(false);
+        if (this.catchUpDue.size) this.scheduleCatchUp();
       },
     };
   }
@@ -322,6 +323,16 @@ export class FrontierReplica {
       this.catchUpDue.delete(host);
     }
     for (const host of this.lastSuccessors.keys()) if (!live.has(host)) this.lastSuccessors.delete(host);
+  }
+
+  /** A catch-up of the hosts first queued since, after the passes queued so far (not a whole ring-change pass: no standby scan). */
+  private scheduleCatchUp(): void {
+    if (this.catchUpPending) return;
+    this.catchUpPending = true;
+    this.passP = this.passP.then(async () => {
+      this.catchUpPending = false;
+      try { await this.catchUpNewHosts(); } catch (err) { this.c.log.error({ err: (err as Error).message }, 'seen entries catch-up failed'); }
+    });
   }
 
   /** Hosts first queued here since the last pass (taken over, handed to us, or new): their settled pages' seen entries go to their successors. */
