@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { HostRing } from '../src/assign/ring.js';
 import { openStore } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
-import { Outbox, classifyItem } from '../src/mesh/index.js';
+import { Outbox, classifyItem, encodeItem } from '../src/mesh/index.js';
 import { FrontierReplica } from '../src/crawl/frontier-replica.js';
 import { encodeFetchRecord } from '../src/crawl/records.js';
 import { silentLogger } from '../src/util/log.js';
@@ -65,6 +65,38 @@ test('catch-up: a new successor gets the settled pages\' seen entries of a host,
     again!.done();
     await replica.settled;
     assert.deepEqual(await drained(B), [`queued http://${h2}/z`]);
+  } finally {
+    await outbox.close();
+    await store.close();
+  }
+});
+
+test('outbox retainAcked: the last acknowledged URLs of a peer are kept (bounded) and taken once, for re-routing when it dies', async () => {
+  const store = await openStore(tempDir());
+  const outbox = await Outbox.open({ db: store.outbox, retainAcked: 3 });
+  try {
+    const urls = (from: number, n: number) => Array.from({ length: n }, (_, i) => encodeItem({ kind: 'crawl', url: `http://h.example/${from + i}`, depth: 1, hops: 0, sitemap: false }));
+    const sendAll = async () => {
+      for (let i = 0; i < 10; i++) {
+        const { batch } = await outbox.read(B, 0, { maxUrls: 2 });
+        if (!batch) return;
+        await outbox.ack(batch);
+      }
+    };
+    await outbox.enqueue(B, urls(0, 2));
+    await outbox.flush();
+    await sendAll();
+    await outbox.enqueue(B, urls(2, 2));
+    await outbox.flush();
+    await sendAll();
+    await outbox.enqueue(B, urls(4, 2));
+    await outbox.flush();
+    await sendAll();
+    assert.equal(outbox.queued(B), 0);
+    const kept = outbox.takeAcked(B).map((it) => classifyItem(it)).map((w) => ('url' in w ? w.url : ''));
+    // At least the last 3 acknowledged, in whole batches: the last two batches.
+    assert.deepEqual(kept, ['http://h.example/2', 'http://h.example/3', 'http://h.example/4', 'http://h.example/5']);
+    assert.deepEqual(outbox.takeAcked(B), [], 'taken once');
   } finally {
     await outbox.close();
     await store.close();

@@ -125,6 +125,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     // Hosts go back to earlier owners, which may have handed on URLs we sent them.
     if (c.removed.length) mesh.outbox.forgetRecent();
     for (const id of c.removed) this.rerouteOutbox(id);
+    for (const id of c.removed) this.resendAcked(id, c.dead.includes(id));
     // Seen entries go out at once, not behind earlier handoffs still waiting for
     // in-flight fetches: the new owners must know what we fetched before they start.
     const moving = [...frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
@@ -213,6 +214,30 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
     mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
       .catch((err: Error) => log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+  }
+
+  /**
+   * URLs a dead peer acknowledged last go again to their hosts' new owners: it may have died before their
+   * replicas reached its successors (docs/mesh.md "Replicated frontier"); the owners' seen-sets drop the
+   * rest. A peer that left gracefully handed its queue over: its are dropped.
+   */
+  private resendAcked(id: string, dead: boolean): void {
+    const mesh = this.mesh!;
+    const items = (mesh.outbox.takeAcked?.(id) ?? []).filter((it) => classifyItem(it).kind === 'crawl');
+    if (!dead || items.length === 0) return;
+    const mine: UrlItem[] = [];
+    const byOwner = new Map<string, UrlItem[]>();
+    for (const it of items) {
+      const o = mesh.ownerOf(hostOf(it.url));
+      if (o === mesh.id) { mine.push(it); continue; }
+      const l = byOwner.get(o);
+      if (l) l.push(it); else byOwner.set(o, [it]);
+    }
+    this.c.log.info({ peer: shortPeerId(id), urls: items.length }, 'URLs the dead peer acknowledged last sent again to their new owners');
+    void Promise.all([
+      ...(mine.length ? [this.acceptFromPeer(mine, id, true)] : []),
+      ...[...byOwner].map(([o, its]) => mesh.forward(o, its, true)),
+    ]).catch((err: Error) => this.c.log.error({ peer: shortPeerId(id), err: err.message }, 'sending acknowledged URLs again failed'));
   }
 
   private async startHandoffGate(mesh: OwnershipMesh): Promise<void> {
