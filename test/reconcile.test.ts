@@ -23,13 +23,14 @@ function ring(...ids: string[]): ZonedRing {
 test('PartitionReturns: a member back after its death brings the rings of its side; one never declared dead brings none', () => {
   const p = new PartitionReturns({ keepMs: 60_000 });
   const r = ring(A, B, C);
-  assert.deepEqual(p.changed({ added: [B, C], dead: [] }, r, 0), { returned: [], rings: [] });
+  assert.deepEqual(p.changed({ added: [B, C], dead: [] }, r, 0), { returned: [], cutOff: [], rings: [] });
   // The cut: A declares B and C dead; then C is SIGKILLed on the other side and never comes back.
   r.remove(B); r.remove(C);
   assert.deepEqual(p.changed({ added: [], dead: [B, C] }, r, 1000).returned, []);
   r.add(B, 1, 'us', 1);
   const back = p.changed({ added: [B], dead: [] }, r, 5000);
   assert.deepEqual(back.returned, [B]);
+  assert.deepEqual(back.cutOff, [B], 'no incarnations known: a return is taken for a cut');
   assert.deepEqual(back.rings.map((x) => x.members().sort()), [[B], [B, C].sort()], 'B alone, and B with C (its side before C died there)');
   // Under B's side, B owned hosts that are A's in every ring A had: its seen entries for them are taken.
   const rr = new RecentRings();
@@ -40,12 +41,26 @@ test('PartitionReturns: a member back after its death brings the rings of its si
   for (const x of back.rings) rr.push(x);
   assert.ok(ours.every((h) => rr.owned(B, h)), 'with them, it did');
   // Back once: a later return (no new death) brings nothing.
-  assert.deepEqual(p.changed({ added: [B], dead: [] }, r, 6000), { returned: [], rings: [] });
+  assert.deepEqual(p.changed({ added: [B], dead: [] }, r, 6000), { returned: [], cutOff: [], rings: [] });
   // A death forgotten after keepMs: back later, it is like any newcomer.
   r.remove(B);
   p.changed({ added: [], dead: [B] }, r, 10_000);
   r.add(B, 1, 'us', 1);
   assert.deepEqual(p.changed({ added: [B], dead: [] }, r, 80_000).returned, []);
+});
+
+test('PartitionReturns: a member back in the same incarnation was cut off; one back in a higher incarnation restarted and is not waited for', () => {
+  const p = new PartitionReturns({ keepMs: 60_000 });
+  const inc = new Map([[A, 1], [B, 7], [C, 9]]);
+  const r = ring(A, B, C);
+  p.changed({ added: [B, C], dead: [] }, r, 0, (id) => inc.get(id));
+  r.remove(B); r.remove(C);
+  p.changed({ added: [], dead: [B, C] }, r, 1000, (id) => inc.get(id));
+  inc.set(C, 10); // C was SIGKILLed and started again; B was only cut off
+  r.add(B, 1, 'us', 1); r.add(C, 1, 'us', 1);
+  const back = p.changed({ added: [B, C], dead: [] }, r, 5000, (id) => inc.get(id));
+  assert.deepEqual(back.returned.sort(), [B, C].sort());
+  assert.deepEqual(back.cutOff, [B]);
 });
 
 test('gate: forgetMarker makes a member back from a long partition a newcomer, waited for until its handoff marker', () => {

@@ -109,10 +109,12 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     const { log, metrics, frontier, gate, config } = this.c;
     log.info({ members: c.members.length, added: c.added.map(shortPeerId), removed: c.removed.map(shortPeerId) }, 'membership changed');
     metrics.setMembers({ active: c.members.length });
-    const back = this.returns.changed(c, mesh.membership.ring, Date.now());
+    const incarnations = new Map(mesh.members().map((m) => [m.id, m.incarnation]));
+    const back = this.returns.changed(c, mesh.membership.ring, Date.now(), (id) => incarnations.get(id));
     for (const r of back.rings) this.recentRings.push(r);
-    if (back.returned.length && config.mesh.takeoverGraceMs > 0) for (const id of back.returned) gate.forgetMarker(id);
-    if (back.returned.length) log.info({ returned: back.returned.map(shortPeerId), waitForHandoff: config.mesh.takeoverGraceMs > 0 }, 'members back after we declared them dead');
+    const waitFor = config.mesh.takeoverGraceMs > 0 ? back.cutOff : [];
+    for (const id of waitFor) gate.forgetMarker(id);
+    if (back.returned.length) log.info({ returned: back.returned.map(shortPeerId), waitForHandoff: waitFor.map(shortPeerId) }, 'members back after we declared them dead');
     this.pushRing(mesh);
     metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => shortPeerId(m.id)));
     const now = Date.now();

@@ -26,6 +26,12 @@ export interface PartitionReturnsOptions {
 export interface Returned {
   /** Members back after we declared them dead. */
   returned: string[];
+  /**
+   * Those of them back in the same incarnation: cut off, not dead, so they may have crawled our hosts
+   * meanwhile. A member that restarted (a higher incarnation, src/mesh/membership.ts) was down, crawled
+   * nothing of ours, and is not waited for.
+   */
+  cutOff: string[];
   /** The rings of their side during the partition (them alone; them with the members still dead to us), to trust their seen entries under. */
   rings: ZonedRing[];
 }
@@ -34,23 +40,34 @@ export class PartitionReturns {
   /** The ring before the change being applied (it still holds the members that change declares dead). */
   private last: ZonedRing | undefined;
   /** Members we declared dead: when, and the last ring they were in. */
-  private readonly dead = new Map<string, { at: number; ring: ZonedRing }>();
+  private readonly dead = new Map<string, { at: number; ring: ZonedRing; incarnation: number | undefined }>();
+  /** The incarnation each member of the ring last had. */
+  private readonly incarnations = new Map<string, number>();
   readonly stats = { deaths: 0, returns: 0 };
 
   constructor(private readonly opts: PartitionReturnsOptions) {}
 
-  /** A membership change: `dead` were declared dead in it, `added` entered the ring. Call before anything else reads the new ring. */
-  changed(change: { added: readonly string[]; dead: readonly string[] }, ring: OwnerRing, now: number): Returned {
+  /**
+   * A membership change: `dead` were declared dead in it, `added` entered the ring. Call before anything else
+   * reads the new ring. `incarnationOf` tells a live member's incarnation (none known: every return is a cut).
+   */
+  changed(change: { added: readonly string[]; dead: readonly string[] }, ring: OwnerRing, now: number, incarnationOf?: (id: string) => number | undefined): Returned {
     for (const [id, d] of this.dead) if (now - d.at > this.opts.keepMs) this.dead.delete(id);
     const before = this.last ?? copyRing(ring);
     for (const id of change.dead) {
       this.dead.delete(id); // re-inserted: the map stays in order of death
-      this.dead.set(id, { at: now, ring: before });
+      this.dead.set(id, { at: now, ring: before, incarnation: this.incarnations.get(id) });
+      this.incarnations.delete(id);
       this.stats.deaths++;
     }
     const max = this.opts.maxDead ?? 1024;
     while (this.dead.size > max) this.dead.delete(this.dead.keys().next().value!);
     const returned = change.added.filter((id) => this.dead.has(id));
+    const cutOff = returned.filter((id) => {
+      const was = this.dead.get(id)!.incarnation;
+      const is = incarnationOf?.(id);
+      return was === undefined || is === undefined || is <= was;
+    });
     const rings: ZonedRing[] = [];
     if (returned.length) {
       this.stats.returns += returned.length;
@@ -69,6 +86,10 @@ export class PartitionReturns {
       for (const id of returned) this.dead.delete(id);
     }
     this.last = copyRing(ring);
-    return { returned, rings: rings.filter((r) => r.members().length > 0) };
+    if (incarnationOf) {
+      for (const id of ring.members()) { const n = incarnationOf(id); if (n !== undefined) this.incarnations.set(id, n); }
+      for (const id of this.incarnations.keys()) if (!ring.members().includes(id)) this.incarnations.delete(id);
+    }
+    return { returned, cutOff, rings: rings.filter((r) => r.members().length > 0) };
   }
 }
