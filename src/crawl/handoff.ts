@@ -247,6 +247,12 @@ export class HandoffGate {
     this.sweep(now);
   }
 
+  /**
+   * Forgets the last marker of `peer` (back after we declared it dead past a takeover grace: it may have
+   * crawled our hosts meanwhile, docs/mesh.md "Partitions longer than the window"): it is waited for as a newcomer.
+   */
+  forgetMarker(peer: string): void { this.lastMarker.delete(peer); }
+
   /** Drops waits on peers that are no longer members (a leaver that went silent is not always a ring change). */
   prune(isMember: (id: string) => boolean, now: number): void {
     for (const g of this.gates) for (const p of g.waiting) if (!isMember(p)) { g.waiting.delete(p); this.stats.deadCleared++; }
