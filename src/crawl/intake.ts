@@ -7,7 +7,6 @@
 import type { BatchOp } from '../store/db.js';
 import { hostKey, seenKey } from '../store/keys.js';
 import { settledValue } from '../seen/state.js';
-import { settledElsewhereMark } from '../store/settled-mark.js';
 import { hostOf } from '../url/normalize.js';
 import { encodeFetchRecord } from './records.js';
 import type { RecentRings } from './recent-rings.js';
@@ -150,8 +149,6 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
         const have = await store.fetches.getMany(settled);
         const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: store.seen, key, value }));
-        const mark = settledElsewhereMark(store).opFor(); // the host turn reads the seen-set before fetching from now on
-        if (mark) ops.push(mark);
         for (const key of trims) ops.push({ type: 'del', sublevel: store.standby, key });
         for (let i = 0; i < settled.length; i++) {
           if (!have[i]) ops.push({ type: 'put', sublevel: store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
@@ -159,7 +156,6 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
         // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
         await store.db.batch(ops, { sync: handedOver > 0 });
-        if (mark) settledElsewhereMark(store).stored();
         drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }

@@ -3,7 +3,6 @@
 // through the outbox, one we do is admitted here. It starts the mesh node
 // (src/crawl/mesh.ts) and the ownership component (src/crawl/ownership.ts:
 // ring changes, handoffs, peer intake), and runs a graceful leave.
-import { settledElsewhereMark } from '../store/settled-mark.js';
 import type { BatchOp, Store } from '../store/db.js';
 import type { SyncBarrier } from '../store/sync-barrier.js';
 import type { AgentConfig } from '../config.js';
@@ -114,7 +113,6 @@ export class MeshRouter implements Router {
     const { config, store, metrics, log } = this.c;
     const ownership = this.ownership;
     await ownership.restoreRings();
-    await settledElsewhereMark(store).ready; // before any seen entry of this run is written
     const handlers: MeshHandlers = {
       // A store that fails to take a peer's batch stops the agent as any failed write does (no ack is sent).
       accept: (items, from) => ownership.acceptFromPeer(items, from).catch((err: unknown) => {

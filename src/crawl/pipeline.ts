@@ -2,7 +2,6 @@
 // object (docs/architecture.md "Components of the agent"). The agent
 // (src/crawl/agent.ts) gives the hooks into its lifecycle and its scheduling
 // loop and keeps what this returns.
-import { settledElsewhereMark } from '../store/settled-mark.js';
 import type { Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { SyncBarrier } from '../store/sync-barrier.js';
@@ -168,8 +167,7 @@ export function buildPipeline(hooks: PipelineHooks) {
     store, frontier, fetcher, robots, politeness,
     sideClocks, recrawl, stats, metrics, recentErrors, log, token,
     get maxPagesPerHost() { return policy.scopeConfig.maxPagesPerHost; },
-    // Only a store that ever held a seen entry settled elsewhere needs the read (src/store/settled-mark.ts).
-    inMesh: () => router.shared && settledElsewhereMark(store).any,
+    inMesh: () => router.shared,
     owns: (host) => router.owns(host),
     policyBlocks: (url, host) => policy.blockedAtTurn(url, host),
     handOn: () => router.handOn(),
