@@ -5,7 +5,7 @@
 // default 2 per core, at least 4); the files that start meshes of agents are timing-sensitive
 // (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 2) run together, and the
 // most sensitive (ALONE below) run first, one at a time, with no other mesh file beside them and at most
-// --alone-companions (default 2) light files; then the others, longest first (WEIGHTS), so that the run
+// --alone-companions (default 0) light files; then the others, longest first (WEIGHTS), so that the run
 // ends with short files.
 // At the end: the slowest files, then the whole output of every failed file again (a CI log is often
 // read from its tail only). Ports: every test listens on port 0.
@@ -57,7 +57,7 @@ function parseArgs(argv) {
   const opts = {
     jobs: Number(process.env.UBICRAWL_TEST_JOBS ?? Math.max(4, availableParallelism() * 2)),
     heavyJobs: Number(process.env.UBICRAWL_TEST_HEAVY_JOBS ?? Math.max(2, Math.floor(availableParallelism() / 2) + 1)),
-    aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 2),
+    aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 0),
     timeoutS: Number(process.env.UBICRAWL_TEST_FILE_TIMEOUT ?? 900),
     files: [],
   };

@@ -479,6 +479,8 @@ export class Membership extends EventEmitter<MembershipEvents> {
    * (docs/mesh.md "Partitions longer than the window").
    */
   private readonly departed = new Map<string, { m: MemberInfo; until: number }>();
+  /** When each live member was first heard (local clock): only one heard for a while counts as departed. */
+  private readonly firstHeard = new Map<string, number>();
   private dialWindow = { start: 0, n: 0 };
   private lastRefusalLog = { at: 0, total: 0 };
   private readonly onMessage = (evt: CustomEvent<Message>) => this.handleMessage(evt.detail);
@@ -661,11 +663,15 @@ export class Membership extends EventEmitter<MembershipEvents> {
     await this.beat();
     const now = Date.now();
     const lastSeen = this.autoDial ? new Map(this.table.all().map((m) => [m.id, m])) : undefined;
+    for (const id of lastSeen?.keys() ?? []) if (!this.firstHeard.has(id)) this.firstHeard.set(id, now);
     const dead = this.table.sweep(now, (id) => this.node.isConnected(id));
     for (const id of dead) {
       const m = lastSeen?.get(id);
-      if (m) this.departed.set(id, { m, until: now + DEPARTED_DIAL_MS });
+      // A member heard for a while only: identities that come and go (a hostile churn) leave no dial state behind.
+      const heardFor = m ? m.lastHeard - (this.firstHeard.get(id) ?? m.lastHeard) : 0;
+      if (m && heardFor >= DEPARTED_MIN_LIFE_DEAD_AFTERS * this.deadAfterMs) this.departed.set(id, { m, until: now + DEPARTED_DIAL_MS });
     }
+    for (const id of this.firstHeard.keys()) if (!this.table.knows(id)) this.firstHeard.delete(id);
     for (const [id, d] of this.departed) if (d.until <= now || this.table.get(id) || this.departed.size > MAX_DEPARTED) this.departed.delete(id);
     let expired = false;
     for (const [id, until] of this.excluded) if (until <= now || !this.table.get(id)) { this.excluded.delete(id); expired = true; }
@@ -831,7 +837,9 @@ export class Membership extends EventEmitter<MembershipEvents> {
 /** How long a member declared dead is still dialed (a partition that heals within it reconnects). */
 const DEPARTED_DIAL_MS = 3600_000;
 /** At most this many of them. */
-const MAX_DEPARTED = 256;
+const MAX_DEPARTED = 64;
+/** Only a member heard for at least this many dead-after periods is dialed once departed. */
+const DEPARTED_MIN_LIFE_DEAD_AFTERS = 3;
 /** Their longest dial backoff (one dial at a time each, and dialsPerInterval in all, bound the rate). */
 const DEPARTED_MAX_BACKOFF_MS = 5000;
 
