@@ -557,6 +557,8 @@ export interface MeshExchangeTuning {
   segmentMaxBytes: number;
   /** Outbox: items written in one LevelDB batch. */
   commitMaxItems: number;
+  /** Outbox: URLs of the last acknowledged batches kept per peer, sent again if it dies (docs/mesh.md "Replicated frontier"). */
+  retainAckedUrls: number;
 }
 
 export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze({
@@ -574,6 +576,7 @@ export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze
   backoffMaxMs: 10_000,
   maxInboundStreams: 3,
   recentSize: 1 << 18,
+  retainAckedUrls: 5000,
   segmentMaxUrls: 500,
   segmentMaxBytes: 64 * 1024,
   commitMaxItems: 4096,

@@ -283,3 +283,54 @@ test('gate: a joiner\'s start-up lasts until every member it knew at the start h
   late.sweep(1000);
   assert.equal(late.startingUp, false, 'a member that never hands over ends it at the deadline');
 });
+
+// Under load the previous owner's pass (it waits for its in-flight fetches, then queues host by host)
+// outlasted the fallback: the new owner took the hosts before their seen entries came and fetched
+// pages a second time (the join/leave test of test/mesh-crawl.test.ts, a CPU burner beside it).
+test('gate: a peer still handing data over is waited for past the fallback time; once it goes quiet the fallback holds, bounded in total', () => {
+  const g = new HandoffGate(A, { timeoutMs: 65_000, floorMs: 0, maxWaitMs: 200_000 });
+  const r = ring(A, B, C);
+  g.ringChanged(r, [B, C], [], 0);
+  const before = snapshotRing(r);
+  r.remove(C); // C leaves: its hosts come to A and B
+  g.ringChanged(r, [B, C], [], 1000);
+  g.marker(B, ringIdOf(r), 1000);
+  const gained = HOSTS.find((h) => before.ownerOf(h) === C && r.ownerOf(h) === A)!;
+  assert.ok(g.notBefore(gained, 1000) > 1000, 'waits for C');
+  // C's seen entries keep arriving, every 20 s, for 100 s: its pass is slow, not lost.
+  for (let t = 1000; t <= 101_000; t += 20_000) {
+    g.progress(C, t);
+    assert.ok(g.notBefore(gained, t + 1) > t + 1, `still waiting for C at ${t + 1} ms (the fallback alone gave up at 66,000 ms)`);
+  }
+  assert.equal(g.stats.timedOut, 0);
+  // C goes quiet after 101 s: the fallback counts from its last handoff data.
+  assert.ok(g.notBefore(gained, 165_999) > 165_999);
+  assert.equal(g.notBefore(gained, 166_000), 0, 'gave up a fallback time after C\'s last data');
+  assert.equal(g.stats.timedOut, 1);
+  // Bounded: data that never ends cannot hold a gate longer than maxWaitMs.
+  const g2 = new HandoffGate(A, { timeoutMs: 65_000, floorMs: 0, maxWaitMs: 200_000 });
+  g2.ringChanged(ring(A, B), [B], [B], 0);
+  const mine = HOSTS.find((x) => ring(A, B).ownerOf(x) === A)!;
+  for (let t = 0; t < 300_000; t += 10_000) g2.progress(B, t);
+  assert.ok(g2.notBefore(mine, 199_999) > 199_999);
+  assert.equal(g2.notBefore(mine, 200_000), 0, 'maxWaitMs bounds the wait');
+  // Data from a peer no gate waits for moves no deadline.
+  const g3 = new HandoffGate(A, { timeoutMs: 65_000, floorMs: 0 });
+  g3.ringChanged(ring(A, B), [B], [B], 0);
+  g3.progress(C, 60_000);
+  assert.equal(g3.notBefore(mine, 65_000), 0);
+});
+
+test('recent rings: a seen entry passed on by the member that had a host we gained before it was ours (the previous owner had not counted us in)', () => {
+  const rr = new RecentRings();
+  const full = ring(A, B, C);
+  rr.push(full);
+  const left = ring(A, B); // C left: its hosts went to A and B
+  rr.push(left);
+  const gained = HOSTS.filter((h) => full.ownerOf(h) === C && left.ownerOf(h) === A && left.nextOwnersOf(h, 2)[1] === B);
+  const always = HOSTS.filter((h) => full.ownerOf(h) === A && left.nextOwnersOf(h, 2)[1] === B);
+  assert.ok(gained.length > 5 && always.length > 5);
+  for (const h of gained) assert.equal(rr.passedOn(B, h, A), true, `${h}: B had it in the ring without us`);
+  for (const h of always) assert.equal(rr.passedOn(B, h, A), false, `${h}: ours all along, B may not hide its pages`);
+  for (const h of gained) assert.equal(rr.passedOn(C, h, A), false, `${h}: C is not our next owner in any ring where the host is ours`);
+});

@@ -12,7 +12,7 @@ import { Drum } from '../src/seen/drum.js';
 import { queuedValue, seenStateOf } from '../src/seen/state.js';
 import { Frontier, type NewUrl, type UrlKind } from '../src/frontier/frontier.js';
 import { HostRing } from '../src/assign/ring.js';
-import { HandoffGate } from '../src/crawl/handoff.js';
+import { HandoffGate, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
 import { Ownership, type OwnershipMesh, type OwnedHostData } from '../src/crawl/ownership.js';
 import { Promotions } from '../src/crawl/promotions.js';
 import type { Candidate, HostData } from '../src/crawl/candidate.js';
@@ -275,4 +275,126 @@ test('ownership and promotions: a host promoted before it moves, and one whose p
     assert.equal(r.frontier.queued, 0);
     assert.deepEqual(fatal, []);
   } finally { await promotions.running; await r.close(); }
+});
+
+/** Hosts by owner under rings of A, B and C and of A and B (C gone). */
+function hostsMovedFromC(n: number): { gained: string[]; always: string[] } {
+  const full = new HostRing({ replicas: 64 });
+  full.add(A); full.add(B); full.add(C);
+  const left = new HostRing({ replicas: 64 });
+  left.add(A); left.add(B);
+  const gained: string[] = [];
+  const always: string[] = [];
+  for (let i = 0; gained.length < n || always.length < n; i++) {
+    const h = `h${i}.example`;
+    if (full.ownerOf(h) === C && left.ownerOf(h) === A) gained.push(h);
+    else if (full.ownerOf(h) === A) always.push(h);
+  }
+  return { gained: gained.slice(0, n), always: always.slice(0, n) };
+}
+
+/** A, alone, then B and C enter its ring (their markers came), then C leaves. */
+async function ringHistory(r: Rig): Promise<void> {
+  await r.ownership.start(r.mesh); // alone: start-up ends at once
+  await r.ownership.rebalancing;
+  assert.equal(r.gate.startingUp, false);
+  for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
+  r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
+  await r.ownership.rebalancing;
+  r.mesh.ring.remove(C);
+  r.mesh.table.delete(C);
+  r.ownership.onMembershipChange({ members: [A, B], added: [], removed: [C], dead: [] });
+  await r.ownership.rebalancing;
+}
+
+// The join/leave test (test/mesh-crawl.test.ts) fetched pages twice when a leaver that had not
+// counted the newcomer in yet handed hosts to the member that owns them without the newcomer,
+// which passed their seen entries on to the newcomer: refused there (`seen-not-owner`), the pages
+// were fetched again. docs/mesh.md "Admission".
+test('ownership: a seen entry passed on by the member that had a host we just gained (its previous owner had not counted us in) is kept; for a host ours all along it is refused', async () => {
+  const r = await rig();
+  try {
+    await ringHistory(r);
+    const { gained, always } = hostsMovedFromC(2);
+    const page = `http://${gained[0]}/fetched-by-c`;
+    await r.drum.submit([candidate(page, 1, 'page')!], false); // queued here too (a link to it)
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: page, hops: 1 })], B);
+    const stored = await r.store.seen.get(seenKey(hostKey(gained[0]!), page));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'the page is settled: the host turn will not fetch it again');
+    assert.equal(r.frontier.host(gained[0]!)?.data.checkSeen, true, 'its queued URLs are checked against the seen-set before a fetch');
+    assert.equal(r.ownership.refusals()['seen-not-owner'], undefined);
+
+    // B may not hide pages of a host that has been ours all along, relayed or not, nor of a gained host first-hand.
+    const forged = [`http://${always[0]}/hidden`, `http://${always[1]}/hidden`];
+    await r.ownership.acceptFromPeer([
+      encodeItem({ kind: 'seen', url: forged[0]!, hops: 1 }), encodeItem({ kind: 'seen', url: forged[1]!, hops: 0 }),
+      encodeItem({ kind: 'seen', url: `http://${gained[1]}/first-hand`, hops: 0 }),
+    ], B);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 3);
+    for (const u of [...forged, `http://${gained[1]}/first-hand`]) assert.equal(await r.store.seen.get(seenKey(hostKey(hostOf(u)), u)), undefined, `${u} hides nothing`);
+  } finally { await r.close(); }
+});
+
+// A receiver whose view lags its sender's passes a handed-over seen entry on; the sender's marker may
+// reach it first, and its gate opened on the host with the entry gone: the page was fetched again.
+test('ownership: a seen entry passed on (not ours by our view) is kept here too: when the host turns out ours, its page is settled', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    // B leaves and hands its host to us; we have not seen its leave yet, so by our view the host is B's.
+    const { b } = hostsByOwner(1);
+    const page = `http://${b[0]}/fetched-by-b`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: page, hops: 0 })], B);
+    const passed = r.mesh.sentTo(B).map(classifyItem).filter((w) => w.kind === 'seen');
+    assert.deepEqual(passed.map((w) => w.kind === 'seen' && `${w.url} ${w.hops}`), [`${page} 1`], 'passed on to the owner by our view, one hop more');
+    // Our view catches up: the host is ours, and its page was fetched by B.
+    r.mesh.ring.remove(B);
+    r.ownership.onMembershipChange({ members: [A], added: [], removed: [B], dead: [] });
+    await r.ownership.rebalancing;
+    assert.equal(r.mesh.ownerOf(b[0]!), A);
+    const stored = await r.store.seen.get(seenKey(hostKey(b[0]!), page));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'the page is settled here: not fetched a second time');
+    assert.equal(r.ownership.refusals()['seen-not-owner'], undefined);
+  } finally { await r.close(); }
+});
+
+// The join/leave test under load (a CPU burner beside it): the leaver's marker for the ring of the
+// join, 85 s late on its stream, came after the leaver was seen leaving; taken as its final marker
+// it opened the gate on the leaver's hosts 2.5 s before their seen entries came, and two pages were
+// fetched twice. docs/mesh.md "Handoff protocol".
+test('ownership: a leaver\'s late marker for a ring it still owned hosts in does not open the gate on its hosts; its marker for our ring does', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
+    r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const withC = snapshotRing(r.mesh.ring);
+    for (const id of [B, C]) await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(withC))], id);
+    assert.deepEqual(r.gate.waitingFor(), []);
+    // C leaves: its hosts come to us and B; we wait for C's marker for our new ring.
+    r.mesh.table.set(C, member(C, 'leaving'));
+    r.mesh.ring.remove(C);
+    r.ownership.onMembershipChange({ members: [A, B], added: [], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const { gained } = hostsMovedFromC(1);
+    const now = Date.now();
+    assert.ok(r.gate.notBefore(gained[0]!, now) > now, 'the host gained from C waits');
+    // C's marker for the ring it still owned hosts in, late behind its stream: not its last word.
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(withC))], C);
+    const ours = ringIdOf(snapshotRing(r.mesh.ring));
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ours)], B);
+    const later = Date.now();
+    assert.ok(r.gate.notBefore(gained[0]!, later) > later, 'still waiting for C\'s handoff');
+    assert.deepEqual(r.gate.waitingFor(), [C]);
+    // Its marker for our ring (after its seen entries) opens the gate, and holds for later rings.
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ours)], C);
+    assert.deepEqual(r.gate.waitingFor(), []);
+    assert.equal(r.gate.notBefore(gained[0]!, Date.now()), 0);
+  } finally { await r.close(); }
 });

@@ -706,7 +706,7 @@ describe('URL resolution', () => {
 });
 
 
-test('text fast path: the same extraction as htmlparser2\'s Tokenizer as shipped, over the synthetic web and edge cases', async () => {
+test('text and markup fast paths: the same extraction as htmlparser2\'s Tokenizer as shipped, over the synthetic web, edge cases and cut buffers', async () => {
   const web = await startSyntheticWeb({ seed: 11, hosts: 4, pagesPerHost: 30, pageBytes: { min: 2000, max: 30000 }, variantShare: 0.2 });
   const pages: Buffer[] = [];
   try {
@@ -728,7 +728,15 @@ test('text fast path: the same extraction as htmlparser2\'s Tokenizer as shipped
     '<title>t &amp; u</title><body>x<script>var a="<p>"&&1</script>y &#x41; z &notanentity; <a href=/q>q</a>',
     '<!-- c --> t <![CDATA[ x ]]> &copy; end', '<textarea>a &amp; <b></textarea><a href="u">v</a>', '<plaintext>a < b & c',
     '<style>a{}</style>&nbsp;<b>x</b>&nbsp', 'é &eacute; \u{1F600} <a href="/é?x=&quot;">y</a>',
+    // The tag, attribute-name and quoted-value runs: every way a run can end, and buffers that end inside one.
+    `<a class='x y' href=y/z data-x="a&amp;b&#34;c" disabled>t</a ><br/><img src=a/b alt='it&apos;s'/>`,
+    '<a\nhref\n=\n"/n"\tREL="nofollow"\f>f</a\tjunk><A HREF=\'/s\'>s</A><link rel=canonical href="/c"><base href="/b/">',
+    '<a href="/unterminated', "<a href='/u2", '<a href=/u3', '<a hre', '<a', '</a', '<a href="x"/><a href="/d"class=c>d</a>',
+    '<meta name=robots content="noindex,&#x20;nofollow"><meta http-equiv=refresh content=\'0; url=/r?a=1&amp;b=2\'>',
   ]) pages.push(Buffer.from(e));
+  // Buffers cut inside every kind of run: prefixes of a markup-dense page.
+  const dense = Buffer.from(`<div class="a"><p><a class='r' href="/p?x=1&amp;y=2" title="T &lt; U">x</a> <span id=s data-v=1>y</span></p></div>`);
+  for (let cut = 1; cut < dense.length; cut++) pages.push(dense.subarray(0, cut));
   const opts: ExtractOptions = { url: 'http://h0.web.test/p/1', contentType: 'text/html; charset=utf-8', robotsToken: 'ubicrawl', wantText: true, wantFingerprint: true };
   const run = () => pages.map((b) => { const r = extractPage(b, opts); return JSON.stringify({ ...r, fingerprint: String(r.fingerprint) }); });
   assert.equal(setFastTextScan(true), true, 'the fast path works with this htmlparser2');

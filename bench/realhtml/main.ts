@@ -8,7 +8,11 @@
 // interleaved, alternating which crawler goes first, and the medians and the
 // ratio are printed (docs/performance.md "Real HTML").
 //
-//   node dist/bench/realhtml/main.js [--runs 3] [--only ubicrawl|wget] [--concurrency 32] [--sites N] [--cpu-prof DIR]
+//   node dist/bench/realhtml/main.js [--runs 3] [--only ubicrawl|wget|base,…] [--base TREE] [--concurrency 32] [--sites N] [--cpu-prof DIR]
+//
+// --cpu-prof DIR writes each crawler's profiles to DIR/<crawler>/.
+// --base TREE adds a third crawler, `base`: the ubicrawl of another built tree (e.g. a worktree of
+// main), run in the same interleaving, so a change is measured against its base in pairs.
 import { spawn, spawnSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,20 +28,21 @@ const BIN = join(REPO, 'bin', 'ubicrawl.js');
 /** Assets both crawlers leave alone, so both request the same HTML pages (wget would otherwise fetch every image and stylesheet). */
 const NOT_HTML = String.raw`\.(css|js|png|jpe?g|gif|svg|ico|txt|gz|bz2|xz|zip|pdf|epub|woff2?|ttf|eot)$`;
 
-interface Args { runs: number; only: string | null; concurrency: number; sites: number; profileDir: string | null }
+interface Args { runs: number; only: string[] | null; base: string | null; concurrency: number; sites: number; profileDir: string | null }
 interface Result { crawler: string; pages: number; requests: number; wallS: number; cpuMsPerPage: number; pagesPerSec: number; peakRssMb: number; firstRequestMs: number; mainMsPerPage: number; otherMsPerPage: number }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { runs: 3, only: null, concurrency: 32, sites: Infinity, profileDir: null };
+  const a: Args = { runs: 3, only: null, base: null, concurrency: 32, sites: Infinity, profileDir: null };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i + 1];
     switch (argv[i]) {
       case '--runs': a.runs = Number(v); i++; break;
-      case '--only': a.only = v ?? null; i++; break;
+      case '--only': a.only = v ? v.split(',') : null; i++; break;
+      case '--base': a.base = v ?? null; i++; break;
       case '--concurrency': a.concurrency = Number(v); i++; break;
       case '--sites': a.sites = Number(v); i++; break;
       case '--cpu-prof': a.profileDir = v ?? null; i++; break;
-      case '--help': process.stdout.write('node dist/bench/realhtml/main.js [--runs N] [--only ubicrawl|wget] [--concurrency N] [--sites N] [--cpu-prof DIR]\n'); process.exit(0);
+      case '--help': process.stdout.write('node dist/bench/realhtml/main.js [--runs N] [--only ubicrawl|wget|base,…] [--base TREE] [--concurrency N] [--sites N] [--cpu-prof DIR]\n'); process.exit(0);
     }
   }
   return a;
@@ -101,8 +106,9 @@ function commandFor(crawler: string, roots: string[], dir: string, a: Args): str
     return ['wget', '-r', '-l', 'inf', '-q', '-e', 'robots=on', '--reject-regex', NOT_HTML,
       '--warc-file', join(dir, 'wget'), '--warc-tempdir', dir, '-P', join(dir, 'files'), ...roots];
   }
-  const prof = a.profileDir ? ['--cpu-prof', '--cpu-prof-dir', a.profileDir] : [];
-  return [process.execPath, ...prof, BIN, 'join', ...roots.flatMap((r) => ['--seed', r]), '--data-dir', join(dir, 'data'),
+  const prof = a.profileDir ? ['--cpu-prof', '--cpu-prof-dir', join(a.profileDir, crawler)] : [];
+  const bin = crawler === 'base' ? join(a.base!, 'bin', 'ubicrawl.js') : BIN;
+  return [process.execPath, ...prof, bin, 'join', ...roots.flatMap((r) => ['--seed', r]), '--data-dir', join(dir, 'data'),
     '--until-idle', '--min-delay', '0', '--delay-factor', '0', '--concurrency', String(a.concurrency),
     '--allow-address', '127.0.0.0/8', '--exclude', NOT_HTML, '--progress', 'off', '--log-level', 'warn'];
 }
@@ -129,12 +135,20 @@ function line(r: Result): string {
     `${r.pagesPerSec.toFixed(0)} pages/s  ${r.cpuMsPerPage.toFixed(2)} CPU-ms/page (main thread ${r.mainMsPerPage.toFixed(2)}, others ${r.otherMsPerPage.toFixed(2)})  peak RSS ${r.peakRssMb.toFixed(0)} MB  first request ${r.firstRequestMs} ms`;
 }
 
+/** Run i's CPU-ms/page of crawler `a` over crawler `b`'s, for each run both took part in. */
+function pairRatios(results: Result[], a: string, b: string): number[] {
+  const of = (c: string): Result[] => results.filter((r) => r.crawler === c);
+  const xs = of(a), ys = of(b);
+  return xs.slice(0, ys.length).map((x, i) => x.cpuMsPerPage / ys[i]!.cpuMsPerPage);
+}
+
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const setup = spawnSync('bash', [join(REPO, 'bench', 'realhtml', 'setup.sh')], { stdio: 'inherit' });
   if (setup.status !== 0) { process.stdout.write(`realhtml bench skipped: the corpus is not installed (bench/realhtml/setup.sh exit ${setup.status})\n`); return; }
   const sites = findSites().slice(0, a.sites);
-  const crawlers = a.only ? [a.only] : ['ubicrawl', 'wget'];
+  const crawlers = a.only ?? (a.base ? ['ubicrawl', 'base', 'wget'] : ['ubicrawl', 'wget']);
+  if (crawlers.includes('base') && !a.base) throw new Error('--only base needs --base TREE');
   const server = fork(join(HERE, 'server.js'), [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   try {
     const { roots } = await request<{ roots: string[] }>(server, { type: 'start', sites }, 'ready');
@@ -153,10 +167,13 @@ async function main(): Promise<void> {
       process.stdout.write(`median ${c.padEnd(8)} ${med(c, (r) => r.pages)} pages  ${med(c, (r) => r.pagesPerSec).toFixed(0)} pages/s  ` +
         `${med(c, (r) => r.cpuMsPerPage).toFixed(2)} CPU-ms/page  peak RSS ${med(c, (r) => r.peakRssMb).toFixed(0)} MB  first request ${med(c, (r) => r.firstRequestMs).toFixed(0)} ms\n`);
     }
-    if (crawlers.length === 2) {
-      process.stdout.write(`ratio ubicrawl/wget: CPU-ms/page ${(med('ubicrawl', (r) => r.cpuMsPerPage) / med('wget', (r) => r.cpuMsPerPage)).toFixed(2)}  ` +
-        `pages/s ${(med('ubicrawl', (r) => r.pagesPerSec) / med('wget', (r) => r.pagesPerSec)).toFixed(2)}\n`);
+    for (const other of ['wget', 'base']) {
+      if (!crawlers.includes('ubicrawl') || !crawlers.includes(other)) continue;
+      process.stdout.write(`ratio ubicrawl/${other}: CPU-ms/page ${(med('ubicrawl', (r) => r.cpuMsPerPage) / med(other, (r) => r.cpuMsPerPage)).toFixed(2)}  ` +
+        `pages/s ${(med('ubicrawl', (r) => r.pagesPerSec) / med(other, (r) => r.pagesPerSec)).toFixed(2)}` +
+        `  (pair ratios of CPU-ms/page: ${pairRatios(results, 'ubicrawl', other).map((x) => x.toFixed(2)).join(' ')})\n`);
     }
+    process.stdout.write(`load at the end ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}\n`);
   } finally {
     server.kill('SIGTERM');
   }

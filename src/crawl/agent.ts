@@ -41,9 +41,6 @@ import { Recrawler } from '../recrawl/recrawler.js';
 import { Admission } from './admission.js';
 import { Promotions } from './promotions.js';
 import { Archive } from './archive.js';
-import { Sitemaps } from './sitemaps.js';
-import { Completion } from './completion.js';
-import { PageProcessor } from './page.js';
 import type { Router } from './router.js';
 import type { HostData } from './candidate.js';
 import { buildPipeline } from './pipeline.js';
@@ -54,8 +51,10 @@ import type { DeferredReport, DeferredWork } from './deferred.js';
 import { RunEnding } from './ending.js';
 import { hostWithoutPort, unbracketHost } from '../url/host.js';
 import { seed, seedUrls, type SeedingComponents } from './seeding.js';
+import { endSummary, scrapeGauges, snapshotOf, type AgentSnapshot } from './agent-report.js';
 
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
+export type { AgentSnapshot } from './agent-report.js';
 
 export interface AgentHandle {
   readonly config: AgentConfig;
@@ -72,16 +71,6 @@ export interface AgentHandle {
   stop(): Promise<CrawlSummary>;
   /** Hosts in backoff or awaiting a robots.txt retry, with their next attempt (src/crawl/deferred.ts). */
   waitingFor(): DeferredReport;
-}
-
-export interface AgentSnapshot {
-  fetched: number;
-  queued: number;
-  inFlight: number;
-  hosts: number;
-  activeHosts: number;
-  errors: number;
-  pagesPerSecond: number;
 }
 
 export async function startAgent(options: AgentOptions & { logger?: Logger } = {}): Promise<AgentHandle> {
@@ -134,15 +123,10 @@ class Agent implements AgentHandle, AgentView {
   /** Candidate → normalise → scope → seen-set (src/crawl/admission.ts). */
   private readonly admission: Admission;
   private readonly promotions: Promotions;
-  private readonly sitemaps: Sitemaps;
   /** Each host's turn: robots, DNS, politeness, one request (src/crawl/host-turn.ts). */
   private readonly turns: HostTurn;
   /** Hosts' politeness state and operator overrides, kept in the store (src/crawl/host-state.ts). */
   readonly hostStates: HostStates;
-  /** A fetched page: WARC, parse, dedup, links (src/crawl/page.ts). */
-  private readonly pages: PageProcessor;
-  /** Links durable, then the URL settled, in shared batches (src/crawl/completion.ts). */
-  private readonly completion: Completion;
   /** The WARC files (src/crawl/archive.ts). */
   private readonly archive: Archive;
   /** Computes the SimHash of pages off the event loop (near-dup on), or undefined. */
@@ -201,8 +185,8 @@ class Agent implements AgentHandle, AgentView {
       began: () => this.ending.began || this.stats.fetched > 0 || this.stats.robotsFetches > 0 || this.frontier.queued > 0,
     });
     ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, policy: this.policy, admission: this.admission,
-      promotions: this.promotions, recrawl: this.recrawl, sitemaps: this.sitemaps, router: this.router, archive: this.archive, completion: this.completion,
-      pages: this.pages, turns: this.turns, hostStates: this.hostStates, deferred: this.deferred } = p);
+      promotions: this.promotions, recrawl: this.recrawl, router: this.router, archive: this.archive,
+      turns: this.turns, hostStates: this.hostStates, deferred: this.deferred } = p);
     this.render = p.render;
     this.ending = new RunEnding({
       frontier: this.frontier, owns: (host) => this.router.owns(host), ownerOf: (host) => this.ownerOf(host),
@@ -228,15 +212,7 @@ class Agent implements AgentHandle, AgentView {
     this.running = true;
     this.lifecycle = 'active';
     this.metrics.setAgentInfo(this.shortId, VERSION);
-    this.metrics.beforeScrape(() => {
-      this.metrics.setFrontier(this.frontier.queued, this.frontier.knownHosts, this.frontier.activeHosts);
-      this.metrics.setInFlight(this.inFlight);
-      // Oldest robots.txt copy in use: its age is the TTL minus what is left of it.
-      let oldestExpiry = Infinity;
-      for (const h of this.frontier.allHosts()) for (const e of h.data.robots.values()) if (e.verdict === 'parsed' || e.verdict === 'unavailable') oldestExpiry = Math.min(oldestExpiry, e.expires);
-      if (oldestExpiry !== Infinity) this.metrics.setRobotsCacheAge(Math.max(0, (this.config.robots.cacheTtlMs - (oldestExpiry - Date.now())) / 1000));
-      this.router.scrape(this.metrics);
-    });
+    this.metrics.beforeScrape(() => scrapeGauges(this.metrics, this.config, this.frontier, this.inFlight, this.router));
     this.sampler = setInterval(() => this.history.sample(Date.now(), this.stats.fetched), 1000);
     this.sampler.unref();
     if (this.api) {
@@ -299,20 +275,7 @@ class Agent implements AgentHandle, AgentView {
       && (!this.recrawl || this.recrawl.idle(Date.now()));
   }
 
-  snapshot(): AgentSnapshot {
-    const secs = (Date.now() - this.stats.startedAt) / 1000;
-    let errors = 0;
-    for (const v of Object.values(this.stats.errors)) errors += v;
-    return {
-      fetched: this.stats.fetched,
-      queued: this.frontier.queued,
-      inFlight: this.inFlight,
-      hosts: this.frontier.knownHosts,
-      activeHosts: this.frontier.activeHosts,
-      errors,
-      pagesPerSecond: secs > 0 ? this.stats.fetched / secs : 0,
-    };
-  }
+  snapshot(): AgentSnapshot { return snapshotOf(this.stats, this.frontier, this.inFlight); }
 
   waitingFor(): DeferredReport { return this.deferred.report(Date.now()); }
 
@@ -394,23 +357,10 @@ class Agent implements AgentHandle, AgentView {
     await this.archive.close();
     await this.fingerprinter?.close();
     await this.fetcher.close();
-    const summary = this.stats.summary({
-      queued: this.frontier.queued,
-      hosts: this.frontier.knownHosts,
-      rejectedByScope: this.admission.scope.counts(),
-      scope: { mode: this.admission.crawlScope.mode, seedUnits: this.admission.crawlScope.seedUnits().length },
-      seen: { ...drum.stats },
-      politeness: this.politeness.summary([...this.frontier.allHosts()].map((h) => ({ name: h.name, state: h.data.polite })), Date.now()),
-      dns: { ...this.fetcher.resolver.stats },
-      dataDir: this.config.dataDir,
-      warcDir: this.archive.dir,
-      agent: this.shortId,
-      ...this.router.summary(),
-      ...(this.fetcher.requestSummary() ? { requests: this.fetcher.requestSummary() } : {}),
-      ...(this.recrawl ? { recrawl: this.recrawl.summary() } : {}),
-      ...(this.render.configured ? { render: this.render.summary() } : {}),
-      ...(this.fatal ? { failure: this.fatal.message } : {}),
-      ...this.endFacts(),
+    const summary = endSummary({
+      config: this.config, stats: this.stats, frontier: this.frontier, admission: this.admission, politeness: this.politeness, fetcher: this.fetcher,
+      archive: this.archive, router: this.router, recrawl: this.recrawl, render: this.render, deferred: this.deferred, ending: this.ending,
+      agent: this.shortId, fatal: this.fatal, members: this.members(),
     });
     await this.api?.close().catch(() => {});
     this.policy.stop();
@@ -424,16 +374,6 @@ class Agent implements AgentHandle, AgentView {
     this.log.info({ pages: this.stats.fetched }, 'agent stopped');
     this.resolveDone(summary);
     return summary;
-  }
-
-  /** Deferred work kept for the next run, and why nothing was fetched when nothing was (src/crawl/deferred.ts, src/crawl/ending.ts). */
-  private endFacts(): Pick<CrawlSummary, 'deferred' | 'nothingFetched'> {
-    const deferred = this.deferred.report(Date.now());
-    // The whole crawl's pages: ours, and each other member's as its last heartbeat said.
-    let crawlPages = this.stats.fetched;
-    for (const m of this.members()) if (!m.self) crawlPages += m.counters.fetched;
-    const nothingFetched = this.fatal ? undefined : this.ending.nothingFetched(crawlPages);
-    return { ...(deferred.urls > 0 ? { deferred } : {}), ...(nothingFetched ? { nothingFetched } : {}) };
   }
 
   /** Undoes a start() that threw: nothing was crawled, so nothing is flushed, only closed. */

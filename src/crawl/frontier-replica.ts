@@ -8,7 +8,11 @@
 //   per-peer FIFO as the replica seen entries of settled pages, so a successor
 //   that has a page's seen entry also has the links that page queued before.
 //   When the successors change while the host stays ours (a member died or
-//   joined), the host's whole queue goes to the new ones (`ringChanged`).
+//   joined), the host's whole queue goes to the new ones (`ringChanged`), and
+//   so do the seen entries of its settled pages (its fetch records): a new
+//   successor that takes the host over fetches nothing we settled. A host that
+//   becomes ours (a takeover, a handoff) is caught up the same way at its
+//   first queued URL (`catchUp`).
 // - Successor side: held in the `standby` sublevel, never crawled (`hold`),
 //   deleted when the page's replica seen entry comes (peer intake trims it), and
 //   on every ring change either kept (still a successor), promoted into the
@@ -17,6 +21,7 @@
 import type { BatchOp, Store } from '../store/db.js';
 import { hostKey, prefixEnd, seenKey } from '../store/keys.js';
 import { decodeEntry, type Frontier, type UrlKind } from '../frontier/frontier.js';
+import { decodeFetchRecord } from './records.js';
 import { successorsOf, type HostRing } from '../assign/ring.js';
 import { encodeItem, type Outbox, type UrlItem } from '../mesh/index.js';
 import { hostOf } from '../url/normalize.js';
@@ -40,7 +45,7 @@ export interface HeldUrl { key: Buffer; url: string; depth: number; sitemap: boo
 export interface ReplicaOps { ops: BatchOp[]; done(): void }
 
 export interface FrontierReplicaComponents {
-  store: Pick<Store, 'db' | 'seen' | 'standby' | 'frontier' | 'replicas'>;
+  store: Pick<Store, 'db' | 'seen' | 'standby' | 'frontier' | 'replicas' | 'fetches'>;
   frontier: Pick<Frontier<unknown>, 'allHosts'>;
   drum: Pick<Drum<never>, 'exclusive'>;
   /** Extra copies per host (--replicas). */
@@ -68,6 +73,8 @@ export interface FrontierReplicaStats {
   dropped: number;
   /** Hosts whose whole queue went to a new successor. */
   rereplicatedHosts: number;
+  /** Seen entries of settled pages sent to a host's new successors (catch-up). */
+  seenCaughtUp: number;
 }
 
 const KIND_PAGE = 0;
@@ -92,7 +99,10 @@ const SCAN_CHUNK = 2000;
 
 export class FrontierReplica {
   private mesh: ReplicaMesh | undefined;
-  readonly stats: FrontierReplicaStats = { sent: 0, held: 0, skipped: 0, promoted: 0, dropped: 0, rereplicatedHosts: 0 };
+  readonly stats: FrontierReplicaStats = { sent: 0, held: 0, skipped: 0, promoted: 0, dropped: 0, rereplicatedHosts: 0, seenCaughtUp: 0 };
+  /** Hosts new to lastSuccessors in a seen-set round: their settled pages' seen entries go to those successors. */
+  private readonly catchUpDue = new Set<string>();
+  private catchUpPending = false;
   /** The successors each of our hosts' queue was last replicated to (a new one gets the whole queue). */
   private readonly lastSuccessors = new Map<string, string[]>();
   private passP: Promise<void> = Promise.resolve();
@@ -114,7 +124,7 @@ export class FrontierReplica {
   attach(mesh: ReplicaMesh): void { this.mesh = mesh; }
 
   /** A ring-change pass is queued or running (the agent is not idle meanwhile). */
-  get busy(): boolean { return this.passPending || this.promoteDue || this.promotable; }
+  get busy(): boolean { return this.passPending || this.promoteDue || this.promotable || this.catchUpDue.size > 0; }
   /** The passes queued so far, done. */
   get settled(): Promise<void> { return this.passP; }
 
@@ -136,7 +146,10 @@ export class FrontierReplica {
       // Kept past the hop limit on a host we do not own: handed on soon, its owner replicates it.
       if (mesh.membership.ring.ownerOf(it.host) !== mesh.id) continue;
       const succ = this.successors(it.host);
-      if (!this.lastSuccessors.has(it.host)) this.lastSuccessors.set(it.host, succ);
+      if (!this.lastSuccessors.has(it.host)) {
+        this.lastSuccessors.set(it.host, succ);
+        if (succ.length) this.catchUpDue.add(it.host);
+      }
       const item = encodeItem({ kind: 'queued', url: it.url, depth: it.depth, sitemap: it.kind === 'sitemap' });
       for (const p of succ) {
         const l = byPeer.get(p);
@@ -161,6 +174,7 @@ export class FrontierReplica {
       ops,
       done: () => {
         for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.sent += w.n; }
+        if (this.catchUpDue.size) this.scheduleCatchUp();
       },
     };
   }
@@ -222,6 +236,7 @@ export class FrontierReplica {
         if (promoteNow) this.promotable = false;
         await this.sweepStandby(promoteNow);
         await this.replicateToNewSuccessors();
+        await this.catchUpNewHosts();
       } catch (err) {
         this.c.log.error({ err: (err as Error).message }, 'replicated frontier pass failed; will retry on the next ring change');
       }
@@ -303,10 +318,72 @@ export class FrontierReplica {
         for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.sent += w.n; }
         this.stats.rereplicatedHosts++;
       });
+      // After its queue, on the same FIFO: a settled page's entry trims its queued replica there.
+      await this.sendSettled(host, fresh);
+      this.catchUpDue.delete(host);
     }
     for (const host of this.lastSuccessors.keys()) if (!live.has(host)) this.lastSuccessors.delete(host);
   }
+
+  /** A catch-up of the hosts first queued since, after the passes queued so far (not a whole ring-change pass: no standby scan). */
+  private scheduleCatchUp(): void {
+    if (this.catchUpPending) return;
+    this.catchUpPending = true;
+    this.passP = this.passP.then(async () => {
+      this.catchUpPending = false;
+      try { await this.catchUpNewHosts(); } catch (err) { this.c.log.error({ err: (err as Error).message }, 'seen entries catch-up failed'); }
+    });
+  }
+
+  /** Hosts first queued here since the last pass (taken over, handed to us, or new): their settled pages' seen entries go to their successors. */
+  private async catchUpNewHosts(): Promise<void> {
+    const mesh = this.mesh!;
+    for (const host of [...this.catchUpDue]) {
+      this.catchUpDue.delete(host);
+      if (mesh.membership.ring.ownerOf(host) !== mesh.id) continue;
+      const succ = this.lastSuccessors.get(host) ?? this.successors(host);
+      if (succ.length) await this.sendSettled(host, succ);
+    }
+  }
+
+  /**
+   * The seen entries of a host's settled pages (its fetch records: fetched here, or settled elsewhere and
+   * handed or replicated to us), as replica seen entries for `peers`: a successor that becomes the
+   * host's owner fetches none of them again (docs/mesh.md "Replicated frontier").
+   */
+  private async sendSettled(host: string, peers: readonly string[]): Promise<void> {
+    const mesh = this.mesh!;
+    const { store } = this.c;
+    if (peers.length === 0) return;
+    const hk = hostKey(host);
+    let after: Buffer | undefined;
+    for (;;) {
+      const rows = await store.fetches.iterator(after ? { gt: after, lt: prefixEnd(hk), limit: CATCH_UP_CHUNK } : { gte: hk, lt: prefixEnd(hk), limit: CATCH_UP_CHUNK }).all();
+      if (rows.length === 0) break;
+      after = rows[rows.length - 1]![0];
+      const items: UrlItem[] = [];
+      for (const [, v] of rows) {
+        const r = decodeFetchRecord(v);
+        if (r) items.push(encodeItem({ kind: 'replica', url: r.url }));
+      }
+      if (items.length) {
+        const ops: BatchOp[] = [];
+        const written: Array<{ peer: string; n: number }> = [];
+        for (const p of peers) {
+          const q = mesh.replicas.queueOps(p, items);
+          for (const op of q.ops) ops.push({ ...op, sublevel: store.replicas });
+          written.push({ peer: p, n: q.n });
+        }
+        await store.db.batch(ops);
+        for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.seenCaughtUp += w.n; }
+      }
+      if (rows.length < CATCH_UP_CHUNK) break;
+    }
+  }
 }
+
+/** Rows of fetch records read per step of a catch-up. */
+const CATCH_UP_CHUNK = 2000;
 
 /** The standby key of a URL: its seen key (a replica seen entry trims it by the same key). */
 export function standbyKey(url: string): Buffer | undefined {

@@ -32,6 +32,8 @@ interface Gate {
   waiting: Set<string>;
   createdAt: number;
   deadline: number;
+  /** Its fallback time: how long a peer may go without handing us anything before the gate gives up on it. */
+  timeoutMs: number;
   /** When `waiting` became empty (or the deadline passed); NaN while open. */
   clearedAt: number;
   /** The gate of members that appeared without a marker (one at a time, shared: docs/mesh.md "Admission"). */
@@ -51,6 +53,12 @@ export interface HandoffGateOptions {
    * without moving its deadline. Default timeoutMs.
    */
   newcomerTimeoutMs?: number;
+  /**
+   * Longest wait of a gate whose peers keep handing data over (`progress`): each
+   * handoff item from a peer it waits for pushes its deadline to a fallback time
+   * after it, up to this long after the gate opened. Default 4 × timeoutMs.
+   */
+  maxWaitMs?: number;
   /** After a newcomer gate gave up, no newcomer gate opens for this long (bounds churning identities). Default 0. */
   newcomerCooldownMs?: number;
   /**
@@ -208,6 +216,22 @@ export class HandoffGate {
   }
 
   /**
+   * Handoff data from a peer arrived (seen entries, a host's state, queued URLs
+   * of a host it hands over): its pass towards us is under way, only slow (a
+   * loaded machine; in-flight fetches it waits for), so the gates waiting for it
+   * do not give up yet. Their fallback is for a lost marker or a wedged peer
+   * (docs/mesh.md "Handoff protocol"): counted from the peer's last handoff
+   * data, bounded by maxWaitMs from the gate's opening.
+   */
+  progress(from: string, now: number): void {
+    const max = this.opts.maxWaitMs ?? 4 * this.opts.timeoutMs;
+    for (const g of this.gates) {
+      if (!Number.isNaN(g.clearedAt) || !g.waiting.has(from)) continue;
+      g.deadline = Math.max(g.deadline, Math.min(g.createdAt + max, now + g.timeoutMs));
+    }
+  }
+
+  /**
    * A peer was declared dead (or is gone): take over at once, do not wait for
    * it. Its last marker is kept (until prune): declared dead by mistake, it
    * comes back under the same incarnation with nothing new to say; a restart
@@ -222,6 +246,12 @@ export class HandoffGate {
     this.startupExpects.delete(peer);
     this.sweep(now);
   }
+
+  /**
+   * Forgets the last marker of `peer` (back after we declared it dead past a takeover grace: it may have
+   * crawled our hosts meanwhile, docs/mesh.md "Partitions longer than the window"): it is waited for as a newcomer.
+   */
+  forgetMarker(peer: string): void { this.lastMarker.delete(peer); }
 
   /** Drops waits on peers that are no longer members (a leaver that went silent is not always a ring change). */
   prune(isMember: (id: string) => boolean, now: number): void {
@@ -327,6 +357,6 @@ export class HandoffGate {
 
   private open(before: OwnerRing | null, waiting: string[], now: number, timeoutMs: number, newcomers = false): void {
     this.stats.gates++;
-    this.gates.push({ before, waiting: new Set(waiting), createdAt: now, deadline: now + timeoutMs, clearedAt: NaN, newcomers });
+    this.gates.push({ before, waiting: new Set(waiting), createdAt: now, deadline: now + timeoutMs, timeoutMs, clearedAt: NaN, newcomers });
   }
 }

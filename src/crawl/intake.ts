@@ -57,6 +57,8 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
       this.refuse('not-member', from, items.length);
       throw new Error('not a member');
     }
+    // A handoff under way keeps the gates waiting for its sender (src/crawl/handoff.ts `progress`).
+    if (!local && items.some(isHandoffData)) this.c.gate.progress(from, Date.now());
     const cands: C[] = [];
     const settled: Buffer[] = [];
     const settledUrls: string[] = [];
@@ -98,19 +100,23 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           startupRing ??= this.c.gate.startingUp ? this.heardRing(mesh) : null;
           const heard = startupRing ?? undefined;
           const depth = Math.max(1, this.c.standby?.replicas ?? 1);
-          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
+          // A seen entry passed on to us by the member that held the host before we counted (src/crawl/recent-rings.ts `passedOn`).
+          const relayed = w.kind === 'seen' && w.hops > 0 && this.c.recentRings.passedOn(from, host, mesh.id);
+          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
             continue;
           }
         }
-        // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner.
+        // Not ours by our view: pass it on like a URL (hop limit), so it reaches the host's owner; and keep
+        // it here too: our view may lag the sender's (the host is ours once we catch up, and the sender's
+        // marker may come first), or the owner may refuse it (docs/mesh.md "Admission").
         const owner = mesh ? mesh.ownerOf(host) : undefined;
-        if (mesh && owner !== mesh.id && w.kind === 'seen' && w.hops < config.mesh.maxHops) {
+        const passed = mesh !== undefined && owner !== mesh.id && w.kind === 'seen' && w.hops < config.mesh.maxHops;
+        if (passed) {
           const l = passOn.get(owner!);
           const item = encodeItem({ kind: 'seen', url: w.url, hops: w.hops + 1 });
           if (l) l.push(item); else passOn.set(owner!, [item]);
-          continue;
         }
         const hk = hostKey(host);
         if (w.kind === 'queued') {
@@ -124,7 +130,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         if (w.kind === 'seen') handedOver++;
         const h = frontier.host(host);
         if (h) h.data.checkSeen = true;
-        else if (w.kind === 'seen' && this.c.settledOnly.size < 1_000_000) this.c.settledOnly.set(host, hk);
+        else if (w.kind === 'seen' && !passed && this.c.settledOnly.size < 1_000_000) this.c.settledOnly.set(host, hk);
         continue;
       }
       const c = this.c.candidate(w.url, w.depth, w.sitemap ? 'sitemap' : 'page');
@@ -161,7 +167,11 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     if (passOn.size > 0) await this.c.barrier.sync();
     // A marker comes after everything its sender queued for us before it (one ordered stream), all of which is durable now.
     for (const rid of markers) {
-      this.c.gate.marker(from, rid, Date.now(), mesh?.membership.member(from)?.state === 'leaving');
+      // A leaver's marker frees it for every later ring only if it was made for a ring without it — ours
+      // (a leaver is in none of our rings). An older one, late on a slow stream, comes before its last
+      // handoff: taken as final, it opened the gate before the leaver's seen entries came (docs/mesh.md "Handoff protocol").
+      const leaving = mesh?.membership.member(from)?.state === 'leaving' && rid === this.c.gate.ringId;
+      this.c.gate.marker(from, rid, Date.now(), leaving);
       // Its first marker shows the sender finished a handoff round towards us: it may own hosts now.
       mesh?.membership.vouch(from);
       this.c.log.info({ from: shortPeerId(from), ring: rid.toString(16), waitingFor: this.c.gate.waitingFor().map(shortPeerId) }, 'handoff marker received');
@@ -191,4 +201,14 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     this.c.metrics.meshRefused(reason, n);
     this.refusalLog.warn(reason, { peer: shortPeerId(from), items: n }, 'refused items from a peer');
   }
+}
+
+/**
+ * Items a previous owner sends in a handoff: seen entries, a host's state and
+ * recrawl entries, and queued URLs (hops 0; a link forwarded from a page has
+ * hops ≥ 1). Relayed seen entries (hops ≥ 1) are not: their sender is not the one handing over.
+ */
+function isHandoffData(it: UrlItem): boolean {
+  const w = classifyItem(it);
+  return w.kind === 'host-state' || w.kind === 'recrawl' || ((w.kind === 'seen' || w.kind === 'crawl') && w.hops === 0);
 }

@@ -13,7 +13,7 @@ import { encodeItem, type UrlItem } from '../mesh/index.js';
 import { AgentMesh, type MeshHandlers } from './mesh.js';
 import { HandoffGate } from './handoff.js';
 import { Ownership } from './ownership.js';
-import { FrontierReplica } from './frontier-replica.js';
+import { FrontierReplica, type ReplicaOps } from './frontier-replica.js';
 import type { HostHandoff } from './host-handoff.js';
 import type { HostStates } from './host-state.js';
 import { isStoreFailure, errorText } from './errors.js';
@@ -176,6 +176,8 @@ export class MeshRouter implements Router {
    * replica is on its way or acknowledged, never missing. It leaves on the
    * replica lane at once (src/mesh/exchange.ts), not behind URL batches.
    */
+  replicateQueued(items: Candidate[]): ReplicaOps | undefined { return this.frontierReplica.queueOps(items); }
+
   replicate(host: string, url: string, ops: BatchOp[]): Replica | undefined {
     const mesh = this.mesh;
     if (!mesh) return undefined;

@@ -71,7 +71,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       dataDir, listen: cfg.listen, announce: cfg.announce, sourceAddress: cfg.sourceAddress, swarmKeyFile: cfg.swarmKeyFile, crawlId: cfg.crawlId, openMesh: cfg.openMesh, logger: log,
     });
     try {
-      const outbox = await Outbox.open({ db: store.outbox });
+      // The last acknowledged URLs per peer are kept, to send again if it dies (docs/mesh.md "Replicated frontier").
+      const outbox = await Outbox.open({ db: store.outbox, retainAcked: cfg.replicas > 0 ? DEFAULT_MESH_EXCHANGE.retainAckedUrls : 0 });
       // No "recently forwarded" cache: every settled page is replicated once anyway.
       const replicas = await Outbox.open({ db: store.replicas, recentSize: 0 });
       let exchange: UrlExchange | undefined;

@@ -51,7 +51,7 @@ export interface OwnershipMesh {
     vouch(id: string): void;
     on(event: 'heartbeat', listener: (m: MemberInfo) => void): unknown;
   };
-  readonly outbox: Pick<Outbox, 'forgetRecent' | 'queued' | 'isPaused' | 'reassign' | 'peers'>;
+  readonly outbox: Pick<Outbox, 'forgetRecent' | 'queued' | 'isPaused' | 'reassign' | 'peers'> & Partial<Pick<Outbox, 'takeAcked'>>;
   readonly replicas: Pick<Outbox, 'queued' | 'isPaused' | 'reassign' | 'peers'>;
   readonly exchange: Pick<UrlExchange, 'inboxPeers' | 'stats'>;
 }

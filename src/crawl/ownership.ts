@@ -17,6 +17,7 @@ import { hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
 import type { HandoffGate } from './handoff.js';
 import { RecentRings } from './recent-rings.js';
+import { PartitionReturns } from './reconcile.js';
 import { PeerIntake } from './intake.js';
 import { parseZoneRule } from '../assign/zones.js';
 import { classifyItem, encodeItem, encodeHandoffMarker, type UrlItem, type MembershipChange } from '../mesh/index.js';
@@ -44,6 +45,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private ringsSaved: Promise<void> = Promise.resolve();
   /** What peers send us (src/crawl/intake.ts). */
   private readonly intake: PeerIntake<C, D>;
+  /** Members back after we declared them dead (docs/mesh.md "Partitions longer than the window"). */
+  private readonly returns = new PartitionReturns({ keepMs: 24 * 3600_000 });
   /** Queued URLs handed over to their new owners. */
   handedOver = 0;
 
@@ -103,9 +106,15 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   onMembershipChange(c: MembershipChange): void {
     const mesh = this.mesh;
     if (!mesh) return;
-    const { log, metrics, frontier, gate } = this.c;
+    const { log, metrics, frontier, gate, config } = this.c;
     log.info({ members: c.members.length, added: c.added.map(shortPeerId), removed: c.removed.map(shortPeerId) }, 'membership changed');
     metrics.setMembers({ active: c.members.length });
+    const incarnations = new Map(mesh.members().map((m) => [m.id, m.incarnation]));
+    const back = this.returns.changed(c, mesh.membership.ring, Date.now(), (id) => incarnations.get(id));
+    for (const r of back.rings) this.recentRings.push(r);
+    const waitFor = config.mesh.takeoverGraceMs > 0 ? back.cutOff : [];
+    for (const id of waitFor) gate.forgetMarker(id);
+    if (back.returned.length) log.info({ returned: back.returned.map(shortPeerId), waitForHandoff: waitFor.map(shortPeerId) }, 'members back after we declared them dead');
     this.pushRing(mesh);
     metrics.retainPeers(mesh.members().filter((m) => !m.self).map((m) => shortPeerId(m.id)));
     const now = Date.now();
@@ -118,6 +127,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     // Hosts go back to earlier owners, which may have handed on URLs we sent them.
     if (c.removed.length) mesh.outbox.forgetRecent();
     for (const id of c.removed) this.rerouteOutbox(id);
+    for (const id of c.removed) this.resendAcked(id, c.dead.includes(id));
     // Seen entries go out at once, not behind earlier handoffs still waiting for
     // in-flight fetches: the new owners must know what we fetched before they start.
     const moving = [...frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
@@ -206,6 +216,30 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
     mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
       .catch((err: Error) => log.error({ peer: id, err: err.message }, 're-routing an outbox failed'));
+  }
+
+  /**
+   * URLs a dead peer acknowledged last go again to their hosts' new owners: it may have died before their
+   * replicas reached its successors (docs/mesh.md "Replicated frontier"); the owners' seen-sets drop the
+   * rest. A peer that left gracefully handed its queue over: its are dropped.
+   */
+  private resendAcked(id: string, dead: boolean): void {
+    const mesh = this.mesh!;
+    const items = (mesh.outbox.takeAcked?.(id) ?? []).filter((it) => classifyItem(it).kind === 'crawl');
+    if (!dead || items.length === 0) return;
+    const mine: UrlItem[] = [];
+    const byOwner = new Map<string, UrlItem[]>();
+    for (const it of items) {
+      const o = mesh.ownerOf(hostOf(it.url));
+      if (o === mesh.id) { mine.push(it); continue; }
+      const l = byOwner.get(o);
+      if (l) l.push(it); else byOwner.set(o, [it]);
+    }
+    this.c.log.info({ peer: shortPeerId(id), urls: items.length }, 'URLs the dead peer acknowledged last sent again to their new owners');
+    void Promise.all([
+      ...(mine.length ? [this.acceptFromPeer(mine, id, true)] : []),
+      ...[...byOwner].map(([o, its]) => mesh.forward(o, its, true)),
+    ]).catch((err: Error) => this.c.log.error({ peer: shortPeerId(id), err: err.message }, 'sending acknowledged URLs again failed'));
   }
 
   private async startHandoffGate(mesh: OwnershipMesh): Promise<void> {

@@ -116,12 +116,10 @@ export function buildPipeline(hooks: PipelineHooks) {
     config, store, frontier, barrier, stats, policy,
     inlinks: {
       noteNew: (items) => promotions.noteNew(items),
-      // Not in a mesh, for now (docs/storage.md "In-link promotions"): with them on, the join/leave test
-      // fetched pages twice across agents in 3 of 41 runs under load (0 of 8 without); cause not found.
-      noteRepeats: (items) => { if (!router.shared) promotions.noteRepeats(items); },
+      noteRepeats: (items) => promotions.noteRepeats(items),
     },
     // In a mesh, newly queued URLs are copied to their hosts' successors (docs/mesh.md "Replicated frontier").
-    replicas: { queueOps: (items) => (router instanceof MeshRouter ? router.frontierReplica.queueOps(items) : undefined) },
+    replicas: { queueOps: (items) => router.replicateQueued(items) },
   });
   const drum = admission.drum;
   // Hosts in backoff or awaiting a robots.txt retry: what `--until-idle` does not wait for beyond --idle-grace.

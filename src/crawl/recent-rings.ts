@@ -69,6 +69,28 @@ export class RecentRings {
     return false;
   }
 
+  /**
+   * Whether `peer` may pass on to us (`self`) a seen entry of `host` that the
+   * host's previous owner handed it: we gained the host in one of the recent
+   * ring changes (its owner under an earlier recent ring was another member),
+   * and under a later one, where it is ours, `peer` comes right after us. A
+   * previous owner that has not counted us in yet hands the host to the owner
+   * of the ring without us, which is that next owner (consistent hashing moves
+   * a host only between its owner and the member that joins or leaves: Karger
+   * et al. 1997, monotonicity); that member, seeing the host is ours, passes
+   * the entry on. Only for hosts gained within the recent rings: a host that
+   * has long been ours takes seen entries from nobody but its recent owners.
+   */
+  passedOn(peer: string, host: string, self: string): boolean {
+    let gained = false;
+    for (const r of this.rings) {
+      const [owner, next] = r.nextOwnersOf(host, 2);
+      if (owner !== self) { gained = true; continue; }
+      if (gained && next === peer) return true;
+    }
+    return false;
+  }
+
   /** Whether, under one of the recent rings (or `also`), `peer` owned `host` and `self` came next (within `depth` successors). */
   replicaFor(peer: string, self: string, host: string, also?: OwnerRing, depth = 1): boolean {
     for (const r of also ? [...this.rings, also] : this.rings) {

@@ -3,12 +3,9 @@
 // and queue it in the durable render queue (src/render/queue.ts); a render loop
 // of its own concurrency takes pages off that queue, renders them in the
 // Chromium pool (src/render/browser.ts) and files what came out:
-//   - every subresource the browser asked for went through `allowed` (robots.txt
-//     from the agent's robots cache) and `fetchSubresource` (the crawler's own
-//     fetcher, timed by the host's politeness clock, src/crawl/render-clocks.ts) and
-//     is archived once (response + request records; a URL this run already has
-//     is served from memory, one archived before with the same payload is not
-//     archived again);
+//   - every subresource the browser asked for went through robots.txt and the
+//     crawler's own fetcher on the host's politeness clock, and is archived
+//     once (src/crawl/render-requests.ts);
 //   - the rendered DOM as a `conversion` record referring to the page's response
 //     (docs/warc.md "Rendered pages");
 //   - the links of the rendered DOM, through admission (scope, seen-set) like any page's;
@@ -16,11 +13,10 @@
 // A queue entry is acknowledged only once its records are written: a browser
 // that dies mid-render, or an agent that stops, leaves it to be rendered again.
 import { existsSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import type { AgentConfig, RenderConfig } from '../config.js';
 import type { Store } from '../store/db.js';
 import type { Fetcher, FetchResponse } from '../fetch/fetcher.js';
-import type { RobotsCache, RobotsEntry } from '../robots/cache.js';
+import type { RobotsCache } from '../robots/cache.js';
 import type { RenderSignals } from '../parse/html.js';
 import { extractPage } from '../parse/html.js';
 import type { WriteResult } from '../warc/writer.js';
@@ -34,9 +30,10 @@ import type { Candidate } from './candidate.js';
 import type { Logger } from '../util/log.js';
 import { decideRender, HostRenderMemory, type RenderReason } from '../render/decide.js';
 import { RenderQueue, type QueuedRender, type RenderQueueItem } from '../render/queue.js';
-import { RenderPool, type RenderOutcome, type RenderResult, type Subresource } from '../render/browser.js';
+import { RenderPool, type RenderOutcome, type RenderResult } from '../render/browser.js';
 import type { HostClocks } from './render-clocks.js';
 import { RenderMetrics } from '../render/metrics.js';
+import { BrowserRequests, type SubresourceCounts } from './render-requests.js';
 
 export interface RenderStepComponents {
   config: Pick<AgentConfig, 'render' | 'userAgent' | 'robots'>;
@@ -91,7 +88,7 @@ export interface RenderSummary {
   linksFound: number;
   linksAdmitted: number;
   conversionRecords: number;
-  subresources: { fetched: number; cached: number; refused: number; failed: number; archived: number; alreadyArchived: number; robotsRefused: number };
+  subresources: SubresourceCounts;
   browser: { launches: number; crashes: number; memoryRestarts: number; rssBytes: number };
 }
 
@@ -99,11 +96,6 @@ export type RenderStatus = NonNullable<StatusReport['render']>;
 
 /** Renders of one page that the browser's death may interrupt before it is filed anyway (empty). */
 const MAX_ATTEMPTS = 3;
-/** Subresources kept for the rest of the run (a site's script bundle serves every page of it). */
-const CACHE_BYTES = 32 * 1024 * 1024;
-const CACHE_ITEM_BYTES = 2 * 1024 * 1024;
-/** store.meta key prefix: subresource URL → payload digest archived (across runs). */
-const ARCHIVED_PREFIX = 'render-sub\0';
 
 export class RenderStep {
   private readonly cfg: RenderConfig;
@@ -116,20 +108,18 @@ export class RenderStep {
   private active = 0;
   private pushed: { promise: Promise<void>; resolve: () => void } | undefined;
   private readonly attempts = new Map<number, number>();
-  private readonly cache = new Map<string, Subresource>();
-  private cacheBytes = 0;
-  private readonly robotsKnown = new Map<string, RobotsEntry>();
-  private readonly robotsPending = new Map<string, Promise<RobotsEntry | undefined>>();
+  /** What the browser asks for: robots.txt, then the request on the host's clock, archived once. */
+  private readonly requests: BrowserRequests;
   private lastRestarts = { crashes: 0, memory: 0 };
   private readonly timed = { n: 0, ms: 0 };
   private readonly counts = {
     decisions: {} as Partial<Record<RenderReason, number>>, queued: 0, retried: 0, linksFound: 0, linksAdmitted: 0, conversionRecords: 0,
-    subresources: { fetched: 0, cached: 0, refused: 0, failed: 0, archived: 0, alreadyArchived: 0, robotsRefused: 0 },
   };
 
   constructor(private readonly c: RenderStepComponents) {
     this.cfg = c.config.render;
     this.memory = new HostRenderMemory(this.cfg);
+    this.requests = new BrowserRequests({ ...c, metrics: () => this.metrics });
   }
 
   /** Configured to render at all (a mode other than never, or a host rule). */
@@ -154,8 +144,8 @@ export class RenderStep {
     }
     this.queue = await RenderQueue.open({ db: this.c.store.render, maxQueued: this.cfg.maxQueued });
     this.pool = new RenderPool({
-      allowed: (url) => this.allowed(url),
-      fetch: (url, method, deadline) => this.fetchSubresource(url, method, deadline),
+      allowed: (url) => this.requests.allowed(url),
+      fetch: (url, method, deadline) => this.requests.fetchSubresource(url, method, deadline),
       logger: this.c.log,
     }, { ...this.cfg, userAgent: this.c.config.userAgent });
     const pool = this.pool;
@@ -220,7 +210,7 @@ export class RenderStep {
       linksFound: this.counts.linksFound,
       linksAdmitted: this.counts.linksAdmitted,
       conversionRecords: this.counts.conversionRecords,
-      subresources: { ...this.counts.subresources },
+      subresources: { ...this.requests.counts },
       browser: { launches: st?.launches ?? 0, crashes: st?.crashes ?? 0, memoryRestarts: st?.memoryRestarts ?? 0, rssBytes: st?.browserRssBytes ?? 0 },
     };
     if (this.off !== undefined) s.off = this.off;
@@ -376,119 +366,5 @@ export class RenderStep {
       await this.c.archive.writeMetadata(url, date, nearDupFields({ ...near, match: near.match }, dedup.config.maxDistance), conv?.recordId);
     }
     await near.indexed;
-  }
-
-  // --- what the browser asks for -----------------------------------------------------------------
-
-  /** robots.txt of the request's origin (fetched, timed by its host's clock, when the agent has no copy). */
-  private async allowed(url: string): Promise<boolean> {
-    let origin: string;
-    try { origin = new URL(url).origin; } catch { return false; }
-    const entry = await this.robotsFor(origin);
-    const ok = entry !== undefined && entry.verdict !== 'unreachable' && entry.rules.isAllowed(url, this.c.token);
-    if (!ok) {
-      this.counts.subresources.robotsRefused++;
-      this.counts.subresources.refused++;
-      this.metrics?.subresource('refused');
-    }
-    return ok;
-  }
-
-  private robotsFor(origin: string): Promise<RobotsEntry | undefined> {
-    const known = this.robotsKnown.get(origin);
-    if (known !== undefined && known.expires > Date.now()) return Promise.resolve(known);
-    let p = this.robotsPending.get(origin);
-    if (p === undefined) {
-      p = this.fetchRobots(origin).then((e) => {
-        if (e !== undefined) {
-          if (this.robotsKnown.size >= 4096) this.robotsKnown.clear();
-          this.robotsKnown.set(origin, e);
-        }
-        return e;
-      }, () => undefined).finally(() => this.robotsPending.delete(origin));
-      this.robotsPending.set(origin, p);
-    }
-    return p;
-  }
-
-  /** The agent's copy, or the exchange as a host turn makes it (RFC 9309 §2.3.1.2: up to maxRedirects hops), archived. */
-  private async fetchRobots(origin: string): Promise<RobotsEntry | undefined> {
-    const stored = await this.c.robots.lookup(origin);
-    if (stored !== undefined) return stored;
-    const deadline = Date.now() + this.cfg.timeoutMs;
-    let target = `${origin}/robots.txt`;
-    for (let hop = 0; hop <= this.c.config.robots.maxRedirects; hop++) {
-      const held = await this.c.clocks.acquire(hostOf(target), deadline);
-      if (held === undefined) return undefined;
-      let step;
-      try {
-        step = await this.c.robots.step(origin, target, hop);
-      } catch {
-        held.done(undefined);
-        return undefined;
-      }
-      held.done(step.out);
-      if (step.out.ok) await this.c.archive.writeExchange(step.out);
-      if (step.entry !== undefined) return step.entry;
-      target = step.next;
-    }
-    return this.c.robots.giveUp(origin);
-  }
-
-  /** One subresource: from this run's copy, else fetched on the host's clock and archived once. */
-  private async fetchSubresource(url: string, method: string, deadline: number): Promise<Subresource | undefined> {
-    const counts = this.counts.subresources;
-    // The crawler's fetcher makes GET requests only; a page's POST (a form, an API call) is refused.
-    if (method !== 'GET') { counts.refused++; this.metrics?.subresource('refused'); return undefined; }
-    const cached = this.cache.get(url);
-    if (cached !== undefined) {
-      this.cache.delete(url);
-      this.cache.set(url, cached);
-      counts.cached++;
-      this.metrics?.subresource('cached');
-      return cached;
-    }
-    const held = await this.c.clocks.acquire(hostOf(url), deadline);
-    if (held === undefined) { counts.refused++; this.metrics?.subresource('refused'); return undefined; }
-    let out;
-    try {
-      out = await this.c.fetcher.fetch(url);
-    } finally {
-      held.done(out);
-    }
-    if (!out.ok) { counts.failed++; return undefined; }
-    counts.fetched++;
-    this.metrics?.subresource('fetched');
-    await this.archiveOnce(out);
-    const sub: Subresource = {
-      url, method, status: out.status, headers: out.responseHeaders.map(([name, value]) => ({ name, value })),
-      contentType: out.header('content-type') ?? '', body: out.body,
-    };
-    this.remember(sub);
-    return sub;
-  }
-
-  /** Response and request records, unless an earlier run archived the same payload for this URL. */
-  private async archiveOnce(out: FetchResponse): Promise<void> {
-    if (!this.c.archive.enabled) return;
-    const key = Buffer.from(ARCHIVED_PREFIX + out.url, 'utf8');
-    const digest = Buffer.from(createHash('sha1').update(out.body).digest('hex') + ' ' + out.status, 'utf8');
-    const before = await this.c.store.meta.get(key).catch(() => undefined);
-    if (before !== undefined && Buffer.compare(before, digest) === 0) { this.counts.subresources.alreadyArchived++; return; }
-    await this.c.archive.writeExchange(out);
-    this.counts.subresources.archived++;
-    await this.c.store.meta.put(key, digest);
-  }
-
-  private remember(sub: Subresource): void {
-    if (sub.body.length > CACHE_ITEM_BYTES) return;
-    this.cache.set(sub.url, sub);
-    this.cacheBytes += sub.body.length;
-    // Least recently used first (Map order), bounded by the byte budget.
-    for (const [u, s] of this.cache) {
-      if (this.cacheBytes <= CACHE_BYTES) break;
-      this.cache.delete(u);
-      this.cacheBytes -= s.body.length;
-    }
   }
 }

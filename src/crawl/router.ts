@@ -12,6 +12,7 @@ import type { Admission } from './admission.js';
 import type { Sitemaps } from './sitemaps.js';
 import type { Candidate } from './candidate.js';
 import type { RoutingFacts } from './summary.js';
+import type { ReplicaOps } from './frontier-replica.js';
 
 /** Replica seen entries queued with a completion (docs/mesh.md "Crashes"): for whom, how many items each. */
 export type Replica = Array<{ peer: string; n: number }>;
@@ -36,6 +37,8 @@ export interface Router {
   replicate(host: string, url: string, ops: BatchOp[]): Replica | undefined;
   /** The completion holding the replica is durable. */
   replicated(r: Replica): void;
+  /** The replicas of newly queued URLs for their hosts' successors, for the seen-set round's batch (docs/mesh.md "Replicated frontier"); none alone. */
+  replicateQueued(items: Candidate[]): ReplicaOps | undefined;
   /** 0, or when the host may be contacted (a previous owner's handoff is not complete yet: src/crawl/handoff.ts). */
   notBefore(host: string, now: number): number;
   /** A host we hold but no longer own: hand it on. */
@@ -106,6 +109,7 @@ export class StandaloneRouter implements Router {
   }
   replicate(_host: string, _url: string, _ops: BatchOp[]): Replica | undefined { return undefined; }
   replicated(): void {}
+  replicateQueued(): ReplicaOps | undefined { return undefined; }
   notBefore(): number { return 0; }
   handOn(): void {}
   initialNextAllowed(): number { return 0; }

@@ -179,7 +179,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private readonly senders = new Map<string, SenderState>();
   private readonly marks = new Map<string, { epoch: number; seq: number }>();
   private readonly locks = new Map<string, Promise<void>>();
-  private readonly serving = new Set<{ stream: Stream; done: Promise<void>; busy: boolean }>();
+  private readonly serving = new Set<{ stream: Stream; done: Promise<void>; busy: boolean; aborted: boolean }>();
   private readonly sending = new Set<Promise<void>>();
   private readonly outStreams = new Set<Stream>();
   private readonly totals = { sent: 0, acked: 0, received: 0, duplicates: 0, acceptErrors: 0, failures: 0, throttled: 0 };
@@ -265,7 +265,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     } catch { /* node stopped */ }
     // Inbound streams waiting for their next batch close now; those in the
     // middle of one finish it (accept, mark, ack) first, within graceMs.
-    for (const s of this.serving) if (!s.busy) s.stream.abort(new Error('exchange stopping'));
+    for (const s of this.serving) if (!s.busy) { s.aborted = true; s.stream.abort(new Error('exchange stopping')); }
     const all = [...this.serving].map((s) => s.done);
     await Promise.race([Promise.allSettled([...all, ...this.sending]), sleep(graceMs)]);
     for (const s of this.serving) s.stream.abort(new Error('exchange stopping'));
@@ -446,7 +446,10 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       for (const b of inflight) ob.release(b);
       out.end();
       if (ok) {
-        await withTimeout(Promise.all([sinkDone, stream.close()]), 2000, 'close').catch(() => stream.abort(new Error('close timed out')));
+        // Nothing more is read from this stream (what it did not see acknowledged was released above, to be sent
+        // again), so the close goes on in the background, its timer unref'd. Awaited, it held this sender (new URLs
+        // for the peer, and stop()) for its whole timeout whenever the remote's end of the close came late.
+        void withTimeout(Promise.all([sinkDone, stream.close()]), 2000, 'close', { unref: true }).catch(() => stream.abort(new Error('close timed out')));
       } else {
         stream.abort(new Error('url exchange session failed'));
       }
@@ -485,12 +488,12 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
       stream.abort(new Error(`refused: ${refusal}`));
       return;
     }
-    const entry = { stream, done: Promise.resolve(), busy: false };
+    const entry = { stream, done: Promise.resolve(), busy: false, aborted: false };
     entry.done = this.serveStream(stream, connection, entry).finally(() => this.serving.delete(entry));
     this.serving.add(entry);
   }
 
-  private async serveStream(stream: Stream, connection: Connection, entry: { busy: boolean }): Promise<void> {
+  private async serveStream(stream: Stream, connection: Connection, entry: { busy: boolean; aborted: boolean }): Promise<void> {
     const from = connection.remotePeer.toString();
     const ps = this.peerStats(from);
     const out: Pushable<Uint8Array> = pushable();
@@ -605,6 +608,9 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     }
     if (intake) await intake.idle();
     out.end();
+    // Aborted by stop() between two batches: nothing left to acknowledge, and the sink of an aborted stream may
+    // never settle (stop() waited its whole grace for it).
+    if (entry.aborted) return;
     await withTimeout(sinkDone, 2000, 'close').catch(() => stream.abort(new Error('close timed out')));
   }
 
@@ -741,10 +747,10 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+function withTimeout<T>(p: Promise<T>, ms: number, what: string, o: { unref?: boolean } = {}): Promise<T> {
   let t: NodeJS.Timeout;
   return Promise.race([
     p,
-    new Promise<never>((_, rej) => { t = setTimeout(() => rej(new Timeout(what)), ms); }),
+    new Promise<never>((_, rej) => { t = setTimeout(() => rej(new Timeout(what)), ms); if (o.unref) t.unref(); }),
   ]).finally(() => clearTimeout(t));
 }

@@ -473,6 +473,14 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private readonly dialing = new Set<string>();
   /** Per member: earliest next dial and consecutive failures (exponential backoff). */
   private readonly dialBackoff = new Map<string, { next: number; failures: number }>();
+  /**
+   * Members we declared dead, still dialed (with the same backoff) for a while: one cut off by a partition
+   * is only heard again once a connection is back, and neither side may have it as a member or seed then
+   * (docs/mesh.md "Partitions longer than the window").
+   */
+  private readonly departed = new Map<string, { m: MemberInfo; until: number }>();
+  /** When each live member was first heard (local clock): only one heard for a while counts as departed. */
+  private readonly firstHeard = new Map<string, number>();
   private dialWindow = { start: 0, n: 0 };
   private lastRefusalLog = { at: 0, total: 0 };
   private readonly onMessage = (evt: CustomEvent<Message>) => this.handleMessage(evt.detail);
@@ -654,7 +662,17 @@ export class Membership extends EventEmitter<MembershipEvents> {
     if (!this.running) return;
     await this.beat();
     const now = Date.now();
+    const lastSeen = this.autoDial ? new Map(this.table.all().map((m) => [m.id, m])) : undefined;
+    for (const id of lastSeen?.keys() ?? []) if (!this.firstHeard.has(id)) this.firstHeard.set(id, now);
     const dead = this.table.sweep(now, (id) => this.node.isConnected(id));
+    for (const id of dead) {
+      const m = lastSeen?.get(id);
+      // A member heard for a while only: identities that come and go (a hostile churn) leave no dial state behind.
+      const heardFor = m ? m.lastHeard - (this.firstHeard.get(id) ?? m.lastHeard) : 0;
+      if (m && heardFor >= DEPARTED_MIN_LIFE_DEAD_AFTERS * this.deadAfterMs) this.departed.set(id, { m, until: now + DEPARTED_DIAL_MS });
+    }
+    for (const id of this.firstHeard.keys()) if (!this.table.knows(id)) this.firstHeard.delete(id);
+    for (const [id, d] of this.departed) if (d.until <= now || this.table.get(id) || this.departed.size > MAX_DEPARTED) this.departed.delete(id);
     let expired = false;
     for (const [id, until] of this.excluded) if (until <= now || !this.table.get(id)) { this.excluded.delete(id); expired = true; }
     if (dead.length) {
@@ -668,13 +686,15 @@ export class Membership extends EventEmitter<MembershipEvents> {
     // Per-peer state only for identities the table still knows.
     const known = (id: string) => this.table.knows(id);
     this.heartbeatRate.retain(known);
-    for (const id of this.dialBackoff.keys()) if (!known(id)) this.dialBackoff.delete(id);
+    for (const id of this.dialBackoff.keys()) if (!known(id) && !this.departed.has(id)) this.dialBackoff.delete(id);
     if (this.autoDial) {
       for (const m of this.table.all()) if (!m.self && m.state === 'active') this.maybeDial(m);
       for (const id of this.table.pendingIds()) {
         const m = this.table.getPending(id);
         if (m && m.state === 'active') this.maybeDial(m);
       }
+      // A short backoff: the partition's heal should be noticed within seconds, not after a minute's backoff.
+      for (const d of this.departed.values()) this.maybeDial(d.m, DEPARTED_MAX_BACKOFF_MS);
     }
     this.logRefusals(now);
   }
@@ -781,7 +801,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   // after a backoff that doubles on every failure; at most dialsPerInterval
   // dials per interval in all. So heartbeats cannot turn us into a dialer of
   // arbitrary addresses at any sustained rate.
-  private maybeDial(m: MemberInfo): void {
+  private maybeDial(m: MemberInfo, maxBackoffMs = this.admission.maxDialBackoffMs): void {
     if (m.self || this.dialing.has(m.id) || this.node.isConnected(m.id)) return;
     const now = Date.now();
     const backoff = this.dialBackoff.get(m.id);
@@ -799,7 +819,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.dialWindow.n++;
     this.dialing.add(m.id);
     const failures = backoff?.failures ?? 0;
-    this.dialBackoff.set(m.id, { next: now + Math.min(this.admission.maxDialBackoffMs, Math.max(this.intervalMs, 1000) * 2 ** failures), failures });
+    this.dialBackoff.set(m.id, { next: now + Math.min(maxBackoffMs, Math.max(this.intervalMs, 1000) * 2 ** failures), failures });
     this.stats.dials++;
     void this.node.libp2p.peerStore.merge(peer, { multiaddrs: own.map((a) => a.decapsulateCode(421)) })
       .then(() => this.node.libp2p.dial(peer, { signal: AbortSignal.timeout(10_000) }))
@@ -813,6 +833,15 @@ export class Membership extends EventEmitter<MembershipEvents> {
       .finally(() => this.dialing.delete(m.id));
   }
 }
+
+/** How long a member declared dead is still dialed (a partition that heals within it reconnects). */
+const DEPARTED_DIAL_MS = 3600_000;
+/** At most this many of them. */
+const MAX_DEPARTED = 64;
+/** Only a member heard for at least this many dead-after periods is dialed once departed. */
+const DEPARTED_MIN_LIFE_DEAD_AFTERS = 3;
+/** Their longest dial backoff (one dial at a time each, and dialsPerInterval in all, bound the rate). */
+const DEPARTED_MAX_BACKOFF_MS = 5000;
 
 const DIALABLE = /^\/(ip4|ip6|dns|dns4|dns6)\/[^/]+\/tcp\/([0-9]{1,5})(\/p2p\/[^/]+)?$/;
 

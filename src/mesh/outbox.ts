@@ -19,7 +19,7 @@ import { xxh64 } from '../hash/xxhash.js';
 import { RecentHashes } from './recent.js';
 import {
   MAX_BATCH_BYTES, MAX_BATCH_URLS, decodeBatch, decodeSegment, encodeRunsFrame, encodeSegment, isPeerIdString, isWireItem,
-  outboxKey, parseOutboxKey, readU53At, segmentCount, u53Bytes, wireItemSize, type EncodedRun, type UrlItem,
+  outboxKey, parseOutboxKey, readU53At, segmentCount, u53Bytes, wireItemSize, SEGMENT_VERSION, type EncodedRun, type UrlItem,
 } from './wire.js';
 import { silentLogger, type MeshLogger } from './node.js';
 import { DEFAULT_MESH_EXCHANGE } from '../config.js';
@@ -49,6 +49,12 @@ export interface OutboxOptions {
   segmentMaxBytes?: number;
   /** Items buffered before a group commit is written without waiting for the next tick. Default 4096. */
   commitMaxItems?: number;
+  /**
+   * Items of the last acknowledged batches kept in memory per peer (0: none, the default), for
+   * `takeAcked` when the peer is declared dead: what it acknowledged just before dying may not have
+   * reached its hosts' successors yet (docs/mesh.md "Replicated frontier").
+   */
+  retainAcked?: number;
   logger?: MeshLogger;
 }
 
@@ -167,6 +173,9 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   /** Serialises every write so seqs hit the disk in increasing order. */
   private writeChain: Promise<void> = Promise.resolve();
   private closed = false;
+  private readonly retainAcked: number;
+  /** Per peer: bodies of its last acknowledged runs (oldest first) and their item count. */
+  private readonly acked = new Map<string, { runs: Uint8Array[]; counts: number[]; n: number }>();
 
   private constructor(opts: OutboxOptions, readonly epoch: number) {
     super();
@@ -177,6 +186,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     this.segMaxUrls = Math.min(Math.max(1, opts.segmentMaxUrls ?? DEFAULT_MESH_EXCHANGE.segmentMaxUrls), MAX_BATCH_URLS);
     this.segMaxBytes = Math.min(Math.max(1024, opts.segmentMaxBytes ?? DEFAULT_MESH_EXCHANGE.segmentMaxBytes), MAX_BATCH_BYTES / 2);
     this.commitMaxItems = opts.commitMaxItems ?? DEFAULT_MESH_EXCHANGE.commitMaxItems;
+    this.retainAcked = Math.max(0, opts.retainAcked ?? 0);
   }
 
   /** Opens the outbox: loads epoch and seq counter, counts the queued entries per peer (one key scan). */
@@ -460,7 +470,28 @@ export class Outbox extends EventEmitter<OutboxEvents> {
       }
       st.progressAt = Date.now();
     });
+    if (this.retainAcked > 0) this.keepAcked(b);
     this.doneInflight(st);
+  }
+
+  private keepAcked(b: OutboxBatch): void {
+    let k = this.acked.get(b.peer);
+    if (!k) this.acked.set(b.peer, (k = { runs: [], counts: [], n: 0 }));
+    for (const r of b.runs) { k.runs.push(Buffer.from(r.body)); k.counts.push(r.count); k.n += r.count; }
+    while (k.runs.length > 1 && k.n - k.counts[0]! >= this.retainAcked) { k.n -= k.counts.shift()!; k.runs.shift(); }
+  }
+
+  /** The items of `peer`'s last acknowledged batches (see `retainAcked`), forgotten here. */
+  takeAcked(peer: string): UrlItem[] {
+    const k = this.acked.get(peer);
+    this.acked.delete(peer);
+    const out: UrlItem[] = [];
+    if (!k) return out;
+    for (const body of k.runs) {
+      const items = decodeSegment(Buffer.concat([Buffer.of(SEGMENT_VERSION), body]));
+      if (items) for (const it of items) out.push(it);
+    }
+    return out;
   }
 
   /** The batch was not acknowledged (stream failed): its entries stay queued and will be read again. */

@@ -390,14 +390,32 @@ const RAW_TITLE = 2;
  * `&` nothing can happen in the Text state, so this jumps straight there and
  * lets the original handle that character. The next positions of both are
  * remembered, so a page without `&` is searched for one once, not once per
- * text run. Relies on the tokenizer's `buffer`, `offset` and `index` fields
+ * text run.
+ *
+ * Markup-dense pages (real documentation: every word in a link, a span with a
+ * class) spend as long inside tags: tag and attribute names and quoted
+ * attribute values went through the switch one character at a time too. In
+ * those states only a few characters can end the run (whitespace, `/`, `>`,
+ * and `=` for a name; the quote or `&` for a value), so a local loop finds the
+ * next one and the original handles it, as for text.
+ *
+ * Relies on the tokenizer's `buffer`, `offset` and `index` fields
  * (htmlparser2 12, pinned in package-lock.json; test/parse.test.ts checks
- * the output against the plain Tokenizer over the synthetic web's pages).
+ * the output against the plain Tokenizer over the synthetic web's pages,
+ * edge cases and every prefix-cut of them).
  */
 /** The parts of htmlparser2 12's Tokenizer this subclass touches (declared private there). */
-interface TokenizerOpen { buffer: string; offset: number; index: number; stateText(c: number): void; write(chunk: string): void; reset(): void }
+interface TokenizerOpen {
+  buffer: string; offset: number; index: number; write(chunk: string): void; reset(): void;
+  stateText(c: number): void; stateInTagName(c: number): void; stateInClosingTagName(c: number): void; stateInAttributeName(c: number): void;
+  stateInAttributeValueDoubleQuotes(c: number): void; stateInAttributeValueSingleQuotes(c: number): void;
+}
 const OpenTokenizer = Tokenizer as unknown as new (options: { xmlMode?: boolean; decodeEntities?: boolean }, cbs: TokenizerCallbacks) => TokenizerOpen;
-const LT = 0x3c, AMP = 0x26;
+const LT = 0x3c, AMP = 0x26, DQUOTE = 0x22, SQUOTE = 0x27;
+/** Characters that end a tag or attribute name (htmlparser2's isEndOfTagSection: `/`, `>`, whitespace); `=` too with `eq`. */
+function endsName(ch: number, eq: boolean): boolean {
+  return ch === 0x2f || ch === 0x3e || ch === 0x20 || ch === 0x0a || ch === 0x09 || ch === 0x0c || ch === 0x0d || (eq && ch === 0x3d);
+}
 class FastTextTokenizer extends OpenTokenizer {
   private nextLt = -1;
   private nextAmp = -1;
@@ -430,11 +448,71 @@ class FastTextTokenizer extends OpenTokenizer {
     }
     super.stateText(c);
   }
+
+  /**
+   * From the current character (which does not end the name) to the next one that does: the
+   * index moves there and its code is returned; -1 when the buffer ends first (the index is then
+   * left on its last character, as the main loop and fastForwardTo leave it).
+   */
+  private skipName(eq: boolean): number {
+    const buf = this.buffer;
+    const len = buf.length;
+    let i = this.index - this.offset + 1;
+    while (i < len) {
+      const ch = buf.charCodeAt(i);
+      if (endsName(ch, eq)) { this.index = i + this.offset; return ch; }
+      i++;
+    }
+    this.index = len + this.offset - 1;
+    return -1;
+  }
+
+  /** The same for a quoted attribute value: to the closing quote or the next `&` (an entity, decoded by the original). */
+  private skipValue(quote: number): number {
+    const buf = this.buffer;
+    const len = buf.length;
+    let i = this.index - this.offset + 1;
+    while (i < len) {
+      const ch = buf.charCodeAt(i);
+      if (ch === quote || ch === AMP) { this.index = i + this.offset; return ch; }
+      i++;
+    }
+    this.index = len + this.offset - 1;
+    return -1;
+  }
+
+  override stateInTagName(c: number): void {
+    if (!endsName(c, false) && (c = this.skipName(false)) < 0) return;
+    super.stateInTagName(c);
+  }
+
+  override stateInClosingTagName(c: number): void {
+    if (!endsName(c, false) && (c = this.skipName(false)) < 0) return;
+    super.stateInClosingTagName(c);
+  }
+
+  override stateInAttributeName(c: number): void {
+    if (!endsName(c, true) && (c = this.skipName(true)) < 0) return;
+    super.stateInAttributeName(c);
+  }
+
+  override stateInAttributeValueDoubleQuotes(c: number): void {
+    if (c !== DQUOTE && c !== AMP && (c = this.skipValue(DQUOTE)) < 0) return;
+    super.stateInAttributeValueDoubleQuotes(c);
+  }
+
+  override stateInAttributeValueSingleQuotes(c: number): void {
+    if (c !== SQUOTE && c !== AMP && (c = this.skipValue(SQUOTE)) < 0) return;
+    super.stateInAttributeValueSingleQuotes(c);
+  }
 }
 
 /** The fast path needs the fields and method it overrides; an htmlparser2 without them gets the plain Tokenizer. */
 function fastTextUsable(): boolean {
-  if (typeof (Tokenizer.prototype as unknown as { stateText?: unknown }).stateText !== 'function') return false;
+  const proto = Tokenizer.prototype as unknown as Record<string, unknown>;
+  for (const m of ['stateText', 'stateInTagName', 'stateInClosingTagName', 'stateInAttributeName', 'stateInAttributeValueDoubleQuotes', 'stateInAttributeValueSingleQuotes']) {
+    if (typeof proto[m] !== 'function') return false;
+  }
   const probe = new FastTextTokenizer({ xmlMode: false, decodeEntities: true }, {} as TokenizerCallbacks);
   return typeof probe.buffer === 'string' && typeof probe.offset === 'number' && typeof probe.index === 'number';
 }

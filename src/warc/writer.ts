@@ -216,17 +216,36 @@ class WorkerEncoder implements Encoder {
       // Hand the worker a private, exact-size copy of the body and transfer it: a
       // structured clone would copy the body's whole backing ArrayBuffer, which for
       // a Buffer view can be far larger than the body (a pool or a read buffer).
-      if (job.kind === 'exchange' && job.input.body) {
-        const body = new Uint8Array(job.input.body);
-        this.outTransfer.push(body.buffer);
-        job = { ...job, input: { ...job.input, body } };
-      }
+      if (job.kind === 'exchange') job = this.movable(job);
       this.outbox.push({ id, job });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(this.flush);
       }
     });
+  }
+
+  /**
+   * The job as posted: the body and the wire heads copied into exact-size buffers that are
+   * transferred (the heads are small Buffers from Node's 8 KiB pool, which a structured
+   * clone would copy whole, twice a page); header lists the encoder does not read with
+   * wire heads (records.ts encodeExchange) left out of the clone.
+   */
+  private movable(job: EncodeJob & { kind: 'exchange' }): EncodeJob {
+    const own = (b: Uint8Array): Uint8Array => { const c = new Uint8Array(b); this.outTransfer.push(c.buffer); return c; };
+    const ex = job.input;
+    const input = { ...ex };
+    if (ex.body) input.body = own(ex.body);
+    const wire = ex.wire;
+    if (wire) {
+      input.wire = { ...wire, responseHead: own(wire.responseHead) };
+      input.responseHeaders = [];
+      if (wire.requestHead && wire.requestHead.length > 0) {
+        input.wire.requestHead = own(wire.requestHead);
+        input.requestHeaders = [];
+      }
+    }
+    return { ...job, input };
   }
 
   async close(): Promise<void> {

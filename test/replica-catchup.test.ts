@@ -1,0 +1,104 @@
+// The replicated frontier's catch-up (docs/mesh.md "Replicated frontier"): a
+// member that becomes a host's successor gets, after the host's queue, the
+// seen entries of its settled pages, so that taking the host over later it
+// fetches none of them again. Real store and outbox; the ring is given.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HostRing } from '../src/assign/ring.js';
+import { openStore } from '../src/store/db.js';
+import { hostKey, seenKey } from '../src/store/keys.js';
+import { Outbox, classifyItem, encodeItem } from '../src/mesh/index.js';
+import { FrontierReplica } from '../src/crawl/frontier-replica.js';
+import { encodeFetchRecord } from '../src/crawl/records.js';
+import { silentLogger } from '../src/util/log.js';
+import { tempDir } from './helpers.js';
+
+const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+
+test('catch-up: a new successor gets the settled pages\' seen entries of a host, on a ring change and at the first URL queued for a host that became ours', async () => {
+  const store = await openStore(tempDir());
+  const outbox = await Outbox.open({ db: store.replicas, recentSize: 0 });
+  try {
+    const ring = new HostRing({ replicas: 64 });
+    ring.add(A);
+    const two = new HostRing({ replicas: 64 });
+    two.add(A); two.add(B);
+    const [h1, h2] = Array.from({ length: 200 }, (_, i) => `h${i}.example`).filter((h) => two.ownerOf(h) === A);
+    const settle = async (host: string, paths: string[]) => {
+      for (const p of paths) {
+        const url = `http://${host}${p}`;
+        await store.fetches.put(seenKey(hostKey(host), url), encodeFetchRecord({ url, at: 1, status: 200 }));
+      }
+    };
+    await settle(h1!, ['/', '/a', '/b']);
+    const hosts = [{ name: h1! }];
+    const replica = new FrontierReplica({
+      store, frontier: { allHosts: () => hosts.values() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
+      replicas: 1, promoteAfterMs: 60_000, log: silentLogger, promote: async () => {},
+    });
+    replica.attach({ id: A, membership: { ring }, replicas: outbox });
+    // Alone: h1's URL is queued for nobody.
+    assert.equal(replica.queueOps([{ url: `http://${h1}/c`, host: h1!, depth: 1 }]), undefined);
+    // B joins: it is h1's successor now, and gets its settled pages.
+    ring.add(B);
+    replica.ringChanged();
+    await replica.settled;
+    const drained = async (peer: string) => {
+      const out: string[] = [];
+      for await (const items of outbox.drainPeer(peer, { waitInflightMs: 0 })) for (const it of items) { const w = classifyItem(it); out.push(`${w.kind} ${'url' in w ? w.url : ''}`); }
+      return out.sort();
+    };
+    assert.deepEqual(await drained(B), [`replica http://${h1}/`, `replica http://${h1}/a`, `replica http://${h1}/b`]);
+    // h2 became ours (taken over: its pages settled elsewhere reached us); its first queued URL brings B its seen entries.
+    await settle(h2!, ['/', '/x']);
+    const r = replica.queueOps([{ url: `http://${h2}/y`, host: h2!, depth: 2 }]);
+    assert.ok(r);
+    await store.db.batch(r.ops);
+    r.done();
+    await replica.settled;
+    assert.deepEqual(await drained(B), [`queued http://${h2}/y`, `replica http://${h2}/`, `replica http://${h2}/x`]);
+    assert.equal(replica.stats.seenCaughtUp, 5);
+    // Once caught up, later URLs of the host bring nothing more.
+    const again = replica.queueOps([{ url: `http://${h2}/z`, host: h2!, depth: 2 }]);
+    await store.db.batch(again!.ops);
+    again!.done();
+    await replica.settled;
+    assert.deepEqual(await drained(B), [`queued http://${h2}/z`]);
+  } finally {
+    await outbox.close();
+    await store.close();
+  }
+});
+
+test('outbox retainAcked: the last acknowledged URLs of a peer are kept (bounded) and taken once, for re-routing when it dies', async () => {
+  const store = await openStore(tempDir());
+  const outbox = await Outbox.open({ db: store.outbox, retainAcked: 3 });
+  try {
+    const urls = (from: number, n: number) => Array.from({ length: n }, (_, i) => encodeItem({ kind: 'crawl', url: `http://h.example/${from + i}`, depth: 1, hops: 0, sitemap: false }));
+    const sendAll = async () => {
+      for (let i = 0; i < 10; i++) {
+        const { batch } = await outbox.read(B, 0, { maxUrls: 2 });
+        if (!batch) return;
+        await outbox.ack(batch);
+      }
+    };
+    await outbox.enqueue(B, urls(0, 2));
+    await outbox.flush();
+    await sendAll();
+    await outbox.enqueue(B, urls(2, 2));
+    await outbox.flush();
+    await sendAll();
+    await outbox.enqueue(B, urls(4, 2));
+    await outbox.flush();
+    await sendAll();
+    assert.equal(outbox.queued(B), 0);
+    const kept = outbox.takeAcked(B).map((it) => classifyItem(it)).map((w) => ('url' in w ? w.url : ''));
+    // At least the last 3 acknowledged, in whole batches: the last two batches.
+    assert.deepEqual(kept, ['http://h.example/2', 'http://h.example/3', 'http://h.example/4', 'http://h.example/5']);
+    assert.deepEqual(outbox.takeAcked(B), [], 'taken once');
+  } finally {
+    await outbox.close();
+    await store.close();
+  }
+});
