@@ -559,6 +559,12 @@ export interface MeshExchangeTuning {
   commitMaxItems: number;
   /** Outbox: URLs of the last acknowledged batches kept per peer, sent again if it dies (docs/mesh.md "Replicated frontier"). */
   retainAckedUrls: number;
+  /**
+   * Outbox: how long after its acknowledgement a URL is worth sending again when the peer dies,
+   * beyond the dead-after period and takeover grace, ms: the replication window under load
+   * (docs/mesh.md "Replicated frontier").
+   */
+  resendWindowMs: number;
 }
 
 export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze({
@@ -577,6 +583,7 @@ export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze
   maxInboundStreams: 3,
   recentSize: 1 << 18,
   retainAckedUrls: 5000,
+  resendWindowMs: 10_000,
   segmentMaxUrls: 500,
   segmentMaxBytes: 64 * 1024,
   commitMaxItems: 4096,

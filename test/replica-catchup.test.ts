@@ -71,6 +71,34 @@ test('catch-up: a new successor gets the settled pages\' seen entries of a host,
   }
 });
 
+test('outbox retainAckedMs: batches acknowledged before the window are not sent again (their replicas reached the successors long ago)', async () => {
+  const store = await openStore(tempDir());
+  let now = 1_000_000;
+  const outbox = await Outbox.open({ db: store.outbox, retainAcked: 100, retainAckedMs: 10_000, now: () => now });
+  try {
+    const urls = (from: number, n: number) => Array.from({ length: n }, (_, i) => encodeItem({ kind: 'crawl', url: `http://h.example/${from + i}`, depth: 1, hops: 0, sitemap: false }));
+    const sendOne = async (from: number) => {
+      await outbox.enqueue(B, urls(from, 2));
+      await outbox.flush();
+      const { batch } = await outbox.read(B, 0, { maxUrls: 2 });
+      assert.ok(batch);
+      await outbox.ack(batch);
+    };
+    await sendOne(0); // acknowledged at t
+    now += 8_000;
+    await sendOne(2); // t + 8 s
+    now += 4_000; // t + 12 s: the first batch is out of the window, the second in it
+    const kept = outbox.takeAcked(B).map((it) => classifyItem(it)).map((w) => ('url' in w ? w.url : ''));
+    assert.deepEqual(kept, ['http://h.example/2', 'http://h.example/3']);
+    await sendOne(4);
+    now += 10_001;
+    assert.deepEqual(outbox.takeAcked(B), [], 'nothing acknowledged within the window');
+  } finally {
+    await outbox.close();
+    await store.close();
+  }
+});
+
 test('outbox retainAcked: the last acknowledged URLs of a peer are kept (bounded) and taken once, for re-routing when it dies', async () => {
   const store = await openStore(tempDir());
   const outbox = await Outbox.open({ db: store.outbox, retainAcked: 3 });

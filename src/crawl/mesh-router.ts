@@ -133,7 +133,13 @@ export class MeshRouter implements Router {
     };
     const mesh = this.mesh = await (this.c.startMesh ? this.c.startMesh(handlers) : AgentMesh.start(config.mesh, config.dataDir, store, handlers, log));
     this.frontierReplica.attach(mesh);
-    mesh.on('idle', () => this.c.onIdle());
+    mesh.on('idle', () => {
+      if (!config.untilIdle) { this.c.onIdle(); return; }
+      // The run ends with nothing queued here: announced as a leave, so the others take our hosts over as
+      // from a leaver (nothing to hand over) rather than as from the dead — whose last acknowledged URLs they
+      // would send again to owners that may not know those pages were fetched (docs/mesh.md "Replicated frontier").
+      void Promise.race([mesh.announceEnd(), sleep(1000)]).catch(() => {}).finally(() => this.c.onIdle());
+    });
     mesh.on('forget', (peer) => metrics.removePeer(shortPeerId(peer)));
     mesh.exchange.on('rejected', (reason) => metrics.meshRefused(reason));
     await ownership.start(mesh);

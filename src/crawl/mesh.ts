@@ -72,7 +72,11 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     });
     try {
       // The last acknowledged URLs per peer are kept, to send again if it dies (docs/mesh.md "Replicated frontier").
-      const outbox = await Outbox.open({ db: store.outbox, retainAcked: cfg.replicas > 0 ? DEFAULT_MESH_EXCHANGE.retainAckedUrls : 0 });
+      // Only those acknowledged within the replication window before the death is declared (silence, then grace).
+      const outbox = await Outbox.open({
+        db: store.outbox, retainAcked: cfg.replicas > 0 ? DEFAULT_MESH_EXCHANGE.retainAckedUrls : 0,
+        retainAckedMs: cfg.deadAfterMs + cfg.takeoverGraceMs + DEFAULT_MESH_EXCHANGE.resendWindowMs,
+      });
       // No "recently forwarded" cache: every settled page is replicated once anyway.
       const replicas = await Outbox.open({ db: store.replicas, recentSize: 0 });
       let exchange: UrlExchange | undefined;
@@ -217,7 +221,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     }
     const counted = members.filter((m) => m.self || !ignored(m.id));
     for (const m of counted) {
-      if (!m.self && (m.counters.queued > 0 || m.state !== 'active')) { reset(); return; }
+      // A member leaving with nothing queued has handed everything over (or ended its run idle, as we are about to).
+      if (!m.self && m.counters.queued > 0) { reset(); return; }
     }
     const own = this.exchange.idleCounters();
     const signature = counted.map((m) => `${m.id}:${m.incarnation}:${m.counters.fetched}:${m.counters.sent}:${m.counters.received}`).sort().join('|')
@@ -257,6 +262,9 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   }
 
   async leave(): Promise<void> { await this.membership.leave(); }
+
+  /** The run ends here with nothing queued (src/mesh/membership.ts `announceEnd`). */
+  async announceEnd(): Promise<void> { await this.membership.announceEnd(); }
 
   async stop(): Promise<void> {
     if (this.idleTimer) clearInterval(this.idleTimer);

@@ -559,6 +559,18 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   /**
+   * Announces `leaving` as the run ends with nothing queued here (`--until-idle`): the others drop us
+   * from their rings as from a leaver, not a dead member. Our own ring keeps us: there is nothing to
+   * hand over, and no handoff is started.
+   */
+  async announceEnd(): Promise<void> {
+    if (this.state === 'leaving') return;
+    this.state = 'leaving';
+    this.table.setSelf(this.selfHeartbeat(), Date.now());
+    await this.beat();
+  }
+
+  /**
    * `id` finished its first handoff round towards us (its marker came, after
    * everything it held for our hosts): with ringNeedsVouch, it enters our ring
    * now. A member that is not (or no longer) admitted is ignored.

@@ -55,6 +55,14 @@ export interface OutboxOptions {
    * reached its hosts' successors yet (docs/mesh.md "Replicated frontier").
    */
   retainAcked?: number;
+  /**
+   * How long an acknowledged batch stays worth sending again, ms (default: no limit). Older ones
+   * reached the peer's successors long ago (or their pages were fetched): sending them again after
+   * the peer's death would make a new owner without those replicas fetch them a second time.
+   */
+  retainAckedMs?: number;
+  /** The clock (tests inject one). */
+  now?: () => number;
   logger?: MeshLogger;
 }
 
@@ -174,8 +182,10 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   private writeChain: Promise<void> = Promise.resolve();
   private closed = false;
   private readonly retainAcked: number;
-  /** Per peer: bodies of its last acknowledged runs (oldest first) and their item count. */
-  private readonly acked = new Map<string, { runs: Uint8Array[]; counts: number[]; n: number }>();
+  private readonly retainAckedMs: number;
+  private readonly now: () => number;
+  /** Per peer: bodies of its last acknowledged runs (oldest first), their item counts and when each was acknowledged. */
+  private readonly acked = new Map<string, { runs: Uint8Array[]; counts: number[]; at: number[]; n: number }>();
 
   private constructor(opts: OutboxOptions, readonly epoch: number) {
     super();
@@ -187,6 +197,8 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     this.segMaxBytes = Math.min(Math.max(1024, opts.segmentMaxBytes ?? DEFAULT_MESH_EXCHANGE.segmentMaxBytes), MAX_BATCH_BYTES / 2);
     this.commitMaxItems = opts.commitMaxItems ?? DEFAULT_MESH_EXCHANGE.commitMaxItems;
     this.retainAcked = Math.max(0, opts.retainAcked ?? 0);
+    this.retainAckedMs = opts.retainAckedMs ?? Infinity;
+    this.now = opts.now ?? Date.now;
   }
 
   /** Opens the outbox: loads epoch and seq counter, counts the queued entries per peer (one key scan). */
@@ -476,19 +488,28 @@ export class Outbox extends EventEmitter<OutboxEvents> {
 
   private keepAcked(b: OutboxBatch): void {
     let k = this.acked.get(b.peer);
-    if (!k) this.acked.set(b.peer, (k = { runs: [], counts: [], n: 0 }));
-    for (const r of b.runs) { k.runs.push(Buffer.from(r.body)); k.counts.push(r.count); k.n += r.count; }
-    while (k.runs.length > 1 && k.n - k.counts[0]! >= this.retainAcked) { k.n -= k.counts.shift()!; k.runs.shift(); }
+    if (!k) this.acked.set(b.peer, (k = { runs: [], counts: [], at: [], n: 0 }));
+    const now = this.now();
+    for (const r of b.runs) { k.runs.push(Buffer.from(r.body)); k.counts.push(r.count); k.at.push(now); k.n += r.count; }
+    while (k.runs.length > 1 && (k.n - k.counts[0]! >= this.retainAcked || now - k.at[0]! > this.retainAckedMs)) this.dropOldestAcked(k);
   }
 
-  /** The items of `peer`'s last acknowledged batches (see `retainAcked`), forgotten here. */
+  private dropOldestAcked(k: { runs: Uint8Array[]; counts: number[]; at: number[]; n: number }): void {
+    k.n -= k.counts.shift()!;
+    k.runs.shift();
+    k.at.shift();
+  }
+
+  /** The items of `peer`'s last acknowledged batches (see `retainAcked`, `retainAckedMs`), forgotten here. */
   takeAcked(peer: string): UrlItem[] {
     const k = this.acked.get(peer);
     this.acked.delete(peer);
     const out: UrlItem[] = [];
     if (!k) return out;
-    for (const body of k.runs) {
-      const items = decodeSegment(Buffer.concat([Buffer.of(SEGMENT_VERSION), body]));
+    const since = this.now() - this.retainAckedMs;
+    for (let i = 0; i < k.runs.length; i++) {
+      if (k.at[i]! < since) continue;
+      const items = decodeSegment(Buffer.concat([Buffer.of(SEGMENT_VERSION), k.runs[i]!]));
       if (items) for (const it of items) out.push(it);
     }
     return out;
