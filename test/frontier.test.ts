@@ -395,6 +395,29 @@ test('paused hosts stay queued and are never dispatched until resumed', async ()
   assert.equal(s.frontier.nextReady(Date.now())?.name, 'z.test');
 });
 
+test('hosts paused by the operator give their active slots up: pausing more hosts than there are slots holds no other host back', async () => {
+  const s = await setup(tempDir(), { maxActiveHosts: 2, headSize: 4 });
+  await enqueue(s, [url('a.test', '/1', 7), url('a.test', '/2', 7), url('b.test', '/1', 7), url('c.test', '/1', 1), url('d.test', '/1', 1)]);
+  await settle();
+  assert.deepEqual(['a.test', 'b.test'].map((n) => s.frontier.host(n)!.active), [true, true], 'the better hosts hold both slots');
+  // One paused while idle in its slot, one paused during its turn (it gives the slot up at release).
+  s.frontier.setPaused(s.frontier.host('a.test')!, true, true);
+  const b = s.frontier.nextReady(Date.now())!;
+  assert.equal(b.name, 'b.test');
+  s.frontier.setPaused(b, true, true);
+  s.frontier.release(b, 0);
+  assert.equal(s.frontier.pendingHosts, 0, 'paused hosts do not wait for a slot');
+  const got = await drain(s);
+  assert.deepEqual(got.map((q) => q.url).sort(), ['http://c.test/1', 'http://d.test/1'], 'the other hosts were crawled');
+  assert.equal(s.frontier.queued, 3, 'the paused hosts keep their URLs');
+  assert.ok(!s.frontier.host('a.test')!.active && !s.frontier.host('b.test')!.active);
+  s.frontier.setPaused(s.frontier.host('a.test')!, false);
+  s.frontier.setPaused(s.frontier.host('b.test')!, false);
+  const rest = await drain(s);
+  assert.deepEqual(rest.map((q) => q.url).sort(), ['http://a.test/1', 'http://a.test/2', 'http://b.test/1'], 'resumed, they are crawled, nothing twice');
+  assert.equal(s.frontier.queued, 0);
+});
+
 test('URL kinds (Sitemaps 0.90): a sitemap entry keeps its kind (entry byte 2) in the head, on disk and after a restart', async () => {
   const dir = tempDir();
   let s = await setup(dir, { maxActiveHosts: 2, headSize: 2 });

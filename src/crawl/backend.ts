@@ -166,7 +166,7 @@ export class AgentBackend implements ApiBackend {
     const h = this.knownHost(name);
     h.data.operatorPaused = true;
     this.a.hostStates?.save(h.name, h.data);
-    this.a.frontier.setPaused(h, true);
+    this.a.frontier.setPaused(h, true, true); // for as long as the operator wants: its active slot goes to other hosts
     return this.control(h);
   }
 

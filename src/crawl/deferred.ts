@@ -61,9 +61,10 @@ export class DeferredWork {
    */
   onlyDeferred(now: number): boolean {
     const f = this.c.frontier;
-    const held = f.queued === 0 || f.recovering || f.pendingHosts > 0 || f.loadsRunning > 0 ? -1 : this.heldByOperator();
+    const busy = f.queued === 0 || f.recovering || f.pendingHosts > 0 || f.loadsRunning > 0;
+    const { held, inSlots } = busy ? { held: -1, inSlots: 0 } : this.heldByOperator();
     // Otherwise a host in flight (DNS answer awaited), loading, or paused for a handoff.
-    if (held < 0 || f.readyHosts + held !== f.activeHosts) return this.notOnly();
+    if (held < 0 || f.readyHosts + inSlots !== f.activeHosts) return this.notOnly();
     const wake = f.nextWake();
     if (wake === undefined ? held === 0 : wake <= now + this.c.graceMs) return this.notOnly();
     if (held === 0) return true;
@@ -76,15 +77,21 @@ export class DeferredWork {
     return false;
   }
 
-  /** Active hosts with queued URLs that wait for nothing but the operator's resume. */
-  private heldByOperator(): number {
-    if (!this.c.operatorPaused) return 0;
-    let n = 0;
+  /**
+   * Hosts with queued URLs that wait for nothing but the operator's resume (`held`), and how many
+   * of them still hold an active slot (`inSlots`: a paused host gives its slot up at the end of its turn or load).
+   */
+  private heldByOperator(): { held: number; inSlots: number } {
+    let held = 0;
+    let inSlots = 0;
+    if (!this.c.operatorPaused) return { held, inSlots };
     for (const name of this.c.operatorPaused()) {
       const h = this.c.frontier.host(name);
-      if (h && h.active && h.paused && !h.inFlight && h.queued > 0 && h.data.operatorPaused) n++;
+      if (!h || !h.paused || h.inFlight || h.queued <= 0 || !h.data.operatorPaused) continue;
+      held++;
+      if (h.active) inSlots++;
     }
-    return n;
+    return { held, inSlots };
   }
 
   /** The hosts whose queued URLs wait for one of the reasons above, soonest first (a walk over the host records). */

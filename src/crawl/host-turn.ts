@@ -119,7 +119,7 @@ export class HostTurn {
       return;
     }
     // Paused by the operator before a restart or by the host's previous owner (src/crawl/host-state.ts).
-    if (h.data.operatorPaused && !h.paused) { this.frontier.release(h, Date.now()); this.frontier.setPaused(h, true); return; }
+    if (h.data.operatorPaused && !h.paused) { this.frontier.setPaused(h, true, true); this.frontier.release(h, Date.now()); return; }
     const gated = this.c.notBefore(h.name, Date.now());
     if (gated > 0) { this.frontier.release(h, gated); return; } // the previous owner's handoff is not complete yet
     for (;;) {

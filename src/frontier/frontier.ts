@@ -143,6 +143,8 @@ export interface HostState<D> extends HeapSlot {
   nextAllowed: number;
   /** Paused hosts stay queued but are never dispatched. */
   paused: boolean;
+  /** Paused for long (an operator's pause, not a handoff's): the host gives its active slot up (`setPaused`). */
+  yieldsSlot: boolean;
   /** Per-host data owned by the caller (robots, politeness state). */
   data: D;
 }
@@ -729,7 +731,8 @@ export class Frontier<D> {
     h.nextAllowed = nextAllowed;
     if (!h.active) return;
     const m = h.headMask | h.diskMask;
-    if (m === 0) {
+    if (m === 0 || h.yieldsSlot) {
+      // A host paused for long gives its slot up: its URLs wait on disk, not in a slot another host could use.
       if (!h.loading) this.deactivate(h);
       return;
     }
@@ -756,8 +759,22 @@ export class Frontier<D> {
     return true;
   }
 
-  setPaused(h: HostState<D>, paused: boolean): void {
+  /**
+   * A paused host is never dispatched. With `yieldSlot` (an operator's pause, which may last the whole
+   * run) it also gives its active slot up — at once, or at the end of its turn or load — so pausing
+   * more hosts than there are slots holds no other host back; resumed, it waits for a slot again like
+   * any host with work on disk. A handoff's short pause keeps the slot.
+   */
+  setPaused(h: HostState<D>, paused: boolean, yieldSlot = false): void {
     h.paused = paused;
+    h.yieldsSlot = paused && yieldSlot;
+    if (h.yieldsSlot) {
+      if (h.pending) { h.pending = false; this.pendingCount--; } // its queue entry is now stale and skipped
+      if (h.active && !h.inFlight && !h.loading) { this.deactivate(h); return; }
+    } else if (!paused && !h.active && this.hosts.get(h.name) === h) {
+      this.makePending(h);
+      this.fillActive();
+    }
     this.schedule(h);
   }
 
@@ -900,7 +917,7 @@ export class Frontier<D> {
       h = {
         name, key: Buffer.from(key.subarray(0, HOST_KEY_BYTES)), heads: undefined, headCount: 0, queued: 0, headMask: 0, diskMask: 0, dirtyMask: 0,
         cursor: undefined, taken: undefined, loading: false, loadWaiting: false, commitEpoch: 0, active: false, pending: false, pendingRank: 0, readyIn: NOT_READY, inFlight: false,
-        nextAllowed: this.opts.initialNextAllowed?.(name) ?? 0, paused: false, heapIndex: -1, data: this.opts.createData(name),
+        nextAllowed: this.opts.initialNextAllowed?.(name) ?? 0, paused: false, yieldsSlot: false, heapIndex: -1, data: this.opts.createData(name),
       };
       this.hosts.set(name, h);
     }
@@ -909,7 +926,7 @@ export class Frontier<D> {
 
   /** Queues an inactive host with work on disk for activation, in the FIFO of its best class. */
   private makePending(h: HostState<D>): void {
-    if (h.active || h.diskMask === 0) return;
+    if (h.active || h.yieldsSlot || h.diskMask === 0) return;
     const r = lowest(h.diskMask);
     if (h.pending && h.pendingRank <= r) return;
     if (!h.pending) this.pendingCount++;
@@ -1106,7 +1123,7 @@ export class Frontier<D> {
       this.runningLoads.delete(loadNo);
       this.forgetMoves();
       h.loading = false;
-      if (h.headMask === 0 && h.diskMask === 0) {
+      if ((h.headMask === 0 && h.diskMask === 0) || h.yieldsSlot) {
         if (!h.inFlight) this.deactivate(h);
       } else {
         this.trim(h);
