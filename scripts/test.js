@@ -3,18 +3,16 @@
 // `node --test` process, and prints each file's report whole when it ends (never interleaved).
 // Most files mostly wait (timers, loopback servers, child agents), so several run at once (--jobs,
 // default 2 per core, at least 4); the files that start meshes of agents are timing-sensitive
-// (heartbeats, dead-after deadlines), so they run together only while the cores their agents keep busy
-// (CORES below, from the last runs) add up to at most --heavy-cores (default 1.7 on 2 cores), and never more
-// than --heavy-jobs of them (default 3 on 2 cores): two that crawl hard, or three where some mostly wait
-// (Retry-After, partitions). The most sensitive (ALONE below) run first, one at a time, with no other mesh
-// file beside them and at most --alone-companions (default 0) light files; then the others, longest first
-// (WEIGHTS), so that the run ends with short files.
+// (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 2) run together, and the
+// most sensitive (ALONE below) run first, one at a time, with no other mesh file beside them and at most
+// --alone-companions (default 0) light files; then the others, longest first (WEIGHTS), so that the run
+// ends with short files.
 // At the end: the slowest files, then the whole output of every failed file again (a CI log is often
 // read from its tail only). Ports: every test listens on port 0.
 //
-//   node scripts/test.js [--jobs N] [--heavy-jobs N] [--heavy-cores X] [--alone-companions N] [file.test.js ...]
+//   node scripts/test.js [--jobs N] [--heavy-jobs N] [--alone-companions N] [file.test.js ...]
 //
-// Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_HEAVY_CORES, UBICRAWL_TEST_ALONE_COMPANIONS (the same as
+// Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_ALONE_COMPANIONS (the same as
 // the flags), UBICRAWL_TEST_FILE_TIMEOUT (seconds a file may take before it is killed and failed; default 900).
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
@@ -27,7 +25,7 @@ const testDir = join(root, 'dist', 'test');
 
 /**
  * Files that run meshes of agents (processes, or nodes in-process with dead-after deadlines): at most
- * `heavyJobs` of them at once, and only while their CORES add up to at most `heavyCores`.
+ * `heavyJobs` of them at once.
  */
 const HEAVY = new Set([
   'hostile-peer', 'mesh-crawl', 'mesh-crash', 'mesh-scope', 'mesh-integration', 'mesh-replica', 'mesh-block', 'api-mesh',
@@ -53,26 +51,14 @@ const WEIGHTS = new Map([
   ['partition-wan', 23], ['leave', 23], ['graph', 23], ['cli', 23], ['mesh-admission', 22], ['config-file', 22], ['dedup', 20],
   ['disk-full', 19], ['frontier', 18], ['render', 18], ['api-auth', 16], ['mesh-block', 16], ['wan', 13], ['requests', 13],
   ['paused-ending', 13], ['politeness-paths', 12], ['dedup-store', 11], ['mesh-sitemaps', 11], ['mesh-exchange', 9], ['web', 9],
-  ['dashboard', 9], ['address-guard', 9], ['import-cycles', 8], ['mesh-membership', 8], ['warc', 7], ['parse', 6],
-]);
-/**
- * About how many cores a heavy file keeps busy (its CPU time over its wall time in the last runs: the agents'
- * crawl, the file's own synthetic web): the files whose meshes mostly wait (Retry-After, partitions, joins in
- * a set order) weigh little, so that two of them run beside one that crawls hard. A heavy file not listed
- * counts as one core.
- */
-const CORES = new Map([
-  ['hostile-peer', 1.1], ['mesh-crawl', 1.1], ['zones-wan', 1.4], ['mesh-crash', 0.85], ['mesh-replica', 0.75], ['mesh-block', 0.8],
-  ['mesh-scope', 0.5], ['partition-heal', 0.45], ['render-crawl', 0.45], ['join-order', 0.4], ['api-mesh', 0.4], ['graph', 0.4],
-  ['mesh-admission', 0.45], ['mesh-sitemaps', 0.4], ['partition-wan', 0.4], ['render', 0.35], ['wan', 0.3], ['mesh-policy', 0.5],
-  ['mesh-integration', 0.6], ['host-state', 0.2],
+  ['mesh-integration', 10], ['dashboard', 9], ['address-guard', 9], ['import-cycles', 8], ['mesh-membership', 8], ['warc', 7],
+  ['parse', 6],
 ]);
 
 function parseArgs(argv) {
   const opts = {
     jobs: Number(process.env.UBICRAWL_TEST_JOBS ?? Math.max(4, availableParallelism() * 2)),
-    heavyJobs: Number(process.env.UBICRAWL_TEST_HEAVY_JOBS ?? Math.max(3, Math.floor(availableParallelism() / 2) + 2)),
-    heavyCores: Number(process.env.UBICRAWL_TEST_HEAVY_CORES ?? Math.max(1.7, availableParallelism() * 0.85)),
+    heavyJobs: Number(process.env.UBICRAWL_TEST_HEAVY_JOBS ?? Math.max(2, Math.floor(availableParallelism() / 2) + 1)),
     aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 0),
     timeoutS: Number(process.env.UBICRAWL_TEST_FILE_TIMEOUT ?? 900),
     files: [],
@@ -81,14 +67,12 @@ function parseArgs(argv) {
     const a = argv[i];
     if (a === '--jobs') opts.jobs = Number(argv[++i]);
     else if (a === '--heavy-jobs') opts.heavyJobs = Number(argv[++i]);
-    else if (a === '--heavy-cores') opts.heavyCores = Number(argv[++i]);
     else if (a === '--alone-companions') opts.aloneCompanions = Number(argv[++i]);
     else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else opts.files.push(a);
   }
   for (const k of ['jobs', 'heavyJobs', 'timeoutS']) if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new Error(`${k} must be a positive integer`);
   if (!Number.isInteger(opts.aloneCompanions) || opts.aloneCompanions < 0) throw new Error('aloneCompanions must be a non-negative integer');
-  if (!(opts.heavyCores > 0)) throw new Error('heavyCores must be a positive number');
   if (!opts.files.length) opts.files = readdirSync(testDir).filter((f) => f.endsWith('.test.js')).sort().map((f) => join(testDir, f));
   return opts;
 }
@@ -97,7 +81,6 @@ const nameOf = (file) => basename(file).replace(/\.test\.js$/, '');
 const isHeavy = (file) => HEAVY.has(nameOf(file));
 const isAlone = (file) => ALONE.has(nameOf(file));
 const weightOf = (file) => WEIGHTS.get(nameOf(file)) ?? 5;
-const coresOf = (file) => CORES.get(nameOf(file)) ?? 1;
 
 /** Runs one file; resolves with its exit, output and wall time. Killed (its whole process group) after the timeout. */
 function runFile(file, timeoutS) {
@@ -166,9 +149,7 @@ function nextStartable(queue, s, opts) {
     if (isAlone(f)) {
       if (!s.aloneRunning && s.heavyRunning === 0 && light <= opts.aloneCompanions) return i;
     } else if (isHeavy(f)) {
-      // The first heavy file always may start; the next ones while the cores add up (a little slack for rounding).
-      const fits = s.heavyRunning === 0 || s.heavyCores + coresOf(f) <= opts.heavyCores + 1e-9;
-      if (!s.aloneRunning && s.heavyRunning < opts.heavyJobs && fits && !behindAlone) return i;
+      if (!s.aloneRunning && s.heavyRunning < opts.heavyJobs && !behindAlone) return i;
     } else if ((!s.aloneRunning && !behindAlone) || light < opts.aloneCompanions) {
       return i;
     }
@@ -181,10 +162,10 @@ async function main() {
   // The files that run alone first, one after the other (at most --alone-companions light files beside them), then the rest: longest first.
   const queue = [...opts.files].sort((a, b) => Number(isAlone(b)) - Number(isAlone(a)) || weightOf(b) - weightOf(a) || a.localeCompare(b));
   const t0 = Date.now();
-  process.stdout.write(`# ${queue.length} test files, ${opts.jobs} at a time (at most ${opts.heavyJobs} mesh/agent-heavy, ${opts.heavyCores} cores of them; `
+  process.stdout.write(`# ${queue.length} test files, ${opts.jobs} at a time (at most ${opts.heavyJobs} mesh/agent-heavy; `
     + `${[...ALONE].join(', ')} with no other heavy file and at most ${opts.aloneCompanions} light ones beside), node ${process.version}\n`);
   const results = [];
-  const s = { active: 0, heavyRunning: 0, heavyCores: 0, aloneRunning: false };
+  const s = { active: 0, heavyRunning: 0, aloneRunning: false };
   await new Promise((resolveAll) => {
     const pump = () => {
       while (s.active < opts.jobs) {
@@ -194,11 +175,11 @@ async function main() {
         const heavy = isHeavy(file);
         const alone = isAlone(file);
         s.active++;
-        if (heavy) { s.heavyRunning++; s.heavyCores += coresOf(file); }
+        if (heavy) s.heavyRunning++;
         if (alone) s.aloneRunning = true;
         void runFile(file, opts.timeoutS).then((r) => {
           s.active--;
-          if (heavy) { s.heavyRunning--; s.heavyCores -= coresOf(file); }
+          if (heavy) s.heavyRunning--;
           if (alone) s.aloneRunning = false;
           results.push(r);
           report(r);
