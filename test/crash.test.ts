@@ -44,7 +44,7 @@ async function completedIn(dataDir: string, urls: string[]): Promise<{ done: Set
 
 test(`crash safety: SIGKILL at ${KILLS} random points of a crawl (seed ${SEED}), restart on the same data dir each time: store opens, every reachable page fetched, none twice outside the in-flight window`, async (t) => {
   const web = await startSyntheticWeb({
-    seed: 23, hosts: 30, pagesPerHost: 20, outLinks: 6, crossHostShare: 0.2, pageBytes: { min: 2000, max: 4000 },
+    seed: 23, hosts: 30, pagesPerHost: 40, outLinks: 6, crossHostShare: 0.2, pageBytes: { min: 2000, max: 4000 },
     // 5xx pages are retried on purpose (src/politeness/control.ts): the checks below tell retries from refetches.
     robots: 'mixed', errorMix: { notFound: 0.03, redirect: 0.05, serverError: 0.02 },
   });

@@ -68,7 +68,8 @@ let meshNo = 0;
  * is seeded (before anything else: an `--until-idle` mesh that formed and has
  * exchanged its handoff markers, but has no seeds, is idle and ends).
  * `pagesPerHost`: 10 where the crawl must outlast what the test does meanwhile (a churn of identities, a
- * stall deadline, a rate-limited flood); 5 where it only has to be going on (half the pages: less CPU).
+ * stall deadline, a rate-limited flood, garbage frames sent one after the other); 5 where it only has to be
+ * going on (half the pages: less CPU).
  */
 async function startMesh(extra: string[] = [], pagesPerHost = 10): Promise<Mesh> {
   const n = meshNo++;
@@ -463,7 +464,7 @@ test('(e) a member flooding heartbeats and batches is slowed down; the crawl goe
 });
 
 test('(f) garbage frames from members and strangers are refused and counted; nothing crashes', async (t) => {
-  const mesh = await startMesh([], 5);
+  const mesh = await startMesh();
   const stranger = await Hostile.start(mesh.port);
   const evil = await Hostile.start(mesh.port);
   try {
