@@ -46,7 +46,7 @@ const ALONE = new Set(['hostile-peer', 'mesh-crawl', 'zones-wan']);
  */
 const WEIGHTS = new Map([
   ['hostile-peer', 75], ['partition-heal', 70], ['mesh-scope', 60], ['host-state', 57], ['join-order', 46], ['mesh-crawl', 42],
-  ['politeness-crawl', 42], ['mesh-crash', 40], ['crawl', 38], ['mesh-replica', 36], ['render-crawl', 33], ['recrawl-crawl', 32],
+  ['politeness-crawl', 42], ['mesh-crash', 55], ['crawl', 38], ['mesh-replica', 36], ['render-crawl', 33], ['recrawl-crawl', 32],
   ['crash', 42], ['ending', 29], ['memory', 25], ['scope-crawl', 25], ['simhash', 25], ['zones-wan', 24], ['api-mesh', 24],
   ['partition-wan', 23], ['leave', 23], ['graph', 23], ['cli', 23], ['mesh-admission', 22], ['config-file', 22], ['dedup', 20],
   ['disk-full', 19], ['frontier', 18], ['render', 18], ['api-auth', 16], ['mesh-block', 16], ['wan', 13], ['requests', 13],

@@ -35,7 +35,7 @@ async function threeAgents(web: SyntheticWeb, dir: string, seeds: string): Promi
 }
 
 test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing missed, nothing twice outside its in-flight window, its hosts come back to it', async (t) => {
-  const { web, dir, seeds, expected } = await meshWeb(150, 10);
+  const { web, dir, seeds, expected } = await meshWeb(150, 20);
   try {
     const { agents: [a0, a1, a2], port } = await threeAgents(web, dir, seeds);
     // Mid-crawl, once the victim has done a fair part of its share.
@@ -96,7 +96,7 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
 });
 
 test('an agent SIGKILLed for good: the survivors finish everything they can still reach; what was lost is only what the dead agent alone held', async (t) => {
-  const { web, dir, seeds, expected } = await meshWeb(150, 10);
+  const { web, dir, seeds, expected } = await meshWeb(150, 20);
   try {
     const { agents: [a0, a1, a2], port } = await threeAgents(web, dir, seeds);
     // Mid-crawl, once the victim has done a fair part of its share.
