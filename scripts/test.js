@@ -30,6 +30,7 @@ const testDir = join(root, 'dist', 'test');
 const HEAVY = new Set([
   'hostile-peer', 'mesh-crawl', 'mesh-crash', 'mesh-scope', 'mesh-integration', 'mesh-replica', 'mesh-block', 'api-mesh',
   'mesh-sitemaps', 'join-order', 'graph', 'wan', 'render', 'render-crawl', 'mesh-policy', 'zones-wan', 'partition-wan', 'host-state',
+  'partition-heal',
 ]);
 /**
  * Files whose assertions (no page fetched twice, members seen within a deadline) need the mesh slots to
@@ -39,18 +40,19 @@ const HEAVY = new Set([
  */
 const ALONE = new Set(['hostile-peer', 'mesh-crawl', 'zones-wan']);
 /**
- * About the seconds each file takes in a whole run on the 2-core CI machine (wall, beside others; the last CI
- * run, and a run on a loaded machine scaled down): the scheduler starts the longest first, so that the run
- * ends with short files. Only the order matters. A file not listed weighs 5.
+ * About the seconds each file takes in a whole run on the 2-core CI machine (wall, beside others; the last runs,
+ * those of a loaded machine scaled down): the scheduler starts the longest first, so that the run ends with
+ * short files. Only the order matters. A file not listed weighs 5.
  */
 const WEIGHTS = new Map([
-  ['crash', 150], ['hostile-peer', 90], ['mesh-crawl', 48], ['mesh-replica', 48], ['mesh-scope', 50], ['mesh-crash', 55],
-  ['crawl', 60], ['host-state', 50], ['join-order', 44], ['politeness-crawl', 40], ['memory', 35], ['mesh-integration', 30],
-  ['recrawl-crawl', 29], ['mesh-block', 28], ['scope-crawl', 28], ['api-mesh', 25], ['ending', 25], ['render-crawl', 23],
-  ['zones-wan', 23], ['dedup', 22], ['config-file', 22], ['disk-full', 20], ['mesh-admission', 19], ['graph', 18],
-  ['api-auth', 17], ['frontier', 16], ['simhash', 16], ['leave', 15], ['cli', 14], ['render', 13], ['partition-wan', 13],
-  ['requests', 11], ['wan', 11], ['mesh-sitemaps', 10], ['dedup-store', 10], ['web', 9], ['warc', 9], ['address-guard', 8],
-  ['import-cycles', 8], ['dashboard', 8], ['politeness-paths', 7], ['policy-gate', 7], ['mesh-exchange', 7], ['parse', 6],
+  ['hostile-peer', 75], ['partition-heal', 70], ['mesh-scope', 60], ['host-state', 57], ['join-order', 46], ['mesh-crawl', 42],
+  ['politeness-crawl', 42], ['mesh-crash', 55], ['crawl', 38], ['mesh-replica', 36], ['render-crawl', 33], ['recrawl-crawl', 32],
+  ['crash', 42], ['ending', 29], ['memory', 25], ['scope-crawl', 25], ['simhash', 25], ['zones-wan', 24], ['api-mesh', 24],
+  ['partition-wan', 23], ['leave', 23], ['graph', 23], ['cli', 23], ['mesh-admission', 22], ['config-file', 22], ['dedup', 20],
+  ['disk-full', 19], ['frontier', 18], ['render', 18], ['api-auth', 16], ['mesh-block', 16], ['wan', 13], ['requests', 13],
+  ['paused-ending', 13], ['politeness-paths', 12], ['dedup-store', 11], ['mesh-sitemaps', 11], ['mesh-exchange', 9], ['web', 9],
+  ['mesh-integration', 10], ['dashboard', 9], ['address-guard', 9], ['import-cycles', 8], ['mesh-membership', 8], ['warc', 7],
+  ['parse', 6],
 ]);
 
 function parseArgs(argv) {

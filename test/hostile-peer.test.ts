@@ -67,10 +67,13 @@ let meshNo = 0;
  * Three agents on loopback, all members of each other's ring, then the crawl
  * is seeded (before anything else: an `--until-idle` mesh that formed and has
  * exchanged its handoff markers, but has no seeds, is idle and ends).
+ * `pagesPerHost`: 10 where the crawl must outlast what the test does meanwhile (a churn of identities, a
+ * stall deadline, a rate-limited flood, garbage frames sent one after the other); 5 where it only has to be
+ * going on (half the pages: less CPU).
  */
-async function startMesh(extra: string[] = []): Promise<Mesh> {
+async function startMesh(extra: string[] = [], pagesPerHost = 10): Promise<Mesh> {
   const n = meshNo++;
-  const web = await startSyntheticWeb({ seed: 11 + n, hosts: 50, pagesPerHost: 10, outLinks: 6, crossHostShare: 0.3, pageBytes: { min: 1000, max: 2500 } });
+  const web = await startSyntheticWeb({ seed: 11 + n, hosts: 50, pagesPerHost, outLinks: 6, crossHostShare: 0.3, pageBytes: { min: 1000, max: 2500 } });
   const watch = await startWatch();
   const dir = tempDir();
   const summaries = [0, 1, 2].map((i) => join(dir, `summary-a${i}.json`));
@@ -328,7 +331,7 @@ function forgedSeen(urls: string[]): UrlItem[] {
 // ---------------------------------------------------------------- the tests
 
 test('(a) a peer that never joined: its URL batches and seen entries are refused unacknowledged and counted', async (t) => {
-  const mesh = await startMesh();
+  const mesh = await startMesh([], 5);
   const evil = await Hostile.start(mesh.port);
   try {
     const honest = await evil.honest();
@@ -359,7 +362,7 @@ test('(a) a peer that never joined: its URL batches and seen entries are refused
 });
 
 test('(b) a member that claims capacity 1e6 is refused; it takes no hosts and swallows no URLs', async (t) => {
-  const mesh = await startMesh();
+  const mesh = await startMesh([], 5);
   const evil = await Hostile.start(mesh.port);
   try {
     await evil.honest();

@@ -10,7 +10,7 @@ import { tempDir } from './helpers.js';
 import { MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, startMeshAgents, waitMembers, seedThroughApi, meshWeb, whoFetched } from './mesh-agents.js';
 
 test('3 agents crawl a 300-host web: every page once, each host by one agent, per-host delay held across the mesh', async () => {
-  const { web, dir, seeds, expected } = await meshWeb(300, 4);
+  const { web, dir, seeds, expected } = await meshWeb(300, 2);
   try {
     // All three agents first; seeds once every agent sees the whole mesh, so no host changes hands.
     const { agents: [a0, a1, a2], apis } = await startMeshAgents(web, dir, 3);

@@ -93,9 +93,9 @@ async function killOneForGood(t: { diagnostic(s: string): void }, name: string, 
 }
 
 test('replicated frontier, per-host chains: one of four agents SIGKILLed for good mid-crawl, nothing lost (its queue alone held the rest of its chains)', async (t) => {
-  await killOneForGood(t, 'chains', await chainWeb(48, 24), [], 0.05);
+  await killOneForGood(t, 'chains', await chainWeb(48, 12), [], 0.05);
 });
 
 test('replicated frontier, dense web: one of four agents SIGKILLed for good mid-crawl, every page reachable from the seeds is fetched', async (t) => {
-  await killOneForGood(t, 'dense', await meshWeb(100, 12), [], 0.05);
+  await killOneForGood(t, 'dense', await meshWeb(100, 6), [], 0.05);
 });
