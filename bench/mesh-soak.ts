@@ -22,7 +22,8 @@
 // Every agent is a child process; the bench stops by itself and kills every child it started (also on SIGINT).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, mkdirSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { freePort } from './ports.js';
+import { freePortRun } from './ports.js';
+import { locate } from './soak-where.js';
 import { loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,10 +102,13 @@ async function main(): Promise<void> {
   writeFileSync(seedsFile, [...web.roots(), ...de.roots()].join('\n') + '\n');
 
   // Slots: the initial agents, then as many again for joiners (never-seen agents) during churn.
+  // Listen ports below the ephemeral range (bench/ports.ts): a port the kernel picked as free would be taken by
+  // an outgoing connection before its agent starts (or returns), and that agent would exit at once.
   const slots: Slot[] = [];
+  const firstPort = await freePortRun(a.agents * 2);
   for (let i = 0; i < a.agents * 2; i++) {
     const zi = i % ZONES.length;
-    slots.push({ name: `a${i}`, zone: ZONES[zi]!, source: `127.0.${10 + zi}.${1 + Math.floor(i / ZONES.length)}`, port: await freePort(), dir: join(base, `a${i}`), api: 0, log: join(base, `a${i}.log`), starts: 0, exiting: false });
+    slots.push({ name: `a${i}`, zone: ZONES[zi]!, source: `127.0.${10 + zi}.${1 + Math.floor(i / ZONES.length)}`, port: firstPort + i, dir: join(base, `a${i}`), api: 0, log: join(base, `a${i}.log`), starts: 0, exiting: false });
   }
   const relayConfig = join(base, 'wan.json');
   writeFileSync(relayConfig, JSON.stringify({
@@ -187,7 +191,7 @@ async function main(): Promise<void> {
   const initial = slots.slice(0, a.agents);
   start(initial[0]!, 'start', ['--seed', seedsFile]);
   const upBy = Date.now() + 180_000;
-  const waitUp = async (s: Slot) => { while (!s.api && Date.now() < upBy) { await sleep(250); await poll(); } };
+  const waitUp = async (s: Slot) => { while (!s.api && s.proc && Date.now() < upBy) { await sleep(250); await poll(); } };
   await waitUp(initial[0]!);
   for (const s of initial.slice(1)) { start(s, 'start', []); await sleep(2000); }
   for (const s of initial) await waitUp(s);
@@ -310,12 +314,22 @@ async function main(): Promise<void> {
   out.push(`pages/s: ${(churnPages / churnSecs).toFixed(1)} during churn (${churnPages} in ${churnSecs.toFixed(0)} s); ${(pagesOnly.length / Math.max(1, (lastReq - firstReq) / 1000)).toFixed(1)} first to last request (${((lastReq - firstReq) / 1000).toFixed(0)} s); run ${endSecs.toFixed(0)} s, ${idle ? 'ended idle' : 'NOT idle at the finish bound'}`);
   out.push(`fetched twice: ${twice}, of which outside in-flight windows (earlier request not by an agent SIGKILLed within ${a.window} s after it): ${unexplained.length} URLs`);
   for (const u of unexplained.slice(0, 10)) out.push(`  ${u.url}: ${u.reqs.map((r) => `${agentOf(r)}@${((r.start - t0) / 1000).toFixed(1)}s`).join(' ')}`);
-  out.push(`lost (reachable, allowed, never requested): ${lost.length}`);
-  for (const u of lost.slice(0, 10)) {
+  // Where the unrequested pages are, from the stopped agents' stores (bench/soak-where.ts): still queued
+  // somewhere (a frontier, a replica held in standby, an outbox) is work the bench stopped before, not a loss.
+  const where = await locate(lost, slots.filter((s) => s.starts > 0).map((s) => ({ name: s.name, dir: s.dir })));
+  const queuedPlace = /:(frontier|standby|outbox|replicas)$/;
+  const stillQueued = lost.filter((u) => where.get(u)!.some((w) => queuedPlace.test(w)));
+  const gone = lost.filter((u) => !stillQueued.includes(u));
+  out.push(`never requested (reachable, allowed): ${lost.length}, of which still queued in an agent's store at the end (frontier, standby replica or outbox; ${idle ? 'the mesh had gone idle: a stall' : 'the finish bound came first'}): ${stillQueued.length}`);
+  out.push(`lost (never requested and queued nowhere): ${gone.length}`);
+  const describe = (u: string) => {
     const host = new URL(u).hostname;
     const hostReqs = requests.filter((r) => r.host === host);
-    out.push(`  ${u}: host requested ${hostReqs.length}× by ${[...new Set(hostReqs.map(agentOf))].join(',')} (last at ${hostReqs.length ? ((Math.max(...hostReqs.map((r) => r.start)) - t0) / 1000).toFixed(1) + 's' : '-'})`);
-  }
+    return `  ${u}: host requested ${hostReqs.length}× by ${[...new Set(hostReqs.map(agentOf))].join(',')} (last at ${hostReqs.length ? ((Math.max(...hostReqs.map((r) => r.start)) - t0) / 1000).toFixed(1) + 's' : '-'}); in stores: ${where.get(u)!.join(' ') || 'nowhere'}`;
+  };
+  for (const u of gone.slice(0, 10)) out.push(describe(u));
+  if (stillQueued.length) out.push('  still queued, e.g.:');
+  for (const u of stillQueued.slice(0, 5)) out.push(describe(u));
   const concHosts = new Set(concurrent.map((v) => v.key));
   out.push(`concurrent-request violations: ${concurrent.length} (on ${concHosts.size} hosts)`);
   for (const v of concurrent.slice(0, 10)) out.push(`  ${v.key}: ${agentOf(v.first)} ${v.first.path} @${((v.first.start - t0) / 1000).toFixed(2)}s–${v.first.end ? ((v.first.end - t0) / 1000).toFixed(2) + 's' : 'open'} and ${agentOf(v.second)} ${v.second.path} @${((v.second.start - t0) / 1000).toFixed(2)}s`);
@@ -337,6 +351,7 @@ async function main(): Promise<void> {
   out.push(`requests during churn: ${churnRequests}; agent logs and data ${a.keep ? 'kept in ' + base : 'removed'}`);
   process.stdout.write(out.join('\n') + '\n');
   writeFileSync(join(base, 'report.txt'), out.join('\n') + '\n');
+  if (a.keep) writeFileSync(join(base, 'lost.json'), JSON.stringify(Object.fromEntries(where)));
   if (a.keep) writeFileSync(join(base, 'requests.jsonl'), requests.map((r) => JSON.stringify({ agent: agentOf(r), host: r.host, path: r.path, s: (r.start - t0) / 1000, e: r.end ? (r.end - t0) / 1000 : null, status: r.status })).join('\n') + '\n');
   writeFileSync(join(base, 'events.json'), JSON.stringify(events.map((e) => ({ ...e, s: (e.t - t0) / 1000 }))));
 
