@@ -90,6 +90,20 @@ interface Slot { name: string; zone: string; source: string; port: number; dir: 
 interface Forwarded { own: number; cross: number }
 interface Event { t: number; kind: 'start' | 'join' | 'return' | 'leave' | 'kill' | 'exit'; slot: string; note?: string }
 
+/** What the soak reads of an agent's end summary (src/crawl/summary.ts), printed pretty to its log. */
+interface EndSummary { pages?: number; mesh?: { replicatedFrontier?: Record<string, number>; handoff?: Record<string, number> } }
+
+/** The end summaries in an agent's log (one per run that stopped by itself): each a JSON object from a `{` line to a `}` line. */
+function endSummaries(log: string): EndSummary[] {
+  let text: string;
+  try { text = readFileSync(log, 'utf8'); } catch { return []; }
+  const out: EndSummary[] = [];
+  for (const m of text.matchAll(/^\{\n[\s\S]*?^\}$/gm)) {
+    try { out.push(JSON.parse(m[0]) as EndSummary); } catch { /* a run cut off while printing */ }
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const rand = mulberry32(a.seed);
@@ -348,6 +362,15 @@ async function main(): Promise<void> {
   for (const r of pagesOnly) { const k = agentOf(r); let s = perAgentHosts.get(k); if (!s) perAgentHosts.set(k, s = new Set()); s.add(r.host); }
   out.push(`hosts requested per agent over the run: ${[...perAgentHosts].sort((x, y) => Number(x[0].slice(1)) - Number(y[0].slice(1))).map(([k, s]) => `${k}(${zoneOfSlot.get(k)}) ${s.size}`).join(', ')}`);
   out.push(`URLs forwarded across zones: ${cross} of ${own + cross} forwarded (${((100 * cross) / Math.max(1, own + cross)).toFixed(1)} %), summed over ${forwarded.size} agent runs' last /status`);
+  // Replication cost and handoff waits, from the end summaries in the agents' logs (a SIGKILLed run has none).
+  const ends = slots.filter((s) => s.starts > 0).flatMap((s) => endSummaries(s.log));
+  const sum = (f: (x: EndSummary) => number | undefined) => ends.reduce((t, x) => t + (f(x) ?? 0), 0);
+  const endPages = sum((x) => x.pages);
+  const sent = sum((x) => x.mesh?.replicatedFrontier?.sent);
+  out.push(`replication cost (--replicas 1; the ${ends.length} agent runs that ended with a summary, ${endPages} pages): ${sent} queued URLs sent to successors (${(sent / Math.max(1, endPages)).toFixed(2)} per page), ${sum((x) => x.mesh?.replicatedFrontier?.seenCaughtUp)} seen entries caught up, ${sum((x) => x.mesh?.replicatedFrontier?.promoted)} promoted after a death; plus one replica seen entry per settled page`);
+  out.push(`handoff gates (same runs): ${sum((x) => x.mesh?.handoff?.gates)} opened, ${sum((x) => x.mesh?.handoff?.timedOut)} gave up waiting for a marker (each held its hosts for its whole timeout)`);
+  const unexpected = events.filter((e) => e.kind === 'exit' && / code [1-9]/.test(e.note ?? ''));
+  out.push(`agent exits with an error: ${unexpected.length}${unexpected.length ? ' (' + unexpected.map((e) => e.note).join('; ') + '; see their logs)' : ''}`);
   out.push(`requests during churn: ${churnRequests}; agent logs and data ${a.keep ? 'kept in ' + base : 'removed'}`);
   process.stdout.write(out.join('\n') + '\n');
   writeFileSync(join(base, 'report.txt'), out.join('\n') + '\n');
