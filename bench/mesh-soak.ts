@@ -9,12 +9,15 @@
 //   fetched twice              URLs requested more than once; "outside in-flight windows" are those whose
 //                              earlier request was not made by an agent SIGKILLed within --window s after it
 //                              (docs/mesh.md "Crashes": the in-flight window)
-//   lost                       reachable from the seeds and allowed by robots.txt (bench/web/reachable.ts)
-//                              but never requested
+//   never requested            reachable from the seeds and allowed by robots.txt (bench/web/reachable.ts)
+//                              but never requested, split by the stopped agents' stores (bench/soak-where.ts):
+//                              still queued somewhere, reachable only through such pages, or lost (neither)
 //   concurrent requests        two requests to one host overlapping in time at the server (any agents)
 //   zone-rule violations       a .de host requested by an agent outside zone eu while eu had live members
 //   ring balance per zone      hosts per agent (share of the ring × hosts) from a live agent's /status
 //   cross-zone share           URLs forwarded to another zone / all URLs forwarded (each agent's /status)
+//   replication cost           queued URLs sent to successors per page, and handoff gates that gave up
+//                              waiting (the end summaries in the agents' logs; SIGKILLed runs have none)
 //
 //   node dist/bench/mesh-soak.js [--agents 12] [--minutes 5] [--hosts 2000] [--pages 3] [--seed 1]
 //                                [--window 10] [--finish-minutes 5] [--keep DIR]
@@ -333,9 +336,17 @@ async function main(): Promise<void> {
   const where = await locate(lost, slots.filter((s) => s.starts > 0).map((s) => ({ name: s.name, dir: s.dir })));
   const queuedPlace = /:(frontier|standby|outbox|replicas)$/;
   const stillQueued = lost.filter((u) => where.get(u)!.some((w) => queuedPlace.test(w)));
-  const gone = lost.filter((u) => !stillQueued.includes(u));
-  out.push(`never requested (reachable, allowed): ${lost.length}, of which still queued in an agent's store at the end (frontier, standby replica or outbox; ${idle ? 'the mesh had gone idle: a stall' : 'the finish bound came first'}): ${stillQueued.length}`);
-  out.push(`lost (never requested and queued nowhere): ${gone.length}`);
+  // Pages reachable from those still queued (bench/web/reachable.ts from them as seeds) would be found once they
+  // are fetched: behind unfinished work. An upper bound of what that excuses (a path may pass through pages
+  // already fetched, whose links were then lost); the rest is lost outright.
+  const queuedSet = new Set(stillQueued);
+  const isDe = (u: string) => new URL(u).hostname.endsWith('web.de');
+  const downstream = new Set([...web.reachable({ seeds: stillQueued.filter((u) => !isDe(u)) }).reachableAllowed, ...de.reachable({ seeds: stillQueued.filter(isDe) }).reachableAllowed]);
+  const behind = lost.filter((u) => !queuedSet.has(u) && downstream.has(u));
+  const gone = lost.filter((u) => !queuedSet.has(u) && !downstream.has(u));
+  out.push(`never requested (reachable, allowed): ${lost.length} — ${idle ? 'the mesh had gone idle' : 'NOT idle: the finish bound came first, so these are mostly unfinished work'}:`);
+  out.push(`  still queued in an agent's store at the end (frontier, standby replica or outbox): ${stillQueued.length}; reachable only through those (not found yet): ${behind.length}`);
+  out.push(`lost (never requested, queued nowhere, not behind a queued page): ${gone.length}`);
   const describe = (u: string) => {
     const host = new URL(u).hostname;
     const hostReqs = requests.filter((r) => r.host === host);
