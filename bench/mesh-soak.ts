@@ -9,12 +9,15 @@
 //   fetched twice              URLs requested more than once; "outside in-flight windows" are those whose
 //                              earlier request was not made by an agent SIGKILLed within --window s after it
 //                              (docs/mesh.md "Crashes": the in-flight window)
-//   lost                       reachable from the seeds and allowed by robots.txt (bench/web/reachable.ts)
-//                              but never requested
+//   never requested            reachable from the seeds and allowed by robots.txt (bench/web/reachable.ts)
+//                              but never requested, split by the stopped agents' stores (bench/soak-where.ts):
+//                              still queued somewhere, reachable only through such pages, or lost (neither)
 //   concurrent requests        two requests to one host overlapping in time at the server (any agents)
 //   zone-rule violations       a .de host requested by an agent outside zone eu while eu had live members
 //   ring balance per zone      hosts per agent (share of the ring × hosts) from a live agent's /status
 //   cross-zone share           URLs forwarded to another zone / all URLs forwarded (each agent's /status)
+//   replication cost           queued URLs sent to successors per page, and handoff gates that gave up
+//                              waiting (the end summaries in the agents' logs; SIGKILLed runs have none)
 //
 //   node dist/bench/mesh-soak.js [--agents 12] [--minutes 5] [--hosts 2000] [--pages 3] [--seed 1]
 //                                [--window 10] [--finish-minutes 5] [--keep DIR]
@@ -22,7 +25,8 @@
 // Every agent is a child process; the bench stops by itself and kills every child it started (also on SIGINT).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, mkdirSync, openSync, closeSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { freePort } from './ports.js';
+import { freePortRun } from './ports.js';
+import { locate } from './soak-where.js';
 import { loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -89,6 +93,20 @@ interface Slot { name: string; zone: string; source: string; port: number; dir: 
 interface Forwarded { own: number; cross: number }
 interface Event { t: number; kind: 'start' | 'join' | 'return' | 'leave' | 'kill' | 'exit'; slot: string; note?: string }
 
+/** What the soak reads of an agent's end summary (src/crawl/summary.ts), printed pretty to its log. */
+interface EndSummary { pages?: number; mesh?: { replicatedFrontier?: Record<string, number>; handoff?: Record<string, number> } }
+
+/** The end summaries in an agent's log (one per run that stopped by itself): each a JSON object from a `{` line to a `}` line. */
+function endSummaries(log: string): EndSummary[] {
+  let text: string;
+  try { text = readFileSync(log, 'utf8'); } catch { return []; }
+  const out: EndSummary[] = [];
+  for (const m of text.matchAll(/^\{\n[\s\S]*?^\}$/gm)) {
+    try { out.push(JSON.parse(m[0]) as EndSummary); } catch { /* a run cut off while printing */ }
+  }
+  return out;
+}
+
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
   const rand = mulberry32(a.seed);
@@ -101,10 +119,13 @@ async function main(): Promise<void> {
   writeFileSync(seedsFile, [...web.roots(), ...de.roots()].join('\n') + '\n');
 
   // Slots: the initial agents, then as many again for joiners (never-seen agents) during churn.
+  // Listen ports below the ephemeral range (bench/ports.ts): a port the kernel picked as free would be taken by
+  // an outgoing connection before its agent starts (or returns), and that agent would exit at once.
   const slots: Slot[] = [];
+  const firstPort = await freePortRun(a.agents * 2);
   for (let i = 0; i < a.agents * 2; i++) {
     const zi = i % ZONES.length;
-    slots.push({ name: `a${i}`, zone: ZONES[zi]!, source: `127.0.${10 + zi}.${1 + Math.floor(i / ZONES.length)}`, port: await freePort(), dir: join(base, `a${i}`), api: 0, log: join(base, `a${i}.log`), starts: 0, exiting: false });
+    slots.push({ name: `a${i}`, zone: ZONES[zi]!, source: `127.0.${10 + zi}.${1 + Math.floor(i / ZONES.length)}`, port: firstPort + i, dir: join(base, `a${i}`), api: 0, log: join(base, `a${i}.log`), starts: 0, exiting: false });
   }
   const relayConfig = join(base, 'wan.json');
   writeFileSync(relayConfig, JSON.stringify({
@@ -187,7 +208,7 @@ async function main(): Promise<void> {
   const initial = slots.slice(0, a.agents);
   start(initial[0]!, 'start', ['--seed', seedsFile]);
   const upBy = Date.now() + 180_000;
-  const waitUp = async (s: Slot) => { while (!s.api && Date.now() < upBy) { await sleep(250); await poll(); } };
+  const waitUp = async (s: Slot) => { while (!s.api && s.proc && Date.now() < upBy) { await sleep(250); await poll(); } };
   await waitUp(initial[0]!);
   for (const s of initial.slice(1)) { start(s, 'start', []); await sleep(2000); }
   for (const s of initial) await waitUp(s);
@@ -310,12 +331,30 @@ async function main(): Promise<void> {
   out.push(`pages/s: ${(churnPages / churnSecs).toFixed(1)} during churn (${churnPages} in ${churnSecs.toFixed(0)} s); ${(pagesOnly.length / Math.max(1, (lastReq - firstReq) / 1000)).toFixed(1)} first to last request (${((lastReq - firstReq) / 1000).toFixed(0)} s); run ${endSecs.toFixed(0)} s, ${idle ? 'ended idle' : 'NOT idle at the finish bound'}`);
   out.push(`fetched twice: ${twice}, of which outside in-flight windows (earlier request not by an agent SIGKILLed within ${a.window} s after it): ${unexplained.length} URLs`);
   for (const u of unexplained.slice(0, 10)) out.push(`  ${u.url}: ${u.reqs.map((r) => `${agentOf(r)}@${((r.start - t0) / 1000).toFixed(1)}s`).join(' ')}`);
-  out.push(`lost (reachable, allowed, never requested): ${lost.length}`);
-  for (const u of lost.slice(0, 10)) {
+  // Where the unrequested pages are, from the stopped agents' stores (bench/soak-where.ts): still queued
+  // somewhere (a frontier, a replica held in standby, an outbox) is work the bench stopped before, not a loss.
+  const where = await locate(lost, slots.filter((s) => s.starts > 0).map((s) => ({ name: s.name, dir: s.dir })));
+  const queuedPlace = /:(frontier|standby|outbox|replicas)$/;
+  const stillQueued = lost.filter((u) => where.get(u)!.some((w) => queuedPlace.test(w)));
+  // Pages reachable from those still queued (bench/web/reachable.ts from them as seeds) would be found once they
+  // are fetched: behind unfinished work. An upper bound of what that excuses (a path may pass through pages
+  // already fetched, whose links were then lost); the rest is lost outright.
+  const queuedSet = new Set(stillQueued);
+  const isDe = (u: string) => new URL(u).hostname.endsWith('web.de');
+  const downstream = new Set([...web.reachable({ seeds: stillQueued.filter((u) => !isDe(u)) }).reachableAllowed, ...de.reachable({ seeds: stillQueued.filter(isDe) }).reachableAllowed]);
+  const behind = lost.filter((u) => !queuedSet.has(u) && downstream.has(u));
+  const gone = lost.filter((u) => !queuedSet.has(u) && !downstream.has(u));
+  out.push(`never requested (reachable, allowed): ${lost.length} — ${idle ? 'the mesh had gone idle' : 'NOT idle: the finish bound came first, so these are mostly unfinished work'}:`);
+  out.push(`  still queued in an agent's store at the end (frontier, standby replica or outbox): ${stillQueued.length}; reachable only through those (not found yet): ${behind.length}`);
+  out.push(`lost (never requested, queued nowhere, not behind a queued page): ${gone.length}`);
+  const describe = (u: string) => {
     const host = new URL(u).hostname;
     const hostReqs = requests.filter((r) => r.host === host);
-    out.push(`  ${u}: host requested ${hostReqs.length}× by ${[...new Set(hostReqs.map(agentOf))].join(',')} (last at ${hostReqs.length ? ((Math.max(...hostReqs.map((r) => r.start)) - t0) / 1000).toFixed(1) + 's' : '-'})`);
-  }
+    return `  ${u}: host requested ${hostReqs.length}× by ${[...new Set(hostReqs.map(agentOf))].join(',')} (last at ${hostReqs.length ? ((Math.max(...hostReqs.map((r) => r.start)) - t0) / 1000).toFixed(1) + 's' : '-'}); in stores: ${where.get(u)!.join(' ') || 'nowhere'}`;
+  };
+  for (const u of gone.slice(0, 10)) out.push(describe(u));
+  if (stillQueued.length) out.push('  still queued, e.g.:');
+  for (const u of stillQueued.slice(0, 5)) out.push(describe(u));
   const concHosts = new Set(concurrent.map((v) => v.key));
   out.push(`concurrent-request violations: ${concurrent.length} (on ${concHosts.size} hosts)`);
   for (const v of concurrent.slice(0, 10)) out.push(`  ${v.key}: ${agentOf(v.first)} ${v.first.path} @${((v.first.start - t0) / 1000).toFixed(2)}s–${v.first.end ? ((v.first.end - t0) / 1000).toFixed(2) + 's' : 'open'} and ${agentOf(v.second)} ${v.second.path} @${((v.second.start - t0) / 1000).toFixed(2)}s`);
@@ -334,9 +373,19 @@ async function main(): Promise<void> {
   for (const r of pagesOnly) { const k = agentOf(r); let s = perAgentHosts.get(k); if (!s) perAgentHosts.set(k, s = new Set()); s.add(r.host); }
   out.push(`hosts requested per agent over the run: ${[...perAgentHosts].sort((x, y) => Number(x[0].slice(1)) - Number(y[0].slice(1))).map(([k, s]) => `${k}(${zoneOfSlot.get(k)}) ${s.size}`).join(', ')}`);
   out.push(`URLs forwarded across zones: ${cross} of ${own + cross} forwarded (${((100 * cross) / Math.max(1, own + cross)).toFixed(1)} %), summed over ${forwarded.size} agent runs' last /status`);
+  // Replication cost and handoff waits, from the end summaries in the agents' logs (a SIGKILLed run has none).
+  const ends = slots.filter((s) => s.starts > 0).flatMap((s) => endSummaries(s.log));
+  const sum = (f: (x: EndSummary) => number | undefined) => ends.reduce((t, x) => t + (f(x) ?? 0), 0);
+  const endPages = sum((x) => x.pages);
+  const sent = sum((x) => x.mesh?.replicatedFrontier?.sent);
+  out.push(`replication cost (--replicas 1; the ${ends.length} agent runs that ended with a summary, ${endPages} pages): ${sent} queued URLs sent to successors (${(sent / Math.max(1, endPages)).toFixed(2)} per page), ${sum((x) => x.mesh?.replicatedFrontier?.seenCaughtUp)} seen entries caught up, ${sum((x) => x.mesh?.replicatedFrontier?.promoted)} promoted after a death; plus one replica seen entry per settled page`);
+  out.push(`handoff gates (same runs): ${sum((x) => x.mesh?.handoff?.gates)} opened, ${sum((x) => x.mesh?.handoff?.timedOut)} gave up waiting for a marker (each held its hosts for its whole timeout)`);
+  const unexpected = events.filter((e) => e.kind === 'exit' && / code [1-9]/.test(e.note ?? ''));
+  out.push(`agent exits with an error: ${unexpected.length}${unexpected.length ? ' (' + unexpected.map((e) => e.note).join('; ') + '; see their logs)' : ''}`);
   out.push(`requests during churn: ${churnRequests}; agent logs and data ${a.keep ? 'kept in ' + base : 'removed'}`);
   process.stdout.write(out.join('\n') + '\n');
   writeFileSync(join(base, 'report.txt'), out.join('\n') + '\n');
+  if (a.keep) writeFileSync(join(base, 'lost.json'), JSON.stringify(Object.fromEntries(where)));
   if (a.keep) writeFileSync(join(base, 'requests.jsonl'), requests.map((r) => JSON.stringify({ agent: agentOf(r), host: r.host, path: r.path, s: (r.start - t0) / 1000, e: r.end ? (r.end - t0) / 1000 : null, status: r.status })).join('\n') + '\n');
   writeFileSync(join(base, 'events.json'), JSON.stringify(events.map((e) => ({ ...e, s: (e.t - t0) / 1000 }))));
 

@@ -13,7 +13,7 @@ import { queuedValue, seenStateOf } from '../src/seen/state.js';
 import { Frontier, type NewUrl, type UrlKind } from '../src/frontier/frontier.js';
 import { HostRing } from '../src/assign/ring.js';
 import { HandoffGate, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
-import { Ownership, type OwnershipMesh, type OwnedHostData } from '../src/crawl/ownership.js';
+import { Ownership, HANDOFF_CHUNK, type OwnershipMesh, type OwnedHostData } from '../src/crawl/ownership.js';
 import { Promotions } from '../src/crawl/promotions.js';
 import type { Candidate, HostData } from '../src/crawl/candidate.js';
 import { encodeFetchRecord, decodeFetchRecord } from '../src/crawl/records.js';
@@ -228,6 +228,34 @@ test('ownership: on a ring change the hosts that move are handed to their new ow
       assert.ok(await r.store.seen.get(seenKey(hostKey(h), `http://${h}/1`)), `${h}: seen entries kept`);
     }
     assert.equal(r.ownership.rebalancePending, false);
+  } finally { await r.close(); }
+});
+
+test('ownership: many hosts that move are handed over in a few exclusive sections of the seen-set, not one per host, every URL once, and each host\'s state before its URLs', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh); // alone: every host is ours
+    await r.ownership.rebalancing;
+    const n = HANDOFF_CHUNK + 44; // more than one chunk moves
+    const { a, b } = hostsByOwner(n);
+    await r.drum.submit([...a, ...b].flatMap((h) => [candidate(`http://${h}/1`, 1, 'page')!, candidate(`http://${h}/2`, 1, 'page')!]), false);
+    await waitUntil(() => [...b].every((h) => r.frontier.host(h)), 5000);
+    let sections = 0;
+    const exclusive = r.drum.exclusive.bind(r.drum);
+    r.drum.exclusive = (fn) => { sections++; return exclusive(fn); };
+
+    r.mesh.ring.add(B);
+    r.mesh.vouched.add(B);
+    r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+
+    const crawl = r.mesh.sentTo(B).map(classifyItem).filter((w) => w.kind === 'crawl').map((w) => w.kind === 'crawl' && w.url).sort();
+    assert.deepEqual(crawl, b.flatMap((h) => [`http://${h}/1`, `http://${h}/2`]).sort(), 'every queued URL of the moved hosts once, and only theirs');
+    assert.equal(r.ownership.handedOver, 2 * n);
+    assert.ok(sections <= Math.ceil(n / HANDOFF_CHUNK), `${n} hosts handed over in ${sections} exclusive sections (at most ${Math.ceil(n / HANDOFF_CHUNK)})`);
+    for (const h of b) assert.equal(r.frontier.host(h), undefined, `${h} forgotten`);
+    for (const h of a) assert.ok(r.frontier.host(h), `${h} stays`);
   } finally { await r.close(); }
 });
 

@@ -28,6 +28,8 @@ export type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData }
 
 /** store.meta key of the recent rings (src/crawl/recent-rings.ts). */
 export const RECENT_RINGS_KEY = Buffer.from('recent-rings');
+/** Hosts handed over per exclusive section of the seen-set (their queues are read into memory together). */
+export const HANDOFF_CHUNK = 256;
 
 export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> {
   private mesh: OwnershipMesh | undefined;
@@ -148,8 +150,15 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       const rid = this.c.gate.ringId;
       let failed = false;
       const moving = [...frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
-      for (const h of moving) {
-        try { await this.handOff(h); } catch (err) { failed = true; log.error({ host: h.name, err: (err as Error).message }, 'handoff failed; will retry on the next change'); frontier.setPaused(h, false); }
+      // In chunks, one exclusive section of the seen-set each: host by host, an agent holding thousands of
+      // hosts (the one given the seeds) waited a seen-set round per host and kept them paused for the whole run.
+      for (let i = 0; i < moving.length; i += HANDOFF_CHUNK) {
+        const chunk = moving.slice(i, i + HANDOFF_CHUNK);
+        try { await this.handOff(chunk); } catch (err) {
+          failed = true;
+          log.error({ hosts: chunk.length, first: chunk[0]!.name, err: (err as Error).message }, 'handoff failed; will retry on the next change');
+          for (const h of chunk) if (frontier.host(h.name) === h) frontier.setPaused(h, false);
+        }
       }
       if (moving.length) log.info({ hosts: moving.length }, 'hosts handed over');
       // Hosts we only hold seen entries for (no frontier state) move too.
@@ -279,42 +288,59 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   }
 
   /**
-   * Moves one host to its new owner: its queued URLs, then the URLs we already
+   * Moves hosts to their new owners: their queued URLs, then the URLs we already
    * fetched or settled (as seen entries), all made durable in our outbox before
-   * they leave our frontier. In-flight work on the host finishes first, so the
+   * they leave our frontier. In-flight work on the hosts finishes first, so a
    * new owner never fetches what we are fetching.
    */
-  private async handOff(h: HostState<D>): Promise<void> {
+  private async handOff(hosts: HostState<D>[]): Promise<void> {
     const mesh = this.mesh!;
     const { store, frontier, drum } = this.c;
-    frontier.setPaused(h, true);
+    for (const h of hosts) frontier.setPaused(h, true);
     const deadline = Date.now() + 120_000;
-    while ((h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
-    const owner = mesh.ownerOf(h.name);
-    if (owner === mesh.id) { frontier.setPaused(h, false); return; }
-    // Read, send and delete with DRUM rounds held off, so no URL of this host is
+    while (hosts.some((h) => h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
+    const going: Array<{ h: HostState<D>; owner: string }> = [];
+    for (const h of hosts) {
+      const owner = mesh.ownerOf(h.name);
+      if (owner === mesh.id) frontier.setPaused(h, false); else going.push({ h, owner });
+    }
+    if (going.length === 0) return;
+    // Read, send and delete with DRUM rounds held off, so no URL of these hosts is
     // committed to our frontier between the read and the delete.
     const moved = await drum.exclusive(async () => {
-      const entries = await store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
-      const queued: UrlItem[] = [];
-      for (const [, v] of entries) {
-        const e = decodeEntry(v, h.name);
-        if (e) queued.push(encodeItem({ kind: 'crawl', url: e.url, depth: e.depth, hops: 0, sitemap: e.kind === 'sitemap' }));
+      const byOwner = new Map<string, UrlItem[]>();
+      const ops: BatchOp[] = [];
+      const dropped: Array<{ h: HostState<D>; entries: number }> = [];
+      let queuedUrls = 0;
+      for (const { h, owner } of going) {
+        const entries = await store.frontier.iterator({ gte: h.key, lt: prefixEnd(h.key) }).all();
+        const queued: UrlItem[] = [];
+        for (const [, v] of entries) {
+          const e = decodeEntry(v, h.name);
+          if (e) queued.push(encodeItem({ kind: 'crawl', url: e.url, depth: e.depth, hops: 0, sitemap: e.kind === 'sitemap' }));
+        }
+        await this.c.attachGrants(queued);
+        // Seen entries again: those of pages that finished while we waited above.
+        const settled = await this.settledItems(h.key);
+        // The host's state first: it is in place before any of its URLs can be queued there.
+        const state = (await this.c.handOffItems?.(h)) ?? [];
+        const l = byOwner.get(owner);
+        if (l) l.push(...state, ...settled, ...queued); else byOwner.set(owner, [...state, ...settled, ...queued]);
+        // Their seen entries go too: "queued" is no longer true here, and should the host come
+        // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
+        for (const [key] of entries) ops.push({ type: 'del', sublevel: store.frontier, key });
+        for (const q of queued) ops.push({ type: 'del', sublevel: store.seen, key: seenKey(h.key, q.url) });
+        dropped.push({ h, entries: entries.length });
+        queuedUrls += queued.length;
       }
-      await this.c.attachGrants(queued);
-      // Seen entries again: those of pages that finished while we waited above.
-      const settled = await this.settledItems(h.key);
-      // The host's state first: it is in place before any of its URLs can be queued there.
-      const state = (await this.c.handOffItems?.(h)) ?? [];
-      await mesh.forward(owner, [...state, ...settled, ...queued], true);
-      // Their seen entries go too: "queued" is no longer true here, and should the host come
-      // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
-      const unseen: BatchOp[] = queued.map((q) => ({ type: 'del', sublevel: store.seen, key: seenKey(h.key, q.url) }));
-      await store.db.batch([...entries.map(([key]): BatchOp => ({ type: 'del', sublevel: store.frontier, key })), ...unseen]);
-      if (unseen.length) drum.forgetCached();
-      frontier.dropHost(h, entries.length);
-      this.c.handedOff?.(h.name);
-      return queued.length;
+      await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
+      await store.db.batch(ops);
+      if (queuedUrls) drum.forgetCached();
+      for (const { h, entries } of dropped) {
+        frontier.dropHost(h, entries);
+        this.c.handedOff?.(h.name);
+      }
+      return queuedUrls;
     });
     this.handedOver += moved;
   }
