@@ -69,6 +69,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const hostItems: HandedHostItem[] = [];
     const trims: Buffer[] = []; // replica seen entries: the queued replica of that URL is done with
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
+    let withoutUs: boolean | undefined; // likewise (heldWithoutUs)
     let bad = 0;
     for (const it of items) {
       const w = classifyItem(it);
@@ -102,7 +103,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           const depth = Math.max(1, this.c.standby?.replicas ?? 1);
           // A seen entry passed on to us by the member that held the host before we counted (src/crawl/recent-rings.ts `passedOn`).
           const relayed = w.kind === 'seen' && w.hops > 0 && this.c.recentRings.passedOn(from, host, mesh.id);
-          const withoutUs = heard !== undefined || this.heldWithoutUs(mesh, from);
+          if (!replica && !relayed) withoutUs ??= heard !== undefined || this.heldWithoutUs(mesh, from);
           if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
