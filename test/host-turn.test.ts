@@ -40,6 +40,8 @@ interface Rig {
   gateUntil: number;
   owned: boolean;
   inMesh: boolean;
+  /** Runs while a turn reads the seen-set (a turn's await before its request): the ring may change meanwhile. */
+  duringSeenRead?: () => void;
   close(): Promise<void>;
 }
 
@@ -74,8 +76,9 @@ async function rig(): Promise<Rig> {
     frontier.acknowledged(1, h, q);
     h.data.pendingAcks--;
   };
+  const seen = { get: async (k: Buffer) => { r.duringSeenRead?.(); return store.seen.get(k); } } as unknown as Store['seen'];
   r.turns = new HostTurn({
-    store, frontier, fetcher, robots: new RobotsCache(store.robots, fetcher, config.robots),
+    store: { seen }, frontier, fetcher, robots: new RobotsCache(store.robots, fetcher, config.robots),
     politeness: new PolitenessControl(politenessConfig({ minDelayMs: 0 })), sideClocks: new SideClocks(), recrawl: undefined,
     stats: new CrawlStats(), metrics: createMetrics(), recentErrors: new RecentErrors(), log: silentLogger, token: 'ubicrawl', maxPagesPerHost: 0,
     inMesh: () => r.inMesh,
@@ -156,5 +159,53 @@ test('host turn: in a mesh, a URL another agent settled meanwhile is settled her
     await pump(r, () => r.settled.length > 0);
     assert.deepEqual(r.settled, [{ url, failure: 'settled-elsewhere' }]);
     assert.deepEqual(r.requests, []);
+  } finally { await r.close(); }
+});
+
+// A turn checks ownership and the handoff gate when it begins, then awaits (the seen read, on a loaded machine
+// a while): a ring that changed meanwhile (a member we declared dead heard again) must stop its request.
+test('host turn: a host that changes hands while its turn waits gets no request (robots.txt or page); its URL stays queued and goes with the host', async () => {
+  const r = await rig();
+  try {
+    r.inMesh = true;
+    const [a, b] = await queue(r, ['/a', '/b']);
+    r.duringSeenRead = () => { r.owned = false; };
+    await pump(r, () => r.handedOn > 0);
+    assert.deepEqual(r.requests, [], 'no robots.txt request for a host no longer ours');
+    assert.equal(r.handedOn, 1, 'handed on');
+    assert.equal(r.frontier.host(HOST)?.paused, true, 'paused until the handoff moves it');
+    assert.equal(r.frontier.queued, 2, 'nothing lost');
+    // Ours again: robots.txt and the first page, then the page path's own check.
+    r.duringSeenRead = undefined;
+    r.owned = true;
+    r.frontier.setPaused(r.frontier.host(HOST)!, false);
+    await pump(r, () => r.processed.length >= 1);
+    assert.deepEqual(r.processed, [{ url: a, status: 200 }]);
+    r.duringSeenRead = () => { r.owned = false; };
+    await pump(r, () => r.handedOn > 1);
+    assert.deepEqual(r.requests, ['/robots.txt', '/a'], 'the second page is not requested once the host is not ours');
+    assert.equal(r.frontier.queued, 1, 'it stays queued');
+    r.duringSeenRead = undefined;
+    r.owned = true;
+    r.frontier.setPaused(r.frontier.host(HOST)!, false);
+    await pump(r, () => r.processed.length >= 2);
+    assert.deepEqual(r.processed.map((p) => p.url), [a, b], 'fetched once it is ours again, once');
+    assert.deepEqual(r.requests, ['/robots.txt', '/a', '/b']);
+    assert.deepEqual(r.settled, []);
+  } finally { await r.close(); }
+});
+
+test('host turn: a handoff gate that closes while the turn waits holds the request until it opens', async () => {
+  const r = await rig();
+  try {
+    r.inMesh = true;
+    await queue(r, ['/a']);
+    r.duringSeenRead = () => { r.gateUntil = Date.now() + 60_000; };
+    const turns = await pump(r, () => false, 1, 1000);
+    assert.equal(turns, 1);
+    assert.deepEqual(r.requests, [], 'nothing was requested');
+    assert.ok((r.frontier.nextWake() ?? 0) >= r.gateUntil - 1000, 'released until the gate opens');
+    assert.equal(r.frontier.queued, 1, 'the URL stays queued');
+    assert.equal(r.handedOn, 0, 'still ours: not handed on');
   } finally { await r.close(); }
 });

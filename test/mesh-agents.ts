@@ -33,7 +33,11 @@ export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, 
     '--heartbeat', '250', '--dead-after', '1500',
     '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
   const run = spawnAgent(args);
+  // A test that fails before the agents end (a timed-out wait) still leaves their logs so far.
+  const keepPartial = () => { if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, `${name}.${run.proc.pid}.partial.log`), run.stderr + run.stdout); };
+  process.once('exit', keepPartial);
   const done = run.closed.then(({ code, signal }) => {
+    process.off('exit', keepPartial);
     // MESH_LOG=info MESH_LOG_DIR=… keeps each agent's log for a post-mortem.
     if (process.env.MESH_LOG_DIR) writeFileSync(join(process.env.MESH_LOG_DIR, `${name}.${run.proc.pid}.log`), run.stderr + run.stdout);
     return { code, signal, out: run.stdout, err: run.stderr };

@@ -426,3 +426,33 @@ test('ownership: a leaver\'s late marker for a ring it still owned hosts in does
     assert.equal(r.gate.notBefore(gained[0]!, Date.now()), 0);
   } finally { await r.close(); }
 });
+
+// The join/leave test under load: the newcomer heard of a member only after its start-up had ended, and
+// refused that member's handoff (`seen-not-owner`): it had never had a ring where the member owned those
+// hosts — the member held them under the ring without the newcomer — and fetched the pages again.
+test('ownership: a member heard of after our start-up hands over the hosts it held without us: its seen entries are kept until its first marker for our ring', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh); // alone: start-up ends at once
+    await r.ownership.rebalancing;
+    assert.equal(r.gate.startingUp, false);
+    // B appears, in the mesh before us (more heartbeats sent): in the ring A and B every host is either ours (B next) or B's.
+    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, { ...member(B), seq: 400 });
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    assert.deepEqual(r.gate.waitingFor(), [B], 'B may hold our hosts: waited for');
+    const { a } = hostsByOwner(2);
+    const page = `http://${a[0]}/fetched-by-b`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: page, hops: 0 })], B);
+    const stored = await r.store.seen.get(seenKey(hostKey(a[0]!), page));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'B held the host before it counted us: its page is not fetched again');
+    assert.equal(r.ownership.refusals()['seen-not-owner'], undefined);
+    // Once B has handed us our hosts (its marker for our ring), it owns none of ours in any ring we had.
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(r.gate.ringId)], B);
+    assert.deepEqual(r.gate.waitingFor(), []);
+    const late = `http://${a[1]}/hidden`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: late, hops: 0 })], B);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1, 'after its handoff, refused');
+    assert.equal(await r.store.seen.get(seenKey(hostKey(a[1]!), late)), undefined);
+  } finally { await r.close(); }
+});

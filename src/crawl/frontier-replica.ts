@@ -27,11 +27,13 @@ import { encodeItem, type Outbox, type UrlItem } from '../mesh/index.js';
 import { hostOf } from '../url/normalize.js';
 import type { Drum } from '../seen/drum.js';
 import type { Logger } from '../util/log.js';
+import { copyRing, type OwnerRing } from '../assign/zones.js';
+import { LeftEmpty } from './left-empty.js';
 
 /** What the replicated frontier uses of the agent's mesh (src/crawl/mesh.ts). */
 export interface ReplicaMesh {
   readonly id: string;
-  readonly membership: { readonly ring: Pick<HostRing, 'nextOwnersOf' | 'ownerOf' | 'members'> };
+  readonly membership: { readonly ring: OwnerRing };
   readonly replicas: Pick<Outbox, 'queueOps' | 'written'>;
 }
 
@@ -117,6 +119,10 @@ export class FrontierReplica {
   private promoteDue = false;
   /** A sweep left held URLs of hosts that are ours for the timer's pass to promote. */
   private promotable = false;
+  /** Our ring as of the last change (who owned what before the next one). */
+  private lastRing: OwnerRing | undefined;
+  /** Members that left with nothing queued, each with our ring before it left (src/crawl/left-empty.ts). */
+  private readonly leftEmpty = new LeftEmpty();
 
   constructor(private readonly c: FrontierReplicaComponents) {}
 
@@ -205,8 +211,11 @@ export class FrontierReplica {
   }
 
   /** The ring changed: promote (after promoteAfterMs), keep or drop what we hold; send our hosts' queues to new successors. */
-  ringChanged(): void {
+  ringChanged(leftEmpty: readonly string[] = []): void {
     if (!this.mesh) return;
+    const ring = this.mesh.membership.ring;
+    this.leftEmpty.changed(this.lastRing, ring, leftEmpty);
+    this.lastRing = copyRing(ring);
     clearTimeout(this.promoteTimer);
     this.promoteTimer = undefined;
     this.schedulePromotion();
@@ -261,6 +270,12 @@ export class FrontierReplica {
         const host = h ? hostOf(h.url) : '';
         if (!h || !host) { del.push({ type: 'del', sublevel: store.standby, key: k }); dropped++; continue; }
         const owner = ring.ownerOf(host);
+        if (owner === mesh.id && this.leftEmpty.settledThere(host)) {
+          // Its owner left with nothing queued (an --until-idle end): the page was settled there, not queued.
+          del.push({ type: 'del', sublevel: store.standby, key: k });
+          dropped++;
+          continue;
+        }
         if (owner === mesh.id) {
           if (promoteNow) { promote.push(h); del.push({ type: 'del', sublevel: store.standby, key: k }); } else this.promotable = true;
           continue;

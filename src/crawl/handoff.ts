@@ -112,6 +112,8 @@ export class HandoffGate {
   private startupUntil = 0;
   /** The latest clock a caller gave us (for `startingUp`, which takes none). */
   private lastNow = 0;
+  /** Peers whose marker for a ring of ours (us in it) came: they have handed us our hosts at least once. */
+  private readonly handedToUs = new Set<string>();
 
   /**
    * `self` may be set later (`setSelf`): the agent creates the gate before its
@@ -180,6 +182,7 @@ export class HandoffGate {
     const before = this.ring;
     this.ring = snapshotRing(ring);
     this.rid = ringIdOf(this.ring);
+    for (const [p, m] of this.lastMarker) if (m.ring === this.rid) this.handedToUs.add(p);
     for (const g of this.gates) for (const p of g.waiting) if (this.lastMarker.get(p)?.ring === this.rid) g.waiting.delete(p);
     for (const p of this.startupExpects) if (this.lastMarker.get(p)?.ring === this.rid) this.startupExpects.delete(p);
     const others = alive.filter((p) => p !== this.self && this.lastMarker.get(p)?.ring !== this.rid && !this.finished.has(p) && !this.silent.has(p));
@@ -212,6 +215,7 @@ export class HandoffGate {
     // for a ring without us in it (docs/mesh.md "Admission"), so it clears no gate of ours.
     for (const g of this.gates) if (leaving || ringId === this.rid) g.waiting.delete(from);
     if (leaving || ringId === this.rid) this.startupExpects.delete(from);
+    if (leaving || ringId === this.rid) this.handedToUs.add(from);
     this.sweep(now);
   }
 
@@ -244,6 +248,7 @@ export class HandoffGate {
     this.waitedFor.delete(peer);
     for (const g of this.gates) if (g.waiting.delete(peer)) this.stats.deadCleared++;
     this.startupExpects.delete(peer);
+    this.handedToUs.delete(peer);
     this.sweep(now);
   }
 
@@ -262,6 +267,7 @@ export class HandoffGate {
     for (const p of this.sent.keys()) if (!isMember(p)) this.sent.delete(p);
     for (const p of this.incarnations.keys()) if (!isMember(p)) this.incarnations.delete(p);
     for (const p of this.silent) if (!isMember(p)) this.silent.delete(p);
+    for (const p of this.handedToUs) if (!isMember(p)) this.handedToUs.delete(p);
     for (const p of this.startupExpects) if (!isMember(p)) this.startupExpects.delete(p);
     for (const p of this.waitedFor.keys()) if (!isMember(p)) this.waitedFor.delete(p);
     this.sweep(now);
@@ -307,6 +313,17 @@ export class HandoffGate {
     this.finished.delete(peer);
     this.lastMarker.delete(peer);
     return true;
+  }
+
+  /**
+   * Whether `peer` is yet to hand us our hosts for the first time: a gate waits for it and no marker of it
+   * for a ring with us in it has come. Until then what it holds of our hosts it held as their owner under
+   * the ring without us — a member we heard of only after our start-up (a loaded machine) included —
+   * so its seen entries for them are taken as its handoff (docs/mesh.md "Admission").
+   */
+  firstHandoffFrom(peer: string): boolean {
+    if (peer === this.self || this.handedToUs.has(peer)) return false;
+    return this.gates.some((g) => Number.isNaN(g.clearedAt) && g.waiting.has(peer));
   }
 
   /** Peers still waited for (status, logs). */

@@ -29,6 +29,7 @@ import type { FetchRecord } from './records.js';
 import { robotsGivenUpUntil, type HostData, type RecentFetch } from './candidate.js';
 import type { Logger } from '../util/log.js';
 import { unbracketHost } from '../url/host.js';
+import { holdBeforeRequest } from './request-recheck.js';
 
 /** Failure kind and record reason of a URL whose address is internal (src/fetch/address.ts). */
 export const BLOCKED = 'blocked-address';
@@ -263,6 +264,9 @@ export class HostTurn {
    * (src/fetch/address.ts) returns why it is refused: no request is made.
    */
   private beforeRequest(h: HostState<HostData>, q: QueuedUrl, u: URL): string | undefined | null | BlockedAddress {
+    // The ring or the handoff gate may have changed since the turn began (src/crawl/request-recheck.ts).
+    const held = holdBeforeRequest(this.c, h, q, Date.now());
+    if (held) { this.log.info({ host: h.name, url: q.url, why: held }, 'request held back: the host changed hands or waits for a handoff since its turn began'); return null; }
     const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
     const host = unbracketHost(u.hostname);
     const resolver = this.fetcher.resolver;

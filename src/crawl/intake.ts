@@ -69,6 +69,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const hostItems: HandedHostItem[] = [];
     const trims: Buffer[] = []; // replica seen entries: the queued replica of that URL is done with
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
+    let withoutUs: boolean | undefined; // likewise (heldWithoutUs)
     let bad = 0;
     for (const it of items) {
       const w = classifyItem(it);
@@ -102,7 +103,8 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           const depth = Math.max(1, this.c.standby?.replicas ?? 1);
           // A seen entry passed on to us by the member that held the host before we counted (src/crawl/recent-rings.ts `passedOn`).
           const relayed = w.kind === 'seen' && w.hops > 0 && this.c.recentRings.passedOn(from, host, mesh.id);
-          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) {
+          if (!replica && !relayed) withoutUs ??= heard !== undefined || this.heldWithoutUs(mesh, from);
+          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
             continue;
@@ -194,6 +196,19 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
       this.heard = { key, ring };
     }
     return this.heard.ring;
+  }
+
+  /**
+   * Whether `from` may hand us the hosts it would own without us: a member that was in the mesh before us
+   * (it has sent more heartbeats) and has yet to hand us our hosts for the first time (src/crawl/handoff.ts
+   * `firstHandoffFrom`) held them as their owner under the ring without us, even if we heard of it only
+   * after our start-up (a loaded machine). One that came after us held none of ours (docs/mesh.md "Admission").
+   */
+  private heldWithoutUs(mesh: OwnershipMesh, from: string): boolean {
+    if (!this.c.gate.firstHandoffFrom(from)) return false;
+    const their = mesh.membership.member(from)?.seq ?? 0;
+    const ours = mesh.members().find((m) => m.self)?.seq ?? Infinity;
+    return their > ours;
   }
 
   private refuse(reason: string, from: string, n: number): void {

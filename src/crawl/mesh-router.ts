@@ -122,7 +122,8 @@ export class MeshRouter implements Router {
       onChange: (ch) => {
         if (ch.members.length > 1 || ch.removed.length > 0) this.everShared = true;
         ownership.onMembershipChange(ch);
-        this.frontierReplica.ringChanged();
+        // Members that left with nothing queued (an --until-idle end): what we hold of their queues is stale (src/crawl/left-empty.ts).
+        this.frontierReplica.ringChanged(ch.removed.filter((id) => { const m = this.mesh?.membership.member(id); return m?.state === 'leaving' && m.counters.queued === 0; }));
       },
       counters: () => this.c.counters(),
       // A joiner has not heard the mesh's state yet: every member is new to it and not counted, so the
