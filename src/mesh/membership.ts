@@ -450,6 +450,8 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private readonly log: MeshLogger;
   private readonly intervalMs: number;
   private readonly deadAfterMs: number;
+  /** Set when the run ended here (`announceEnd`): no ring change is applied any more. */
+  private ringFrozen = false;
   private readonly autoDial: boolean;
   private readonly counters: () => MemberCounters;
   private readonly policySummary: () => string | undefined;
@@ -566,6 +568,9 @@ export class Membership extends EventEmitter<MembershipEvents> {
   async announceEnd(): Promise<void> {
     if (this.state === 'leaving') return;
     this.state = 'leaving';
+    // Our ring stays as it is from now on: recomputed, it would leave us out (we are leaving) and start
+    // handing our hosts over while the agent closes its store.
+    this.ringFrozen = true;
     this.table.setSelf(this.selfHeartbeat(), Date.now());
     await this.beat();
   }
@@ -787,6 +792,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   }
 
   private applyRing(dead: string[]): void {
+    if (this.ringFrozen) return;
     const { added, removed, changed } = syncRing(this.ring, this.table.ringMembers((m) => !this.excluded.has(m.id) && this.isVouched(m.id)), (id) => {
       const m = this.table.get(id);
       // The default zone's members declare no weight: theirs is 1, as in zoneOf's hash.
