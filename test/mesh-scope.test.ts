@@ -93,8 +93,17 @@ test('--max-depth 2 on a chain of pages that crosses hosts owned by different ag
     };
     const owners = new Map<string, number>();
     for (let i = 0; i < web.hostCount; i++) owners.set(web.hostName(i), await ownerOf(web.hostName(i)));
-    // Each hop to a host of another agent.
-    for (const h of owners.keys()) if (chain.length < 4 && (chain.length === 0 || owners.get(h) !== owners.get(chain[chain.length - 1]!))) chain.push(h);
+    // Each hop to a host of another agent: the owner with the most hosts left (other than the last hop's) goes
+    // next, the longest alternation (taken in host order, owners 0 0 0 0 2 2 2 1 1 gave a chain of 3).
+    const left = [...owners.keys()];
+    while (chain.length < 4) {
+      const last = chain.length > 0 ? owners.get(chain[chain.length - 1]!) : undefined;
+      const counts = new Map<number, number>();
+      for (const h of left) if (owners.get(h) !== last) counts.set(owners.get(h)!, (counts.get(owners.get(h)!) ?? 0) + 1);
+      const next = [...counts].sort((a, b) => b[1] - a[1])[0];
+      if (!next) break;
+      chain.push(left.splice(left.findIndex((h) => owners.get(h) === next[0]), 1)[0]!);
+    }
     assert.equal(chain.length, 4, `a chain across agents (owners ${JSON.stringify([...owners])})`);
     await seedThroughApi(apis[2]!, [`http://${chain[0]}:${port}/c/0`], join(dir, 'a2'));
     const results = await Promise.all([a0.done, a1.done, a2.done]);

@@ -34,6 +34,8 @@ const LISTED = 5;
 
 export class RunEnding {
   private readonly seedHosts = new Set<string>();
+  /** Seed hosts another agent owned when they were given here: their owner then (it may leave before we end). */
+  private readonly seedOwners = new Map<string, string>();
 
   constructor(private readonly c: RunEndingComponents) {}
 
@@ -42,7 +44,10 @@ export class RunEnding {
 
   /** Hosts of seeds given to this agent (command line, API). */
   noteSeeds(hosts: Iterable<string>): void {
-    for (const h of hosts) this.seedHosts.add(h);
+    for (const h of hosts) {
+      this.seedHosts.add(h);
+      if (!this.c.owns(h)) this.seedOwners.set(h, this.c.ownerOf(h));
+    }
   }
 
   /**
@@ -55,10 +60,13 @@ export class RunEnding {
     const failures: HostFailure[] = [];
     const elsewhere: NothingFetched['elsewhere'] = [];
     for (const host of this.seedHosts) {
-      if (!this.c.owns(host)) { elsewhere.push({ host, owner: this.c.ownerOf(host) }); continue; }
-      const h = this.c.frontier.host(host);
+      const ours = this.c.owns(host);
+      const h = ours ? this.c.frontier.host(host) : undefined;
       const reason = h ? this.failureOf(h) : undefined;
-      if (reason) failures.push({ host, reason, seed: true });
+      if (reason) { failures.push({ host, reason, seed: true }); continue; }
+      // Ours now but not when it was given here: its owner then ended its run first (and took the host's outcome with it).
+      const owner = ours ? this.seedOwners.get(host) : this.c.ownerOf(host);
+      if (owner !== undefined) elsewhere.push({ host, owner });
     }
     for (const h of this.c.frontier.allHosts()) {
       if (failures.length >= LISTED) break;
