@@ -29,7 +29,7 @@ import type { FetchRecord } from './records.js';
 import { robotsGivenUpUntil, type HostData, type RecentFetch } from './candidate.js';
 import type { Logger } from '../util/log.js';
 import { unbracketHost } from '../url/host.js';
-import { holdBeforeRequest } from './request-recheck.js';
+import { handOnTurn, holdBeforeRequest } from './request-recheck.js';
 
 /** Failure kind and record reason of a URL whose address is internal (src/fetch/address.ts). */
 export const BLOCKED = 'blocked-address';
@@ -114,9 +114,7 @@ export class HostTurn {
   async turn(h: HostState<HostData>): Promise<void> {
     if (!this.c.owns(h.name)) {
       // URLs committed after a handoff (or during a view change): hand them on, do not fetch.
-      this.frontier.release(h, Date.now());
-      this.frontier.setPaused(h, true);
-      this.c.handOn();
+      handOnTurn(this.c, h, Date.now());
       return;
     }
     // Paused by the operator before a restart or by the host's previous owner (src/crawl/host-state.ts).

@@ -35,11 +35,16 @@ export function holdBeforeRequest(c: RequestRecheckComponents, h: HostState<Host
   h.data.pendingAcks--;
   if (!ours) {
     // As a turn that finds the host gone at its start (src/crawl/host-turn.ts): the handoff takes the URL along.
-    c.frontier.release(h, now);
-    c.frontier.setPaused(h, true);
-    c.handOn();
+    handOnTurn(c, h, now);
     return 'not-ours';
   }
   c.frontier.release(h, gated);
   return 'gated';
+}
+
+/** Ends a turn whose host is no longer ours: released, paused, and handed on (its queued URLs go with the handoff). */
+export function handOnTurn(c: RequestRecheckComponents, h: HostState<HostData>, now: number): void {
+  c.frontier.release(h, now);
+  c.frontier.setPaused(h, true);
+  c.handOn();
 }
