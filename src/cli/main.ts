@@ -226,6 +226,10 @@ async function runJoin(opts: JoinOpts): Promise<number> {
     process.stderr.write(`ubicrawl: deferred work kept for the next run${why}: ${describeDeferred(summary.deferred)}\n`);
   }
   if (summary.nothingFetched) process.stderr.write(`ubicrawl: ${describeNothingFetched(summary.nothingFetched)}\n`);
+  // The run is over once its summary is out. libp2p's stop() leaves ref'd timers of up to a second behind (gossipsub's
+  // next heartbeat, the address manager's debounce), which would hold the process up that long; stdout and stderr
+  // writes to files and pipes are synchronous on Linux, and pino flushes its log on exit.
+  setTimeout(() => process.exit(), 100).unref();
   return summary.failure || (summary.nothingFetched?.failures.length ?? 0) > 0 ? 1 : 0;
 }
 

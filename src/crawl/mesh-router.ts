@@ -139,7 +139,10 @@ export class MeshRouter implements Router {
       // The run ends with nothing queued here: announced as a leave, so the others take our hosts over as
       // from a leaver (nothing to hand over) rather than as from the dead — whose last acknowledged URLs they
       // would send again to owners that may not know those pages were fetched (docs/mesh.md "Replicated frontier").
-      void Promise.race([mesh.announceEnd(), sleep(1000)]).catch(() => {}).finally(() => this.c.onIdle());
+      // At most a second for it; the timer is cleared once the announcement is out (a pending one kept the process up).
+      let bound: NodeJS.Timeout | undefined;
+      void Promise.race([mesh.announceEnd(), new Promise<void>((r) => { bound = setTimeout(r, 1000); })]).catch(() => {})
+        .finally(() => { clearTimeout(bound); this.c.onIdle(); });
     });
     mesh.on('forget', (peer) => metrics.removePeer(shortPeerId(peer)));
     mesh.exchange.on('rejected', (reason) => metrics.meshRefused(reason));

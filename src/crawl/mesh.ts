@@ -11,6 +11,9 @@ import { DEFAULT_MESH_EXCHANGE, type MeshConfig } from '../config.js';
 import { parseZoneRule } from '../assign/zones.js';
 import { ZoneView } from './zone-view.js';
 
+/** How often a member alone in its mesh checks whether its run is done (between its heartbeat-paced checks). */
+const ALONE_IDLE_CHECK_MS = 50;
+
 export interface MeshHandlers {
   /** URLs a peer sent us; resolve only once they are durable. */
   accept(items: UrlItem[], from: string): Promise<void>;
@@ -50,6 +53,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   private sawWork = false;
   private lastSignature = '';
   private idleTimer: NodeJS.Timeout | undefined;
+  private aloneIdleTimer: NodeJS.Timeout | undefined;
   /** Ends the background dials of seed peers not reached at the join. */
   private readonly joinDials = new AbortController();
 
@@ -124,6 +128,10 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       // Checked once per heartbeat interval, so "the same figures twice in a row" spans whole rounds.
       mesh.idleTimer = setInterval(() => { mesh.checkUseful(); mesh.sweepDeparted(); mesh.checkIdle(handlers); }, cfg.heartbeatMs);
       mesh.idleTimer.unref();
+      // Alone, no other member's heartbeat can be stale (checkIdle): a run that is done ends within this, not within
+      // up to a heartbeat interval.
+      mesh.aloneIdleTimer = setInterval(() => { if (mesh.idleStreak === 0 && membership.members().length === 1) mesh.checkIdle(handlers); }, ALONE_IDLE_CHECK_MS);
+      mesh.aloneIdleTimer.unref();
       return mesh;
     } catch (err) {
       await node.stop().catch(() => {});
@@ -268,6 +276,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
 
   async stop(): Promise<void> {
     if (this.idleTimer) clearInterval(this.idleTimer);
+    if (this.aloneIdleTimer) clearInterval(this.aloneIdleTimer);
     this.joinDials.abort();
     await this.membership.stop().catch(() => {});
     await this.exchange.stop().catch(() => {});

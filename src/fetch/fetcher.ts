@@ -12,7 +12,8 @@
 // proxy (undici's ProxyAgent). Through a proxy the target's name is still
 // resolved and its address checked here before anything is sent; the proxy's own
 // address is the operator's choice and is not checked.
-import { Agent, Client, ProxyAgent, buildConnector, type Dispatcher } from 'undici';
+import type * as undici from 'undici';
+import { Agent, Client, ProxyAgent, buildConnector } from './undici-parts.js';
 import type { FetchConfig } from '../config.js';
 import { HostResolver } from './dns.js';
 import { AddressPolicy } from './address.js';
@@ -63,7 +64,7 @@ export interface FetcherOptions {
    * the address). Default: undici's connector. Tests record what would be
    * dialled here instead of dialling it.
    */
-  dial?: buildConnector.connector;
+  dial?: undici.buildConnector.connector;
   /** Header fields sent with every request (src/fetch/headers.ts): they replace a default of the same name. */
   headers?: readonly HeaderField[];
   /** Proxies in force (src/fetch/proxy.ts); none: every connection is direct. */
@@ -73,7 +74,7 @@ export interface FetcherOptions {
   /** A body cap by Content-Type (media kinds: src/parse/media.ts `mediaBodyCap`); undefined: the config's maxBodyBytes. */
   bodyCap?: (contentType: string | undefined) => number | undefined;
   /** TLS options for https:// targets inside a proxy's tunnel. Default: undici's (the system's CAs). Tests trust a self-signed certificate here. */
-  tunnelTls?: buildConnector.BuildOptions;
+  tunnelTls?: undici.buildConnector.BuildOptions;
 }
 
 export interface FetchFailure {
@@ -95,17 +96,17 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 export class Fetcher {
-  private readonly agent: Agent;
+  private readonly agent: undici.Agent;
   private readonly ipOf = new Map<string, string>();
   /** Origin → capture of the request in flight to it (one at a time per origin: connections 1, pipelining 1). */
   private readonly wireOf = new Map<string, WireCapture>();
   private readonly onWire = (origin: string, cap: WireCapture): void => { this.wireOf.set(origin, cap); };
   /** One ProxyAgent per proxy URL, made on first use. */
-  private readonly proxyAgents = new Map<string, ProxyAgent>();
+  private readonly proxyAgents = new Map<string, undici.ProxyAgent>();
   private readonly headers: readonly HeaderField[];
   private readonly proxy: ProxyPlan | undefined;
   private readonly cookies: CookieJar | undefined;
-  private readonly tunnelTls: buildConnector.BuildOptions | undefined;
+  private readonly tunnelTls: undici.buildConnector.BuildOptions | undefined;
   private readonly bodyCap: FetcherOptions['bodyCap'];
   /** Requests sent through a proxy. */
   private proxied = 0;
@@ -179,7 +180,7 @@ export class Fetcher {
     let wire: WireCapture | undefined;
     try {
       if (proxy) this.proxied++;
-      const dispatcher: Dispatcher = proxy ? this.proxyAgent(proxy) : this.agent;
+      const dispatcher: undici.Dispatcher = proxy ? this.proxyAgent(proxy) : this.agent;
       const res = await dispatcher.request({
         origin: u.origin,
         path: u.pathname + u.search,
@@ -187,7 +188,7 @@ export class Fetcher {
         headers: requestHeaders.slice(1).flat(), // undici writes Host from the origin
         signal: controller.signal,
         maxRedirections: 0,
-      } as Parameters<Agent['request']>[0]);
+      } as Parameters<undici.Agent['request']>[0]);
       // The head was read before undici parsed it: the capture is complete (or there is none).
       wire = this.wireOf.get(u.origin);
       // Credentials for the proxy are not part of the request to the target (docs/warc.md "Through a proxy").
@@ -275,7 +276,7 @@ export class Fetcher {
     return blocked ? { kind: 'blocked-address', message: `blocked-address: ${blocked.reason}; --allow-address opens a range` } : null;
   }
 
-  private proxyAgent(choice: ProxyChoice): ProxyAgent {
+  private proxyAgent(choice: ProxyChoice): undici.ProxyAgent {
     let agent = this.proxyAgents.get(choice.url.href);
     if (agent) return agent;
     const cfg = this.cfg;
@@ -289,7 +290,7 @@ export class Fetcher {
       requestTls: { timeout: cfg.connectTimeoutMs, ...this.tunnelTls },
       // One connection per target origin, as without a proxy; each socket's exchanges are captured for the WARC.
       factory: (origin: string | URL, opts: object) => {
-        const given = (opts as { connect?: buildConnector.connector | buildConnector.BuildOptions }).connect;
+        const given = (opts as { connect?: undici.buildConnector.connector | undici.buildConnector.BuildOptions }).connect;
         const connect = typeof given === 'function' ? given : buildConnector({ timeout: cfg.connectTimeoutMs, ...given });
         return new Client(origin, {
           pipelining: 1, headersTimeout: cfg.headersTimeoutMs, bodyTimeout: cfg.readTimeoutMs, keepAliveTimeout: 10_000,
