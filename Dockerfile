@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
-# Multi-stage: build with the dev toolchain, run with production dependencies only. Node 24, the LTS line
-# (package.json engines: >= 20.19; CI runs the tests on the machine's Node and on Node 24, .ci/run).
-FROM node:24-bookworm-slim AS build
+# Multi-stage: build with the dev toolchain, run with production dependencies only. Node 26, the active LTS
+# line since October 2026 (package.json engines: >= 20.19; CI runs the tests on the machine's Node and on
+# Node 24, and the demo on Node 26, .ci/run).
+FROM node:26-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
@@ -13,7 +14,7 @@ COPY scripts ./scripts
 # tsc, then the CLI bundle that bin/ubicrawl.js loads (scripts/bundle.js)
 RUN npm run build
 
-FROM node:24-bookworm-slim
+FROM node:26-trixie-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
