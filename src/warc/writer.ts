@@ -149,7 +149,8 @@ interface Pending {
  * If the worker dies, its pending jobs and all later ones are encoded in-line.
  */
 class WorkerEncoder implements Encoder {
-  private w: Worker | null;
+  /** Started with the first job (a thread takes tens of ms of CPU to start: not before the first request); null once gone. */
+  private w: Worker | null | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closing = false;
@@ -159,10 +160,10 @@ class WorkerEncoder implements Encoder {
   private outTransfer: ArrayBuffer[] = [];
   private flushScheduled = false;
 
-  constructor() {
-    this.w = new Worker(new URL('./worker.js', import.meta.url));
-    this.w.unref();
-    this.w.on('message', (results: WorkerResult[]) => {
+  private start(): Worker {
+    const w = this.w = new Worker(new URL('./worker.js', import.meta.url));
+    w.unref();
+    w.on('message', (results: WorkerResult[]) => {
       for (const m of results) {
         const p = this.pending.get(m.id);
         if (!p) continue;
@@ -172,8 +173,9 @@ class WorkerEncoder implements Encoder {
       }
       if (this.pending.size === 0) this.w?.unref();
     });
-    this.w.on('error', () => this.fail());
-    this.w.on('exit', () => this.fail());
+    w.on('error', () => this.fail());
+    w.on('exit', () => this.fail());
+    return w;
   }
 
   private fail(): void {
@@ -207,7 +209,10 @@ class WorkerEncoder implements Encoder {
   };
 
   encode(job: EncodeJob): Promise<Encoded> {
-    const w = this.w;
+    let w = this.w;
+    if (w === undefined && !this.closing) {
+      try { w = this.start(); } catch { w = this.w = null; } // no thread: every record is encoded here
+    }
     if (!w) return encodeJob(job);
     return new Promise<Encoded>((resolve, reject) => {
       const id = this.nextId++;
