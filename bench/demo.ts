@@ -74,15 +74,18 @@ async function main(): Promise<void> {
   const routed = (await res.json()) as { routed: Record<string, number> };
   say(`seeded ${web.roots().length} roots through agent a, routed to their owners: ${JSON.stringify(routed.routed)}\n`);
   const tty = process.stdout.isTTY;
+  // An agent whose run ended answers no more: its last figure stays in the total.
+  const lastFetched = new Map<string, number>();
   const ticker = setInterval(async () => {
     const parts: string[] = [];
-    let total = 0;
     for (const a of agents) {
       const st = await status(a.api);
-      if (!st) { parts.push(`${a.name}: done`); continue; }
-      total += st.agent.counters.fetched;
+      if (!st) { parts.push(`${a.name}: done, ${lastFetched.get(a.name) ?? 0} pages`); continue; }
+      lastFetched.set(a.name, st.agent.counters.fetched);
       parts.push(`${a.name}: ${st.agent.counters.fetched} pages, ${st.agent.counters.queued} queued`);
     }
+    let total = 0;
+    for (const n of lastFetched.values()) total += n;
     const line = `  ${parts.join('  |  ')}  |  total ${total}`;
     if (tty) process.stdout.write(`\r\x1b[K${line}`); else say(line);
   }, 1000);
