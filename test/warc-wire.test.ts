@@ -279,7 +279,8 @@ test('WARC-Protocol and WARC-Cipher-Suite (IIPC proposals): http/1.1 and tls/1.x
   const pem = selfSignedCert(dir);
   if (!pem) { t.skip('openssl not available'); await rm(dir, { recursive: true, force: true }); return; }
   const requests = new Map<string, Buffer>();
-  const server = createTlsServer({ key: pem.key, cert: pem.cert, minVersion: 'TLSv1.3' }, (s) => handle(s as unknown as Socket, requests));
+  const sni: Array<string | false | null> = [];
+  const server = createTlsServer({ key: pem.key, cert: pem.cert, minVersion: 'TLSv1.3' }, (s) => { sni.push(s.servername); handle(s as unknown as Socket, requests); });
   const port = await listen(server as unknown as Server);
   // The certificate is self-signed: this test's connector trusts it (the crawler's does not).
   const f = fetcher(buildConnector({ rejectUnauthorized: false }));
@@ -288,6 +289,8 @@ test('WARC-Protocol and WARC-Cipher-Suite (IIPC proposals): http/1.1 and tls/1.x
     assert.ok(out.ok && out.wire, out.ok ? 'captured' : out.message);
     assert.deepEqual(out.wire.protocols, ['http/1.1', 'tls/1.3']);
     assert.match(out.wire.cipherSuite ?? '', /^TLS_(AES|CHACHA20)_[A-Z0-9_]+$/);
+    // An IP-literal URL sends no server name (RFC 6066 §3: literal addresses are not permitted in HostName).
+    assert.deepEqual(sni, [false]);
     const file = await archive(join(dir), 'sha1', [out]);
     const v = await verifyWarc(file);
     assert.deepEqual(v.digestErrors, []);

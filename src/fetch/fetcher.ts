@@ -12,6 +12,7 @@
 // proxy (undici's ProxyAgent). Through a proxy the target's name is still
 // resolved and its address checked here before anything is sent; the proxy's own
 // address is the operator's choice and is not checked.
+import { isIP } from 'node:net';
 import type * as undici from 'undici';
 import { Agent, Client, ProxyAgent, buildConnector } from './undici-parts.js';
 import type { FetchConfig } from '../config.js';
@@ -139,7 +140,9 @@ export class Fetcher {
             return;
           }
           this.ipOf.set(opts.hostname, r.address);
-          dial({ ...opts, hostname: r.address, servername: opts.servername ?? opts.hostname }, (err, socket) => {
+          // SNI carries the name we dial by, never an IP literal (RFC 6066 §3; Node 26 refuses one).
+          const servername = opts.servername ?? (isIP(unbracketHost(opts.hostname)) ? undefined : opts.hostname);
+          dial({ ...opts, hostname: r.address, servername }, (err, socket) => {
             if (!err && socket && typeof socket.read === 'function') tapSocket(socket, this.onWire);
             (cb as (e: Error | null, s: typeof socket | null) => void)(err, socket);
           });
