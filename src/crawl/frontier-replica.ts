@@ -29,19 +29,21 @@ import type { Drum } from '../seen/drum.js';
 import type { Logger } from '../util/log.js';
 import { copyRing, type OwnerRing } from '../assign/zones.js';
 import { LeftEmpty } from './left-empty.js';
+import { heldVerdict } from './held-replicas.js';
 
 /** What the replicated frontier uses of the agent's mesh (src/crawl/mesh.ts). */
 export interface ReplicaMesh {
   readonly id: string;
-  readonly membership: { readonly ring: OwnerRing };
+  /** `member`: whether a member is still in our member table (without it, whether it is in our ring). */
+  readonly membership: { readonly ring: OwnerRing; member?(id: string): unknown };
   readonly replicas: Pick<Outbox, 'queueOps' | 'written'>;
 }
 
 /** A candidate as the DRUM round hands it over (src/crawl/candidate.ts has more). */
 export interface QueuedCandidate { url: string; host: string; depth: number; kind?: UrlKind }
 
-/** A queued replica a peer sent us, admitted by peer intake. */
-export interface HeldUrl { key: Buffer; url: string; depth: number; sitemap: boolean }
+/** A queued replica a peer sent us, admitted by peer intake; `from`: its sender (src/crawl/held-replicas.ts). */
+export interface HeldUrl { key: Buffer; url: string; depth: number; sitemap: boolean; from?: string }
 
 /** Writes of one DRUM round's replicas; `done()` once the round's batch is durable. */
 export interface ReplicaOps { ops: BatchOp[]; done(): void }
@@ -81,19 +83,32 @@ export interface FrontierReplicaStats {
 
 const KIND_PAGE = 0;
 const KIND_SITEMAP = 1;
+/** The same two kinds, with the sender's id after the depth. */
+const KIND_PAGE_FROM = 2;
+const KIND_SITEMAP_FROM = 3;
 
-/** standby value: u8 kind ‖ u16 BE depth ‖ URL (ASCII). */
-export function encodeHeld(url: string, depth: number, sitemap: boolean): Buffer {
-  const b = Buffer.allocUnsafe(3 + url.length);
-  b[0] = sitemap ? KIND_SITEMAP : KIND_PAGE;
+/**
+ * standby value: u8 kind ‖ u16 BE depth ‖ URL (ASCII); with a sender (kinds 2, 3):
+ * u8 kind ‖ u16 BE depth ‖ u8 id length ‖ id ‖ URL.
+ */
+export function encodeHeld(url: string, depth: number, sitemap: boolean, from?: string): Buffer {
+  const id = from && from.length <= 0xff ? from : undefined;
+  const head = id ? 4 + id.length : 3;
+  const b = Buffer.allocUnsafe(head + url.length);
+  b[0] = id ? (sitemap ? KIND_SITEMAP_FROM : KIND_PAGE_FROM) : (sitemap ? KIND_SITEMAP : KIND_PAGE);
   b.writeUInt16BE(Math.min(depth, 0xffff), 1);
-  b.write(url, 3, 'latin1');
+  if (id) { b[3] = id.length; b.write(id, 4, 'latin1'); }
+  b.write(url, head, 'latin1');
   return b;
 }
 
-export function decodeHeld(v: Buffer): { url: string; depth: number; kind: UrlKind } | undefined {
-  if (v.length < 4 || v[0]! > KIND_SITEMAP) return undefined;
-  return { kind: v[0] === KIND_SITEMAP ? 'sitemap' : 'page', depth: v.readUInt16BE(1), url: v.toString('latin1', 3) };
+export function decodeHeld(v: Buffer): { url: string; depth: number; kind: UrlKind; from?: string } | undefined {
+  if (v.length < 4 || v[0]! > KIND_SITEMAP_FROM) return undefined;
+  const kind: UrlKind = v[0] === KIND_SITEMAP || v[0] === KIND_SITEMAP_FROM ? 'sitemap' : 'page';
+  if (v[0]! <= KIND_SITEMAP) return { kind, depth: v.readUInt16BE(1), url: v.toString('latin1', 3) };
+  const n = v[3]!;
+  if (v.length < 5 + n) return undefined;
+  return { kind, depth: v.readUInt16BE(1), from: v.toString('latin1', 4, 4 + n), url: v.toString('latin1', 4 + n) };
 }
 
 /** Rows read per step of a standby scan. */
@@ -202,7 +217,7 @@ export class FrontierReplica {
       const u = urls[i]!;
       // Sent before its owner left our ring, arriving after our sweep: ours now, promoted by a pass of its own.
       if (mesh && this.meshed && mesh.membership.ring.ownerOf(hostOf(u.url)) === mesh.id) ours = true;
-      ops.push({ type: 'put', sublevel: store.standby, key: u.key, value: encodeHeld(u.url, u.depth, u.sitemap) });
+      ops.push({ type: 'put', sublevel: store.standby, key: u.key, value: encodeHeld(u.url, u.depth, u.sitemap, u.from) });
     }
     // Not synced, like replica seen entries: losing them needs this agent's power loss and the owner's death at once.
     if (ops.length) await store.db.batch(ops);
@@ -257,6 +272,7 @@ export class FrontierReplica {
     const mesh = this.mesh!;
     const { store } = this.c;
     const ring = mesh.membership.ring;
+    const isMember = (id: string) => (mesh.membership.member ? mesh.membership.member(id) !== undefined : ring.has(id));
     let after: Buffer | undefined;
     for (;;) {
       const rows = await store.standby.iterator(after ? { gt: after, limit: SCAN_CHUNK } : { limit: SCAN_CHUNK }).all();
@@ -270,17 +286,20 @@ export class FrontierReplica {
         const host = h ? hostOf(h.url) : '';
         if (!h || !host) { del.push({ type: 'del', sublevel: store.standby, key: k }); dropped++; continue; }
         const owner = ring.ownerOf(host);
-        if (owner === mesh.id && this.leftEmpty.settledThere(host)) {
-          // Its owner left with nothing queued (an --until-idle end): the page was settled there, not queued.
-          del.push({ type: 'del', sublevel: store.standby, key: k });
-          dropped++;
-          continue;
-        }
-        if (owner === mesh.id) {
+        // Promote, keep or drop (src/crawl/held-replicas.ts); a member that left with nothing queued
+        // (an --until-idle end) had settled its pages: its replicas are stale, dropped.
+        const from = h.from !== undefined && h.from !== mesh.id ? h.from : undefined;
+        const verdict = heldVerdict({
+          ownerIsUs: owner === mesh.id,
+          successor: successorsOf(ring, host, this.c.replicas).includes(mesh.id),
+          settledThere: this.leftEmpty.settledThere(host),
+          sender: from === undefined ? undefined : {
+            member: isMember(from), inRing: ring.has(from), owner: owner === from, leftEmpty: this.leftEmpty.has(from),
+          },
+        });
+        if (verdict === 'promote') {
           if (promoteNow) { promote.push(h); del.push({ type: 'del', sublevel: store.standby, key: k }); } else this.promotable = true;
-          continue;
-        }
-        if (!successorsOf(ring, host, this.c.replicas).includes(mesh.id)) {
+        } else if (verdict === 'drop') {
           del.push({ type: 'del', sublevel: store.standby, key: k });
           dropped++;
         }

@@ -104,7 +104,9 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           // A seen entry passed on to us by the member that held the host before we counted (src/crawl/recent-rings.ts `passedOn`).
           const relayed = w.kind === 'seen' && w.hops > 0 && this.c.recentRings.passedOn(from, host, mesh.id);
           if (!replica && !relayed) withoutUs ??= heard !== undefined || this.heldWithoutUs(mesh, from);
-          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)) {
+          // A queued replica hides nothing: it is held for its sender whatever our view of the host's owner
+          // (views disagree under churn), and promoted once its sender is gone (src/crawl/held-replicas.ts).
+          if (w.kind === 'queued') { /* admitted: any member */ } else if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             bad++;
             continue;
@@ -123,7 +125,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         const hk = hostKey(host);
         if (w.kind === 'queued') {
           // Held, not crawled, while its owner lives (docs/mesh.md "Replicated frontier").
-          if (this.c.standby) held.push({ key: seenKey(hk, w.url), url: w.url, depth: w.depth, sitemap: w.sitemap });
+          if (this.c.standby) held.push({ key: seenKey(hk, w.url), url: w.url, depth: w.depth, sitemap: w.sitemap, ...(local ? {} : { from }) });
           continue;
         }
         settled.push(seenKey(hk, it.url));

@@ -1,0 +1,53 @@
+// What a successor does with a queued replica it holds, on a ring change
+// (docs/mesh.md "Replicated frontier"). Pure: src/crawl/frontier-replica.ts
+// gathers the facts and applies the verdict.
+//
+// A held URL names the member that replicated it to us (its sender, the host's
+// owner in the sender's view). Views disagree for a while under churn and load
+// (a member not yet vouched for in one view, left out for a stall in another),
+// so the host's owner in *our* view may be another member, and we may not be
+// one of its successors in our view. Dropping such a URL (the rule before) or
+// refusing it at intake left it queued only at its sender: when the sender then
+// died or left without handing it over, nobody had it (the mesh soak,
+// docs/performance.md "Mesh soak"). So what decides is the sender's fate: the
+// URL is promoted once the sender is gone, and dropped only when our view agrees
+// that the sender owns the host and we are not one of its successors (it sends
+// its queue to its successors itself, "Replicated frontier").
+
+export type HeldVerdict = 'promote' | 'keep' | 'drop';
+
+export interface HeldFacts {
+  /** The host's owner in our current ring. */
+  ownerIsUs: boolean;
+  /** We are one of the host's successors in our current ring. */
+  successor: boolean;
+  /** The host's owner, before it left our ring, left with nothing queued (src/crawl/left-empty.ts). */
+  settledThere: boolean;
+  /** Who replicated the URL to us; undefined for an entry stored before senders were kept. */
+  sender?: {
+    /** It is still in our member table (alive, or leaving). */
+    member: boolean;
+    /** It is in our current ring. */
+    inRing: boolean;
+    /** It owns the host in our current ring. */
+    owner: boolean;
+    /** It left with nothing queued (its pages were settled there). */
+    leftEmpty: boolean;
+  };
+}
+
+export function heldVerdict(f: HeldFacts): HeldVerdict {
+  const s = f.sender;
+  if (!s) {
+    // The rule for entries without a sender: by our ring alone.
+    if (f.ownerIsUs) return f.settledThere ? 'drop' : 'promote';
+    return f.successor ? 'keep' : 'drop';
+  }
+  // Gone (declared dead, or a leaver no longer heard): what it held goes to the host's owner now, through the router.
+  if (!s.member) return s.leftEmpty || f.settledThere ? 'drop' : 'promote';
+  // Out of our ring (leaving, left out) with the host ours now: as before, ours to crawl.
+  if (f.ownerIsUs && !s.inRing) return f.settledThere || s.leftEmpty ? 'drop' : 'promote';
+  // Our view agrees the sender owns the host and we are not next: it replicates to its successors itself.
+  if (s.owner && !f.successor) return 'drop';
+  return 'keep';
+}
