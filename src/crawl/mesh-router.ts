@@ -93,7 +93,8 @@ export class MeshRouter implements Router {
       config, store: c.store, frontier: c.frontier, drum: c.admission.drum, barrier: c.barrier, gate, log: c.log, metrics: c.metrics,
       candidate: (url, depth, kind) => c.admission.candidate(url, undefined, depth, kind),
       followsFromPeer: (cand) => c.admission.followsFromPeer(cand),
-      route: (cands, sync) => this.route(cands, sync),
+      // URLs from peers (and our outbox's re-routes) are relayed: see route().
+      route: (cands, sync) => this.route(cands, sync, true),
       attachGrants: (items) => c.sitemaps.attachGrants(items),
       schedulePump: () => c.schedulePump(),
       lifecycle: () => c.lifecycle(),
@@ -108,7 +109,7 @@ export class MeshRouter implements Router {
       store: c.store, frontier: c.frontier, drum: c.admission.drum, replicas: config.mesh.replicas, log: c.log,
       // One more dead-after period: a member declared dead by mistake is back in our ring by then.
       promoteAfterMs: config.mesh.deadAfterMs,
-      promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)), true),
+      promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)), true, true),
     });
   }
 
@@ -166,7 +167,14 @@ export class MeshRouter implements Router {
   }
   ownerOf(host: string): string { return this.mesh ? this.mesh.ownerOf(host) : ''; }
 
-  async route(cands: Candidate[], sync = false): Promise<void> {
+  /**
+   * `relay`: the URLs come from a peer (or a departed owner's replica), not from our own pages. They skip
+   * the outbox's "recently forwarded" cache: that we sent a URL to a peer lately does not mean the peer still
+   * has it — two members whose views disagree about a host pass its URLs back and forth (a handoff each way,
+   * then forwards), and the cache dropped such a URL on its second bounce, before the hop limit kept it
+   * anywhere (docs/mesh.md "Outbox layout", the mesh soak in docs/performance.md).
+   */
+  async route(cands: Candidate[], sync = false, relay = false): Promise<void> {
     if (cands.length === 0) return;
     const { admission, sitemaps } = this.c;
     const mesh = this.mesh;
@@ -186,7 +194,7 @@ export class MeshRouter implements Router {
     await sitemaps.keepGrants(local);
     const jobs: Promise<unknown>[] = [admission.submit(local, sync)];
     for (const [owner, items] of byOwner) {
-      jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.c.metrics.urlsForwarded(shortPeerId(owner), n); }));
+      jobs.push(mesh.forward(owner, items, relay).then((n) => { this.forwarded += n; this.c.metrics.urlsForwarded(shortPeerId(owner), n); }));
     }
     await Promise.all(jobs);
     if (sync && byOwner.size > 0) await this.c.barrier.sync(); // the outbox writes
