@@ -81,3 +81,27 @@ test('replicated frontier: a URL held for a sender that another member owns the 
     await store.close();
   }
 });
+
+test('a replica seen entry refused as a seen entry still trims what the same sender asked us to hold, and only that', async () => {
+  const store = await openStore(tempDir());
+  const outbox = await Outbox.open({ db: store.replicas, recentSize: 0 });
+  try {
+    const ring = new HostRing({ replicas: 64 });
+    for (const id of [A, B, C]) ring.add(id);
+    const replica = new FrontierReplica({
+      store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
+      replicas: 1, promoteAfterMs: 20, log: silentLogger, promote: async () => {},
+    });
+    replica.attach({ id: A, membership: { ring, member: () => ({}) }, replicas: outbox });
+    const url = 'http://h1.example/settled-at-b';
+    const key = seenKey(hostKey('h1.example'), url);
+    await replica.hold([{ key, url, depth: 1, sitemap: false, from: B }]);
+    await replica.trimFrom(C, [key]);
+    assert.equal((await store.standby.iterator().all()).length, 1, 'another member cannot trim it');
+    await replica.trimFrom(B, [key]);
+    assert.deepEqual(await store.standby.iterator().all(), [], 'its sender can');
+  } finally {
+    await outbox.close?.();
+    await store.close();
+  }
+});

@@ -225,6 +225,23 @@ export class FrontierReplica {
     if (ours) { this.promotable = true; this.schedulePromotion(); }
   }
 
+  /**
+   * Replica seen entries from `from` that intake refused as seen entries (in our view it does not own the
+   * host, or we are not next): they still delete what `from` itself asked us to hold — its page is settled
+   * there — so that its promotion does not fetch the page again (src/crawl/held-replicas.ts). Nothing else.
+   */
+  async trimFrom(from: string, keys: readonly Buffer[]): Promise<void> {
+    if (keys.length === 0) return;
+    const { store } = this.c;
+    const values = await store.standby.getMany([...keys]);
+    const ops: BatchOp[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const v = values[i];
+      if (v && decodeHeld(v)?.from === from) ops.push({ type: 'del', sublevel: store.standby, key: keys[i]! });
+    }
+    if (ops.length) await store.db.batch(ops);
+  }
+
   /** The ring changed: promote (after promoteAfterMs), keep or drop what we hold; send our hosts' queues to new successors. */
   ringChanged(leftEmpty: readonly string[] = []): void {
     if (!this.mesh) return;

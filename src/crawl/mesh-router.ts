@@ -98,7 +98,7 @@ export class MeshRouter implements Router {
       attachGrants: (items) => c.sitemaps.attachGrants(items),
       schedulePump: () => c.schedulePump(),
       lifecycle: () => c.lifecycle(),
-      standby: { hold: (urls) => this.frontierReplica.hold(urls), replicas: config.mesh.replicas },
+      standby: { hold: (urls) => this.frontierReplica.hold(urls), trimFrom: (from, keys) => this.frontierReplica.trimFrom(from, keys), replicas: config.mesh.replicas },
       hostItems: c.hostHandoff ? (items) => c.hostHandoff!.take(items) : undefined,
       handOffItems: c.hostHandoff ? (h) => c.hostHandoff!.itemsFor(h.name, h.key, h.data, h.data.operatorPaused === true) : undefined,
       handedOff: (host) => c.hostStates?.forget(host),
