@@ -125,6 +125,13 @@ export class FrontierReplica {
   private passP: Promise<void> = Promise.resolve();
   private passPending = false;
   /**
+   * The standby sweep (promotions) runs on a chain of its own: a re-replication pass takes a seen-set
+   * round per host, minutes under load, and a dead owner's queue waited behind it until this agent died
+   * too (the mesh soak, docs/performance.md "Mesh soak").
+   */
+  private sweepP: Promise<void> = Promise.resolve();
+  private sweepPending = false;
+  /**
    * We have been in a ring with others. Before that (a start, a restart) our ring holds only us and every
    * host maps to us although its owner may be alive: nothing held is promoted until then.
    */
@@ -145,9 +152,9 @@ export class FrontierReplica {
   attach(mesh: ReplicaMesh): void { this.mesh = mesh; }
 
   /** A ring-change pass is queued or running (the agent is not idle meanwhile). */
-  get busy(): boolean { return this.passPending || this.promoteDue || this.promotable || this.catchUpDue.size > 0; }
+  get busy(): boolean { return this.passPending || this.sweepPending || this.promoteDue || this.promotable || this.catchUpDue.size > 0; }
   /** The passes queued so far, done. */
-  get settled(): Promise<void> { return this.passP; }
+  get settled(): Promise<void> { return Promise.all([this.passP, this.sweepP]).then(() => {}); }
 
   private successors(host: string): string[] {
     const mesh = this.mesh!;
@@ -265,6 +272,22 @@ export class FrontierReplica {
 
   private pass(promote: boolean): void {
     if (promote) this.promoteDue = true;
+    if (!this.sweepPending) {
+      this.sweepPending = true;
+      this.sweepP = this.sweepP.then(async () => {
+        this.sweepPending = false;
+        if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
+        if (!this.meshed) return;
+        try {
+          const promoteNow = this.promoteDue;
+          this.promoteDue = false;
+          if (promoteNow) this.promotable = false;
+          await this.sweepStandby(promoteNow);
+        } catch (err) {
+          this.c.log.error({ err: (err as Error).message }, 'replicated frontier sweep failed; will retry on the next ring change');
+        }
+      });
+    }
     if (this.passPending) return;
     this.passPending = true;
     this.passP = this.passP.then(async () => {
@@ -272,10 +295,6 @@ export class FrontierReplica {
       if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
       if (!this.meshed) return;
       try {
-        const promoteNow = this.promoteDue;
-        this.promoteDue = false;
-        if (promoteNow) this.promotable = false;
-        await this.sweepStandby(promoteNow);
         await this.replicateToNewSuccessors();
         await this.catchUpNewHosts();
       } catch (err) {

@@ -10,9 +10,10 @@
 // refusing it at intake left it queued only at its sender: when the sender then
 // died or left without handing it over, nobody had it (the mesh soak,
 // docs/performance.md "Mesh soak"). So what decides is the sender's fate: the
-// URL is promoted once the sender is gone, and dropped only when our view agrees
-// that the sender owns the host and we are not one of its successors (it sends
-// its queue to its successors itself, "Replicated frontier").
+// URL is kept while the sender lives (its replica seen entry trims it) and
+// promoted once the sender is gone. Not dropped when we stop being the host's
+// successor in our view: the sender re-sends its queue only when *its* view of
+// the successors changes, and the soak lost URLs that way too.
 
 export type HeldVerdict = 'promote' | 'keep' | 'drop';
 
@@ -47,7 +48,5 @@ export function heldVerdict(f: HeldFacts): HeldVerdict {
   if (!s.member) return s.leftEmpty || f.settledThere ? 'drop' : 'promote';
   // Out of our ring (leaving, left out) with the host ours now: as before, ours to crawl.
   if (f.ownerIsUs && !s.inRing) return f.settledThere || s.leftEmpty ? 'drop' : 'promote';
-  // Our view agrees the sender owns the host and we are not next: it replicates to its successors itself.
-  if (s.owner && !f.successor) return 'drop';
   return 'keep';
 }

@@ -287,7 +287,12 @@ export class MeshRouter implements Router {
     // acknowledgements), or a stalled peer's queue re-routed back to us, land in our
     // frontier after a handoff: repeat until nothing is left here and every peer
     // acknowledged what we queued for it.
+    let fallbackLogged = false;
     for (;;) {
+      if (!fallbackLogged && mesh.membership.ring.members().length === 0) {
+        const to = this.leaveReceivers.ring(mesh)?.members() ?? [];
+        if (to.length) { fallbackLogged = true; log.warn({ receivers: to.map(shortPeerId) }, 'our ring names nobody else: handing over to the members we still hear'); }
+      }
       await drum.flush();
       ownership.scheduleRebalance();
       await ownership.rebalancing;
