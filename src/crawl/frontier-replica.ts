@@ -15,9 +15,9 @@
 //   first queued URL (`catchUp`).
 // - Successor side: held in the `standby` sublevel, never crawled (`hold`),
 //   deleted when the page's replica seen entry comes (peer intake trims it), and
-//   on every ring change either kept (still a successor), promoted into the
-//   frontier through the router (the host is ours now: its owner is gone; the
-//   seen-set skips what is settled), or dropped (no longer a successor).
+//   on every ring change kept, promoted through the router (its sender is gone,
+//   or the host is ours now and its owner left our ring; the seen-set skips what
+//   is settled) or dropped (src/crawl/held-replicas.ts).
 import type { BatchOp, Store } from '../store/db.js';
 import { hostKey, prefixEnd, seenKey } from '../store/keys.js';
 import { decodeEntry, type Frontier, type UrlKind } from '../frontier/frontier.js';
