@@ -26,15 +26,17 @@ test('standby values keep their sender; values written before senders were kept 
 });
 
 test('held-replica verdicts: kept while the sender lives, promoted once it is gone', () => {
-  const alive = { member: true, inRing: true, owner: false, leftEmpty: false };
+  const alive = { member: true, leftRing: false, owner: false, leftEmpty: false };
   // The soak's case: in our view another member owns the host, and we are not its successor.
   assert.equal(heldVerdict({ ownerIsUs: false, successor: false, settledThere: false, sender: alive }), 'keep');
-  assert.equal(heldVerdict({ ownerIsUs: false, successor: false, settledThere: false, sender: { ...alive, member: false, inRing: false } }), 'promote');
+  assert.equal(heldVerdict({ ownerIsUs: false, successor: false, settledThere: false, sender: { ...alive, member: false } }), 'promote');
   // Our view: the sender owns the host and we are not next; the sender's view may still name us (it re-sends its queue only when its own view changes).
   assert.equal(heldVerdict({ ownerIsUs: false, successor: false, settledThere: false, sender: { ...alive, owner: true } }), 'keep');
   assert.equal(heldVerdict({ ownerIsUs: false, successor: true, settledThere: false, sender: { ...alive, owner: true } }), 'keep');
-  assert.equal(heldVerdict({ ownerIsUs: true, successor: false, settledThere: false, sender: { ...alive, inRing: false } }), 'promote');
-  assert.equal(heldVerdict({ ownerIsUs: true, successor: false, settledThere: false, sender: { ...alive, member: false, inRing: false, leftEmpty: true } }), 'drop');
+  assert.equal(heldVerdict({ ownerIsUs: true, successor: false, settledThere: false, sender: { ...alive, leftRing: true } }), 'promote');
+  // A member not in our ring yet (no marker from it) may own the host in its view: nothing of its is crawled here.
+  assert.equal(heldVerdict({ ownerIsUs: true, successor: false, settledThere: false, sender: alive }), 'keep');
+  assert.equal(heldVerdict({ ownerIsUs: true, successor: false, settledThere: false, sender: { ...alive, member: false, leftEmpty: true } }), 'drop');
   // Without a sender: by our ring alone, as before.
   assert.equal(heldVerdict({ ownerIsUs: false, successor: false, settledThere: false }), 'drop');
   assert.equal(heldVerdict({ ownerIsUs: true, successor: false, settledThere: false }), 'promote');
@@ -56,7 +58,7 @@ test('replicated frontier: a URL held for a sender that another member owns the 
       store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
       replicas: 1, promoteAfterMs: 20, log: silentLogger, promote: async (urls) => { promoted.push(...urls.map((u) => u.url)); },
     });
-    replica.attach({ id: A, membership: { ring, member: (id) => (members.has(id) ? {} : undefined) }, replicas: outbox });
+    replica.attach({ id: A, membership: { ring, member: (id) => (members.has(id) ? { state: 'active' } : undefined) }, replicas: outbox });
     replica.ringChanged();
     await replica.settled;
     const diverged = `http://${ofC}/queued-at-b`;
@@ -95,7 +97,7 @@ test('a replica seen entry refused as a seen entry still trims what the same sen
       store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
       replicas: 1, promoteAfterMs: 20, log: silentLogger, promote: async () => {},
     });
-    replica.attach({ id: A, membership: { ring, member: () => ({}) }, replicas: outbox });
+    replica.attach({ id: A, membership: { ring, member: () => ({ state: 'active' }) }, replicas: outbox });
     const url = 'http://h1.example/settled-at-b';
     const key = seenKey(hostKey('h1.example'), url);
     await replica.hold([{ key, url, depth: 1, sitemap: false, from: B }]);

@@ -35,7 +35,7 @@ import { heldVerdict } from './held-replicas.js';
 export interface ReplicaMesh {
   readonly id: string;
   /** `member`: whether a member is still in our member table (without it, whether it is in our ring). */
-  readonly membership: { readonly ring: OwnerRing; member?(id: string): unknown };
+  readonly membership: { readonly ring: OwnerRing; member?(id: string): { state: string } | undefined; isExcluded?(id: string): boolean };
   readonly replicas: Pick<Outbox, 'queueOps' | 'written'>;
 }
 
@@ -309,6 +309,8 @@ export class FrontierReplica {
     const { store } = this.c;
     const ring = mesh.membership.ring;
     const isMember = (id: string) => (mesh.membership.member ? mesh.membership.member(id) !== undefined : ring.has(id));
+    // Left our ring while still a member: leaving, or left out by us; not a member yet to enter it.
+    const leftRing = (id: string) => !ring.has(id) && (mesh.membership.member?.(id)?.state === 'leaving' || mesh.membership.isExcluded?.(id) === true);
     let after: Buffer | undefined;
     for (;;) {
       const rows = await store.standby.iterator(after ? { gt: after, limit: SCAN_CHUNK } : { limit: SCAN_CHUNK }).all();
@@ -330,7 +332,7 @@ export class FrontierReplica {
           successor: successorsOf(ring, host, this.c.replicas).includes(mesh.id),
           settledThere: this.leftEmpty.settledThere(host),
           sender: from === undefined ? undefined : {
-            member: isMember(from), inRing: ring.has(from), owner: owner === from, leftEmpty: this.leftEmpty.has(from),
+            member: isMember(from), leftRing: leftRing(from), owner: owner === from, leftEmpty: this.leftEmpty.has(from),
           },
         });
         if (verdict === 'promote') {

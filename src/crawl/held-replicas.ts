@@ -28,8 +28,11 @@ export interface HeldFacts {
   sender?: {
     /** It is still in our member table (alive, or leaving). */
     member: boolean;
-    /** It is in our current ring. */
-    inRing: boolean;
+    /**
+     * It left our ring while still in our member table: it is leaving, or we left it out (it acknowledged
+     * nothing). Not one that has yet to enter it (no marker from it yet: it may own hosts in its own view).
+     */
+    leftRing: boolean;
     /** It owns the host in our current ring. */
     owner: boolean;
     /** It left with nothing queued (its pages were settled there). */
@@ -47,6 +50,6 @@ export function heldVerdict(f: HeldFacts): HeldVerdict {
   // Gone (declared dead, or a leaver no longer heard): what it held goes to the host's owner now, through the router.
   if (!s.member) return s.leftEmpty || f.settledThere ? 'drop' : 'promote';
   // Out of our ring (leaving, left out) with the host ours now: as before, ours to crawl.
-  if (f.ownerIsUs && !s.inRing) return f.settledThere || s.leftEmpty ? 'drop' : 'promote';
+  if (f.ownerIsUs && s.leftRing) return f.settledThere || s.leftEmpty ? 'drop' : 'promote';
   return 'keep';
 }
