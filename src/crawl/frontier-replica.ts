@@ -15,9 +15,9 @@
 //   first queued URL (`catchUp`).
 // - Successor side: held in the `standby` sublevel, never crawled (`hold`),
 //   deleted when the page's replica seen entry comes (peer intake trims it), and
-//   on every ring change either kept (still a successor), promoted into the
-//   frontier through the router (the host is ours now: its owner is gone; the
-//   seen-set skips what is settled), or dropped (no longer a successor).
+//   on every ring change kept, promoted through the router (its sender is gone,
+//   or the host is ours now and its owner left our ring; the seen-set skips what
+//   is settled) or dropped (src/crawl/held-replicas.ts).
 import type { BatchOp, Store } from '../store/db.js';
 import { hostKey, prefixEnd, seenKey } from '../store/keys.js';
 import { decodeEntry, type Frontier, type UrlKind } from '../frontier/frontier.js';
@@ -29,19 +29,21 @@ import type { Drum } from '../seen/drum.js';
 import type { Logger } from '../util/log.js';
 import { copyRing, type OwnerRing } from '../assign/zones.js';
 import { LeftEmpty } from './left-empty.js';
+import { heldVerdict } from './held-replicas.js';
 
 /** What the replicated frontier uses of the agent's mesh (src/crawl/mesh.ts). */
 export interface ReplicaMesh {
   readonly id: string;
-  readonly membership: { readonly ring: OwnerRing };
+  /** `member`: whether a member is still in our member table (without it, whether it is in our ring). */
+  readonly membership: { readonly ring: OwnerRing; member?(id: string): { state: string } | undefined; isExcluded?(id: string): boolean };
   readonly replicas: Pick<Outbox, 'queueOps' | 'written'>;
 }
 
 /** A candidate as the DRUM round hands it over (src/crawl/candidate.ts has more). */
 export interface QueuedCandidate { url: string; host: string; depth: number; kind?: UrlKind }
 
-/** A queued replica a peer sent us, admitted by peer intake. */
-export interface HeldUrl { key: Buffer; url: string; depth: number; sitemap: boolean }
+/** A queued replica a peer sent us, admitted by peer intake; `from`: its sender (src/crawl/held-replicas.ts). */
+export interface HeldUrl { key: Buffer; url: string; depth: number; sitemap: boolean; from?: string }
 
 /** Writes of one DRUM round's replicas; `done()` once the round's batch is durable. */
 export interface ReplicaOps { ops: BatchOp[]; done(): void }
@@ -81,19 +83,32 @@ export interface FrontierReplicaStats {
 
 const KIND_PAGE = 0;
 const KIND_SITEMAP = 1;
+/** The same two kinds, with the sender's id after the depth. */
+const KIND_PAGE_FROM = 2;
+const KIND_SITEMAP_FROM = 3;
 
-/** standby value: u8 kind ‖ u16 BE depth ‖ URL (ASCII). */
-export function encodeHeld(url: string, depth: number, sitemap: boolean): Buffer {
-  const b = Buffer.allocUnsafe(3 + url.length);
-  b[0] = sitemap ? KIND_SITEMAP : KIND_PAGE;
+/**
+ * standby value: u8 kind ‖ u16 BE depth ‖ URL (ASCII); with a sender (kinds 2, 3):
+ * u8 kind ‖ u16 BE depth ‖ u8 id length ‖ id ‖ URL.
+ */
+export function encodeHeld(url: string, depth: number, sitemap: boolean, from?: string): Buffer {
+  const id = from && from.length <= 0xff ? from : undefined;
+  const head = id ? 4 + id.length : 3;
+  const b = Buffer.allocUnsafe(head + url.length);
+  b[0] = id ? (sitemap ? KIND_SITEMAP_FROM : KIND_PAGE_FROM) : (sitemap ? KIND_SITEMAP : KIND_PAGE);
   b.writeUInt16BE(Math.min(depth, 0xffff), 1);
-  b.write(url, 3, 'latin1');
+  if (id) { b[3] = id.length; b.write(id, 4, 'latin1'); }
+  b.write(url, head, 'latin1');
   return b;
 }
 
-export function decodeHeld(v: Buffer): { url: string; depth: number; kind: UrlKind } | undefined {
-  if (v.length < 4 || v[0]! > KIND_SITEMAP) return undefined;
-  return { kind: v[0] === KIND_SITEMAP ? 'sitemap' : 'page', depth: v.readUInt16BE(1), url: v.toString('latin1', 3) };
+export function decodeHeld(v: Buffer): { url: string; depth: number; kind: UrlKind; from?: string } | undefined {
+  if (v.length < 4 || v[0]! > KIND_SITEMAP_FROM) return undefined;
+  const kind: UrlKind = v[0] === KIND_SITEMAP || v[0] === KIND_SITEMAP_FROM ? 'sitemap' : 'page';
+  if (v[0]! <= KIND_SITEMAP) return { kind, depth: v.readUInt16BE(1), url: v.toString('latin1', 3) };
+  const n = v[3]!;
+  if (v.length < 5 + n) return undefined;
+  return { kind, depth: v.readUInt16BE(1), from: v.toString('latin1', 4, 4 + n), url: v.toString('latin1', 4 + n) };
 }
 
 /** Rows read per step of a standby scan. */
@@ -109,6 +124,13 @@ export class FrontierReplica {
   private readonly lastSuccessors = new Map<string, string[]>();
   private passP: Promise<void> = Promise.resolve();
   private passPending = false;
+  /**
+   * The standby sweep (promotions) runs on a chain of its own: a re-replication pass takes a seen-set
+   * round per host, minutes under load, and a dead owner's queue waited behind it until this agent died
+   * too (the mesh soak, docs/performance.md "Mesh soak").
+   */
+  private sweepP: Promise<void> = Promise.resolve();
+  private sweepPending = false;
   /**
    * We have been in a ring with others. Before that (a start, a restart) our ring holds only us and every
    * host maps to us although its owner may be alive: nothing held is promoted until then.
@@ -130,9 +152,9 @@ export class FrontierReplica {
   attach(mesh: ReplicaMesh): void { this.mesh = mesh; }
 
   /** A ring-change pass is queued or running (the agent is not idle meanwhile). */
-  get busy(): boolean { return this.passPending || this.promoteDue || this.promotable || this.catchUpDue.size > 0; }
+  get busy(): boolean { return this.passPending || this.sweepPending || this.promoteDue || this.promotable || this.catchUpDue.size > 0; }
   /** The passes queued so far, done. */
-  get settled(): Promise<void> { return this.passP; }
+  get settled(): Promise<void> { return Promise.all([this.passP, this.sweepP]).then(() => {}); }
 
   private successors(host: string): string[] {
     const mesh = this.mesh!;
@@ -202,12 +224,29 @@ export class FrontierReplica {
       const u = urls[i]!;
       // Sent before its owner left our ring, arriving after our sweep: ours now, promoted by a pass of its own.
       if (mesh && this.meshed && mesh.membership.ring.ownerOf(hostOf(u.url)) === mesh.id) ours = true;
-      ops.push({ type: 'put', sublevel: store.standby, key: u.key, value: encodeHeld(u.url, u.depth, u.sitemap) });
+      ops.push({ type: 'put', sublevel: store.standby, key: u.key, value: encodeHeld(u.url, u.depth, u.sitemap, u.from) });
     }
     // Not synced, like replica seen entries: losing them needs this agent's power loss and the owner's death at once.
     if (ops.length) await store.db.batch(ops);
     this.stats.held += ops.length;
     if (ours) { this.promotable = true; this.schedulePromotion(); }
+  }
+
+  /**
+   * Replica seen entries from `from` that intake refused as seen entries (in our view it does not own the
+   * host, or we are not next): they still delete what `from` itself asked us to hold — its page is settled
+   * there — so that its promotion does not fetch the page again (src/crawl/held-replicas.ts). Nothing else.
+   */
+  async trimFrom(from: string, keys: readonly Buffer[]): Promise<void> {
+    if (keys.length === 0) return;
+    const { store } = this.c;
+    const values = await store.standby.getMany([...keys]);
+    const ops: BatchOp[] = [];
+    for (let i = 0; i < keys.length; i++) {
+      const v = values[i];
+      if (v && decodeHeld(v)?.from === from) ops.push({ type: 'del', sublevel: store.standby, key: keys[i]! });
+    }
+    if (ops.length) await store.db.batch(ops);
   }
 
   /** The ring changed: promote (after promoteAfterMs), keep or drop what we hold; send our hosts' queues to new successors. */
@@ -233,6 +272,22 @@ export class FrontierReplica {
 
   private pass(promote: boolean): void {
     if (promote) this.promoteDue = true;
+    if (!this.sweepPending) {
+      this.sweepPending = true;
+      this.sweepP = this.sweepP.then(async () => {
+        this.sweepPending = false;
+        if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
+        if (!this.meshed) return;
+        try {
+          const promoteNow = this.promoteDue;
+          this.promoteDue = false;
+          if (promoteNow) this.promotable = false;
+          await this.sweepStandby(promoteNow);
+        } catch (err) {
+          this.c.log.error({ err: (err as Error).message }, 'replicated frontier sweep failed; will retry on the next ring change');
+        }
+      });
+    }
     if (this.passPending) return;
     this.passPending = true;
     this.passP = this.passP.then(async () => {
@@ -240,10 +295,6 @@ export class FrontierReplica {
       if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
       if (!this.meshed) return;
       try {
-        const promoteNow = this.promoteDue;
-        this.promoteDue = false;
-        if (promoteNow) this.promotable = false;
-        await this.sweepStandby(promoteNow);
         await this.replicateToNewSuccessors();
         await this.catchUpNewHosts();
       } catch (err) {
@@ -257,6 +308,9 @@ export class FrontierReplica {
     const mesh = this.mesh!;
     const { store } = this.c;
     const ring = mesh.membership.ring;
+    const isMember = (id: string) => (mesh.membership.member ? mesh.membership.member(id) !== undefined : ring.has(id));
+    // Left our ring while still a member: leaving, or left out by us; not a member yet to enter it.
+    const leftRing = (id: string) => !ring.has(id) && (mesh.membership.member?.(id)?.state === 'leaving' || mesh.membership.isExcluded?.(id) === true);
     let after: Buffer | undefined;
     for (;;) {
       const rows = await store.standby.iterator(after ? { gt: after, limit: SCAN_CHUNK } : { limit: SCAN_CHUNK }).all();
@@ -270,17 +324,20 @@ export class FrontierReplica {
         const host = h ? hostOf(h.url) : '';
         if (!h || !host) { del.push({ type: 'del', sublevel: store.standby, key: k }); dropped++; continue; }
         const owner = ring.ownerOf(host);
-        if (owner === mesh.id && this.leftEmpty.settledThere(host)) {
-          // Its owner left with nothing queued (an --until-idle end): the page was settled there, not queued.
-          del.push({ type: 'del', sublevel: store.standby, key: k });
-          dropped++;
-          continue;
-        }
-        if (owner === mesh.id) {
+        // Promote, keep or drop (src/crawl/held-replicas.ts); a member that left with nothing queued
+        // (an --until-idle end) had settled its pages: its replicas are stale, dropped.
+        const from = h.from !== undefined && h.from !== mesh.id ? h.from : undefined;
+        const verdict = heldVerdict({
+          ownerIsUs: owner === mesh.id,
+          successor: successorsOf(ring, host, this.c.replicas).includes(mesh.id),
+          settledThere: this.leftEmpty.settledThere(host),
+          sender: from === undefined ? undefined : {
+            member: isMember(from), leftRing: leftRing(from), owner: owner === from, leftEmpty: this.leftEmpty.has(from),
+          },
+        });
+        if (verdict === 'promote') {
           if (promoteNow) { promote.push(h); del.push({ type: 'del', sublevel: store.standby, key: k }); } else this.promotable = true;
-          continue;
-        }
-        if (!successorsOf(ring, host, this.c.replicas).includes(mesh.id)) {
+        } else if (verdict === 'drop') {
           del.push({ type: 'del', sublevel: store.standby, key: k });
           dropped++;
         }

@@ -68,6 +68,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const held: HeldUrl[] = [];
     const hostItems: HandedHostItem[] = [];
     const trims: Buffer[] = []; // replica seen entries: the queued replica of that URL is done with
+    const foreignTrims: Buffer[] = []; // refused replica seen entries: done with only if that sender's
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
     let withoutUs: boolean | undefined; // likewise (heldWithoutUs)
     let bad = 0;
@@ -104,8 +105,12 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           // A seen entry passed on to us by the member that held the host before we counted (src/crawl/recent-rings.ts `passedOn`).
           const relayed = w.kind === 'seen' && w.hops > 0 && this.c.recentRings.passedOn(from, host, mesh.id);
           if (!replica && !relayed) withoutUs ??= heard !== undefined || this.heldWithoutUs(mesh, from);
-          if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)) {
+          // A queued replica hides nothing: it is held for its sender whatever our view of the host's owner
+          // (views disagree under churn), and promoted once its sender is gone (src/crawl/held-replicas.ts).
+          if (w.kind === 'queued') { /* admitted: any member */ } else if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
+            // It may still trim a queued replica the same sender asked us to hold (src/crawl/frontier-replica.ts `trimFrom`).
+            if (w.kind === 'replica' && this.c.standby?.trimFrom) foreignTrims.push(seenKey(hostKey(host), it.url));
             bad++;
             continue;
           }
@@ -123,7 +128,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         const hk = hostKey(host);
         if (w.kind === 'queued') {
           // Held, not crawled, while its owner lives (docs/mesh.md "Replicated frontier").
-          if (this.c.standby) held.push({ key: seenKey(hk, w.url), url: w.url, depth: w.depth, sitemap: w.sitemap });
+          if (this.c.standby) held.push({ key: seenKey(hk, w.url), url: w.url, depth: w.depth, sitemap: w.sitemap, ...(local ? {} : { from }) });
           continue;
         }
         settled.push(seenKey(hk, it.url));
@@ -164,6 +169,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     if (hostItems.length) await this.c.hostItems!(hostItems);
     // After the seen entries: a queued replica of a page settled in the same frames is not kept.
     if (held.length) await this.c.standby!.hold(held);
+    if (foreignTrims.length) await this.c.standby!.trimFrom!(from, foreignTrims);
     // The sender deletes the batch once we acknowledge it: what it stored here is synced first.
     await Promise.all([this.c.route(cands, true), ...[...passOn].map(([owner, its]) => mesh!.forward(owner, its, true))]);
     if (passOn.size > 0) await this.c.barrier.sync();

@@ -26,6 +26,9 @@ export class LeftEmpty {
     while (this.left.size > MAX_LEFT) this.left.delete(this.left.keys().next().value!);
   }
 
+  /** Whether `id` left our ring with nothing queued (and has not come back). */
+  has(id: string): boolean { return this.left.has(id); }
+
   /** Whether `host` was owned, before it left, by a member that left with nothing queued. */
   settledThere(host: string): boolean {
     for (const [id, ring] of this.left) if (ring.ownerOf(host) === id) return true;

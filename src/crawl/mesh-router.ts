@@ -26,9 +26,12 @@ import type { RoutingFacts } from './summary.js';
 import type { Logger } from '../util/log.js';
 import { shortPeerId } from '../mesh/index.js';
 import { successorsOf } from '../assign/ring.js';
+import { LeaveReceivers } from './leave-receivers.js';
 
 /** Pause between two handoff rounds of a leave while URLs are still queued here. */
 const LEAVE_ROUND_MS = 50;
+/** Pause between two looks at the outbox while a leave waits for the peers' acknowledgements. */
+const LEAVE_ACK_POLL_MS = 200;
 
 export interface MeshRouterComponents {
   config: AgentConfig;
@@ -70,6 +73,8 @@ export class MeshRouter implements Router {
   private everShared: boolean;
   /** Our hosts' queued URLs copied to their successors, and theirs held here (docs/mesh.md "Replicated frontier"). */
   readonly frontierReplica: FrontierReplica;
+  /** Who we hand to while we leave with nobody else in our ring (src/crawl/leave-receivers.ts). */
+  private readonly leaveReceivers: LeaveReceivers;
 
   constructor(private readonly c: MeshRouterComponents) {
     const { config } = c;
@@ -88,20 +93,23 @@ export class MeshRouter implements Router {
       config, store: c.store, frontier: c.frontier, drum: c.admission.drum, barrier: c.barrier, gate, log: c.log, metrics: c.metrics,
       candidate: (url, depth, kind) => c.admission.candidate(url, undefined, depth, kind),
       followsFromPeer: (cand) => c.admission.followsFromPeer(cand),
-      route: (cands, sync) => this.route(cands, sync),
+      // URLs from peers (and our outbox's re-routes) are relayed: see route().
+      route: (cands, sync) => this.route(cands, sync, true),
       attachGrants: (items) => c.sitemaps.attachGrants(items),
       schedulePump: () => c.schedulePump(),
       lifecycle: () => c.lifecycle(),
-      standby: { hold: (urls) => this.frontierReplica.hold(urls), replicas: config.mesh.replicas },
+      standby: { hold: (urls) => this.frontierReplica.hold(urls), trimFrom: (from, keys) => this.frontierReplica.trimFrom(from, keys), replicas: config.mesh.replicas },
       hostItems: c.hostHandoff ? (items) => c.hostHandoff!.take(items) : undefined,
       handOffItems: c.hostHandoff ? (h) => c.hostHandoff!.itemsFor(h.name, h.key, h.data, h.data.operatorPaused === true) : undefined,
       handedOff: (host) => c.hostStates?.forget(host),
+      ownerOf: (host) => this.ownerFor(host),
     });
+    this.leaveReceivers = new LeaveReceivers({ heardWithinMs: config.mesh.deadAfterMs, maxCapacity: config.mesh.admission.maxCapacity });
     this.frontierReplica = new FrontierReplica({
       store: c.store, frontier: c.frontier, drum: c.admission.drum, replicas: config.mesh.replicas, log: c.log,
       // One more dead-after period: a member declared dead by mistake is back in our ring by then.
       promoteAfterMs: config.mesh.deadAfterMs,
-      promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)), true),
+      promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)), true, true),
     });
   }
 
@@ -150,9 +158,26 @@ export class MeshRouter implements Router {
   }
 
   owns(host: string): boolean { return !this.mesh || this.mesh.ownerOf(host) === this.mesh.id; }
+
+  /**
+   * The host's owner by our ring; while we leave with nobody else in our ring, a member we still hear
+   * (src/crawl/leave-receivers.ts), which passes the URLs on to the host's owner in its view.
+   */
+  private ownerFor(host: string): string {
+    const mesh = this.mesh!;
+    if (this.c.lifecycle() === 'leaving' && mesh.membership.ring.members().length === 0) return this.leaveReceivers.ownerOf(mesh, host) ?? mesh.ownerOf(host);
+    return mesh.ownerOf(host);
+  }
   ownerOf(host: string): string { return this.mesh ? this.mesh.ownerOf(host) : ''; }
 
-  async route(cands: Candidate[], sync = false): Promise<void> {
+  /**
+   * `relay`: the URLs come from a peer (or a departed owner's replica), not from our own pages. They skip
+   * the outbox's "recently forwarded" cache: that we sent a URL to a peer lately does not mean the peer still
+   * has it — two members whose views disagree about a host pass its URLs back and forth (a handoff each way,
+   * then forwards), and the cache dropped such a URL on its second bounce, before the hop limit kept it
+   * anywhere (docs/mesh.md "Outbox layout", the mesh soak in docs/performance.md).
+   */
+  async route(cands: Candidate[], sync = false, relay = false): Promise<void> {
     if (cands.length === 0) return;
     const { admission, sitemaps } = this.c;
     const mesh = this.mesh;
@@ -162,7 +187,7 @@ export class MeshRouter implements Router {
     const byOwner = new Map<string, UrlItem[]>();
     const self = mesh.id;
     for (const c of cands) {
-      const owner = mesh.ownerOf(c.host);
+      const owner = this.ownerFor(c.host);
       // Past the hop limit a URL stays where it is: views disagree only for a moment (docs/mesh.md).
       if (owner === self || c.hops >= this.c.config.mesh.maxHops) { local.push(c); continue; }
       const items = byOwner.get(owner);
@@ -172,7 +197,7 @@ export class MeshRouter implements Router {
     await sitemaps.keepGrants(local);
     const jobs: Promise<unknown>[] = [admission.submit(local, sync)];
     for (const [owner, items] of byOwner) {
-      jobs.push(mesh.forward(owner, items).then((n) => { this.forwarded += n; this.c.metrics.urlsForwarded(shortPeerId(owner), n); }));
+      jobs.push(mesh.forward(owner, items, relay).then((n) => { this.forwarded += n; this.c.metrics.urlsForwarded(shortPeerId(owner), n); }));
     }
     await Promise.all(jobs);
     if (sync && byOwner.size > 0) await this.c.barrier.sync(); // the outbox writes
@@ -253,28 +278,35 @@ export class MeshRouter implements Router {
     const ownership = this.ownership;
     log.info('leaving the mesh: handing hosts over');
     await mesh.leave();
-    // Our own ring no longer holds us: with nobody else in it every host maps back to us.
-    const nobodyToHandTo = () => mesh.membership.ring.members().length === 0;
+    // Our own ring no longer holds us: with nobody else in it, and no other member heard of, every host maps back to us.
+    const nobodyToHandTo = () => mesh.membership.ring.members().length === 0 && !this.leaveReceivers.ring(mesh);
     if (nobodyToHandTo()) {
       if (frontier.queued > 0) log.warn({ queued: frontier.queued }, 'no other member to hand hosts to: stopping with the queue kept for the next start');
       return;
     }
     const deadline = Date.now() + config.mesh.leaveTimeoutMs;
     // Our queue drains only through handoffs now. URLs still in the DRUM buffer, or
-    // arriving from peers that have not yet seen us leave, land in our frontier
-    // after a handoff: repeat until nothing is left here.
+    // arriving from peers that have not yet seen us leave (also while we wait for
+    // acknowledgements), or a stalled peer's queue re-routed back to us, land in our
+    // frontier after a handoff: repeat until nothing is left here and every peer
+    // acknowledged what we queued for it.
+    let fallbackLogged = false;
     for (;;) {
+      if (!fallbackLogged && mesh.membership.ring.members().length === 0) {
+        const to = this.leaveReceivers.ring(mesh)?.members() ?? [];
+        if (to.length) { fallbackLogged = true; log.warn({ receivers: to.map(shortPeerId) }, 'our ring names nobody else: handing over to the members we still hear'); }
+      }
       await drum.flush();
       ownership.scheduleRebalance();
       await ownership.rebalancing;
       while ((this.c.working() || ownership.rebalancePending) && Date.now() < deadline) await ownership.rebalancing.then(() => sleep(20));
-      if ((frontier.queued === 0 && !drum.busy) || Date.now() >= deadline || nobodyToHandTo()) break;
+      const drained = frontier.queued === 0 && !drum.busy;
+      if ((drained && mesh.outbox.totalQueued() === 0) || Date.now() >= deadline || nobodyToHandTo()) break;
       // A real timer between rounds: URLs that cannot move yet must not make this a microtask loop.
-      await sleep(LEAVE_ROUND_MS);
+      await sleep(drained ? LEAVE_ACK_POLL_MS : LEAVE_ROUND_MS);
     }
     if (frontier.queued > 0) log.warn({ queued: frontier.queued }, 'left with URLs still queued here; they are crawled when this agent returns');
-    const acked = await mesh.outbox.waitEmpty({ timeoutMs: Math.max(0, deadline - Date.now()) });
-    if (!acked) log.warn({ queued: mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
+    if (mesh.outbox.totalQueued() > 0) log.warn({ queued: mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
   }
 
   scrape(metrics: AgentMetrics): void {

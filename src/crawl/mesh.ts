@@ -41,6 +41,8 @@ export interface AgentMeshStats {
 
 export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }> {
   readonly stats: AgentMeshStats = { excluded: { stall: 0, quota: 0 }, forgotten: 0 };
+  /** When our graceful leave began (0: not leaving). */
+  private leavingSince = 0;
   /** Since when each peer we keep state for has been out of the member table. */
   private readonly absentSince = new Map<string, number>();
   /** Since when each member has been in the table without having sent us its handoff marker (idle detection stops waiting for it after a while). */
@@ -158,12 +160,17 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
    */
   private checkUseful(): void {
     const now = Date.now();
+    // While we leave, a member outside our ring we hand to (src/crawl/leave-receivers.ts) counts too, and
+    // sooner: the leave is bounded, and what a peer does not take must go to another in time (docs/mesh.md).
+    const leaving = this.leavingSince > 0;
+    const stallMs = leaving ? Math.min(this.cfg.peerStallMs, this.cfg.leaveTimeoutMs / 6) : this.cfg.peerStallMs;
     for (const p of this.outbox.peers()) {
-      if (!this.membership.ring.capacityOf(p)) continue; // not in our ring: its queue is re-routed anyway
+      const receiver = leaving && this.membership.member(p) !== undefined && !this.membership.isExcluded(p);
+      if (!this.membership.ring.capacityOf(p) && !receiver) continue; // not in our ring: its queue is re-routed anyway
       // A suspect member is silent, not misbehaving: the takeover grace decides when its hosts move (docs/mesh.md).
       if (this.membership.isSuspect(p)) continue;
       const quota = this.outbox.queuedBytes(p) > this.cfg.outboxQuotaBytes;
-      const stalled = this.outbox.stalledFor(p, now) > this.cfg.peerStallMs;
+      const stalled = this.outbox.stalledFor(p, now) > stallMs;
       if (!quota && !stalled) continue;
       this.stats.excluded[quota ? 'quota' : 'stall']++;
       this.log.warn({ peer: p, queued: this.outbox.queued(p), bytes: this.outbox.queuedBytes(p), stalledMs: this.outbox.stalledFor(p, now) },
@@ -269,7 +276,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     return since !== undefined && Date.now() - since > 20 * this.cfg.heartbeatMs + this.cfg.deadAfterMs;
   }
 
-  async leave(): Promise<void> { await this.membership.leave(); }
+  async leave(): Promise<void> { this.leavingSince = Date.now(); await this.membership.leave(); }
 
   /** The run ends here with nothing queued (src/mesh/membership.ts `announceEnd`). */
   async announceEnd(): Promise<void> { await this.membership.announceEnd(); }

@@ -79,10 +79,12 @@ export interface OwnershipComponents<C extends PeerCandidate & { key: Buffer }, 
   schedulePump(): void;
   lifecycle(): AgentState;
   /** Queued URLs held for their owners (src/crawl/frontier-replica.ts): peer intake stores and trims them. */
-  standby?: { hold(urls: HeldUrl[]): Promise<void>; readonly replicas: number };
+  standby?: { hold(urls: HeldUrl[]): Promise<void>; trimFrom?(from: string, keys: readonly Buffer[]): Promise<void>; readonly replicas: number };
   /** A host's state and recrawl entries from its previous owner (src/crawl/host-handoff.ts), stored before the batch is acknowledged. */
   hostItems?(items: HandedHostItem[]): Promise<void>;
   /** What goes to a host's new owner before its URLs (its state, its recrawl entries), and the host left us. */
   handOffItems?(h: HostState<D>): Promise<UrlItem[]>;
   handedOff?(host: string): void;
+  /** Who a host goes to, when not the mesh's owner by our ring (a leaver whose ring is empty: src/crawl/leave-receivers.ts). */
+  ownerOf?(host: string): string;
 }

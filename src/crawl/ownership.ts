@@ -132,7 +132,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     for (const id of c.removed) this.resendAcked(id, c.dead.includes(id));
     // Seen entries go out at once, not behind earlier handoffs still waiting for
     // in-flight fetches: the new owners must know what we fetched before they start.
-    const moving = [...frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
+    const moving = [...frontier.allHosts()].filter((h) => this.ownerOf(h.name) !== mesh.id);
     for (const h of moving) frontier.setPaused(h, true);
     this.sendSettled(moving).catch((err: Error) => log.error({ err: err.message }, 'sending seen entries failed'));
     this.scheduleRebalance();
@@ -149,7 +149,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       const { log, frontier } = this.c;
       const rid = this.c.gate.ringId;
       let failed = false;
-      const moving = [...frontier.allHosts()].filter((h) => mesh.ownerOf(h.name) !== mesh.id);
+      const moving = [...frontier.allHosts()].filter((h) => this.ownerOf(h.name) !== mesh.id);
       // In chunks, one exclusive section of the seen-set each: host by host, an agent holding thousands of
       // hosts (the one given the seeds) waited a seen-set round per host and kept them paused for the whole run.
       for (let i = 0; i < moving.length; i += HANDOFF_CHUNK) {
@@ -163,7 +163,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       if (moving.length) log.info({ hosts: moving.length }, 'hosts handed over');
       // Hosts we only hold seen entries for (no frontier state) move too.
       for (const [host, hk] of this.settledOnly) {
-        const owner = mesh.ownerOf(host);
+        const owner = this.ownerOf(host);
         if (owner === mesh.id || frontier.host(host)) continue;
         try {
           const items = await this.settledItems(hk);
@@ -219,8 +219,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       const kind = classifyItem(it).kind;
       if (kind === 'marker' || kind === 'bad') return null; // a marker is meant for that peer only: dropped below
       if (kind === 'replica') { const n = ring.nextOwnersOf(hostOf(it.url), 2)[1]; return n && n !== mesh.id ? n : null; }
-      const o = mesh.ownerOf(hostOf(it.url));
-      return o === mesh.id ? null : o;
+      const o = this.ownerOf(hostOf(it.url));
+      return o === mesh.id || o === id ? null : o; // back to that peer (a leaver's last resort): ours to hand on again
     }, (its) => this.acceptFromPeer(its.filter((it) => { const kind = classifyItem(it).kind; return kind === 'crawl' || kind === 'seen'; }), id, true),
     // A member left out for never acknowledging: its in-flight batches will not be acked; do not wait for them.
     mesh.membership.isExcluded(id) ? { waitInflightMs: 0 } : {})
@@ -239,7 +239,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     const mine: UrlItem[] = [];
     const byOwner = new Map<string, UrlItem[]>();
     for (const it of items) {
-      const o = mesh.ownerOf(hostOf(it.url));
+      const o = this.ownerOf(hostOf(it.url));
       if (o === mesh.id) { mine.push(it); continue; }
       const l = byOwner.get(o);
       if (l) l.push(it); else byOwner.set(o, [it]);
@@ -301,7 +301,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     while (hosts.some((h) => h.inFlight || h.data.pendingAcks > 0 || h.loading) && Date.now() < deadline) await sleep(10);
     const going: Array<{ h: HostState<D>; owner: string }> = [];
     for (const h of hosts) {
-      const owner = mesh.ownerOf(h.name);
+      const owner = this.ownerOf(h.name);
       if (owner === mesh.id) frontier.setPaused(h, false); else going.push({ h, owner });
     }
     if (going.length === 0) return;
@@ -359,7 +359,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     const mesh = this.mesh!;
     const byOwner = new Map<string, UrlItem[]>();
     for (const h of hosts) {
-      const owner = mesh.ownerOf(h.name);
+      const owner = this.ownerOf(h.name);
       if (owner === mesh.id) continue;
       const items = await this.settledItems(h.key);
       if (!items.length) continue;
@@ -382,6 +382,9 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       handoff: { ...this.c.gate.stats },
     };
   }
+
+  /** The host's owner (by our ring, or as the agent says while it leaves: components.ownerOf). */
+  private ownerOf(host: string): string { return this.c.ownerOf ? this.c.ownerOf(host) : this.mesh!.ownerOf(host); }
 
   /** Records our ring in the recent rings and keeps them in the store (they survive a crash). */
   private pushRing(mesh: OwnershipMesh): void {
