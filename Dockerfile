@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Multi-stage: build with the dev toolchain, run with production dependencies only. Node 26, the active LTS
-# line since October 2026 (package.json engines: >= 20.19; CI runs the tests on the machine's Node, on Node 24
-# and on Node 26, .ci/run).
+# line since October 2026 (package.json engines: >= 20.19; CI runs the tests on the machine's Node and on
+# Node 24, and the demo on Node 26, .ci/run).
 FROM node:26-trixie-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
