@@ -1,5 +1,6 @@
 // Shared test helpers: temporary directories that clean themselves up, and
 // whole-agent runs of bin/ubicrawl.js against the synthetic web.
+import { freePortRun } from '../bench/ports.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -127,4 +128,16 @@ export function waitUntil(cond: () => boolean, timeoutMs: number, everyMs = 5): 
 export { mulberry32 as seededRandom } from '../src/hash/mix.js';
 
 /** A loopback port free at the time of asking (a WAN relay must know an agent's port before the agent starts). */
-export { freePort } from '../bench/ports.js';
+/**
+ * A loopback port for an agent that must know it before it starts (a WAN relay forwards to it): below the
+ * ephemeral range, so that no outgoing connection takes it meanwhile (bench/ports.ts; a kernel-picked port was
+ * taken by one before its agent listened, EADDRINUSE in zones-wan.test), and not one handed out before.
+ */
+export async function freePort(): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = await freePortRun(1);
+    if (!handedOut.has(port)) { handedOut.add(port); return port; }
+  }
+  throw new Error('no free loopback port not handed out already');
+}
+const handedOut = new Set<number>();
