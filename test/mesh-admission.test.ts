@@ -353,7 +353,7 @@ test('a churn of 30 fresh identities leaves the member table, per-peer state and
     // Back to the honest set on both, in agreement.
     await until('rings back to the honest set', () => a.m.view().join() === honest.join() && b.m.view().join() === honest.join(), 6000);
     for (let i = 0; i < 500; i++) assert.equal(a.m.ring.ownerOf(`h${i}.test`), b.m.ring.ownerOf(`h${i}.test`));
-    await until('per-peer state pruned', () => a.m.sizes().members === 2 && a.m.sizes().rateKeys <= 2 && a.m.sizes().dialKeys <= 2, 3000);
+    await until('per-peer state pruned', () => a.m.sizes().members === 2 && a.m.sizes().rateKeys <= 2 && a.m.sizes().dialKeys <= 2, 10_000);
     metrics.retainPeers(a.m.members().filter((m) => !m.self).map((m) => m.id.slice(-12)));
     assert.ok(metrics.peerLabelCount <= 2, `peer labels after the churn: ${metrics.peerLabelCount}`);
     const text = await metrics.render();
