@@ -740,6 +740,7 @@ test('crash safety: SIGKILL at random points of enqueue/take/ack, three times; e
   const queued = new Set<string>();
   const acked = new Set<string>();
   let unsure: string[] = [];
+  const lines: string[] = []; // what each run reported, for a failure message that explains itself
   const rnd = rng(99);
   for (let run = 0; run < 3; run++) {
     const proc = spawn(process.execPath, ['--input-type=module', '-e', child, dir, String(run)], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -748,13 +749,15 @@ test('crash safety: SIGKILL at random points of enqueue/take/ack, three times; e
     let onRecovered = () => {};
     const started = new Promise<void>((resolve) => { onRecovered = resolve; });
     let pendingTake: string[] = [];
-    const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
+    // 'close', not 'exit': 'exit' may come before the last lines of stdout are read (Node's child_process docs).
+    const exited = new Promise<void>((resolve) => proc.on('close', () => resolve()));
     proc.stdout!.on('data', (d: Buffer) => {
       buf += d.toString();
       let i: number;
       while ((i = buf.indexOf('\n')) >= 0) {
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
+        lines.push(`${run} ${line.length > 200 ? line.slice(0, 200) + '…' : line}`);
         if (line === 'R') { recovered = true; onRecovered(); }
         else if (line.startsWith('E ')) for (const u of line.slice(2).split(' ')) queued.add(u);
         else if (line.startsWith('T ')) pendingTake = line.slice(2).split(' ');
@@ -772,6 +775,13 @@ test('crash safety: SIGKILL at random points of enqueue/take/ack, three times; e
   }
   const s = await setup(dir, { maxActiveHosts: 3, headSize: 4 });
   await s.frontier.whenRecovered();
+  // Every entry on disk before the drain, so that a loss can be told apart from an entry left unserved.
+  const onDisk = new Map<string, string>();
+  for await (const [key, value] of s.store.frontier.iterator()) {
+    const host = (await s.store.hosts.get(key.subarray(0, 8)))?.toString('utf8');
+    const entry = decodeEntry(value, host);
+    onDisk.set(entry?.url ?? `(undecodable, host ${host})`, key.toString('hex'));
+  }
   const left = s.frontier.queued;
   const got = await drain(s);
   const urls = got.map((q) => q.url);
@@ -784,7 +794,11 @@ test('crash safety: SIGKILL at random points of enqueue/take/ack, three times; e
   for (const u of queued) {
     if (acked.has(u) || maybe.has(u)) continue;
     expected++;
-    assert.ok(back.has(u), `queued and never acknowledged, lost: ${u}`);
+    if (!back.has(u)) {
+      const tail = [0, 1, 2].map((run) => lines.filter((l) => l.startsWith(`${run} `)).slice(-5).join('\n')).join('\n');
+      assert.fail(`queued and never acknowledged, lost: ${u} (on disk before the drain: ${onDisk.has(u) ? `yes, key ${onDisk.get(u)}` : 'no'}; ` +
+        `${onDisk.size} entries on disk, ${left} counted, ${urls.length} drained). The last lines each run reported:\n${tail}`);
+    }
   }
   assert.ok(expected > 0 && acked.size > 0, 'the runs got far enough to test something');
   for (const u of urls) assert.match(u, /^http:\/\/k\d\.test\/\d-\d+$/);
