@@ -30,6 +30,7 @@ import type { Logger } from '../util/log.js';
 import { copyRing, type OwnerRing } from '../assign/zones.js';
 import { LeftEmpty } from './left-empty.js';
 import { heldVerdict } from './held-replicas.js';
+import { SerialLane } from '../util/serial-lane.js';
 
 /** What the replicated frontier uses of the agent's mesh (src/crawl/mesh.ts). */
 export interface ReplicaMesh {
@@ -111,6 +112,13 @@ export function decodeHeld(v: Buffer): { url: string; depth: number; kind: UrlKi
   return { kind, depth: v.readUInt16BE(1), from: v.toString('latin1', 4, 4 + n), url: v.toString('latin1', 4 + n) };
 }
 
+/** What the log says when a background job fails (each is asked for again on the next ring change or round). */
+const PASS_FAILED: Record<string, string> = {
+  sweep: 'replicated frontier sweep failed; will retry on the next ring change',
+  pass: 'replicated frontier pass failed; will retry on the next ring change',
+  'catch-up': 'seen entries catch-up failed',
+};
+
 /** Rows read per step of a standby scan. */
 const SCAN_CHUNK = 2000;
 
@@ -119,18 +127,16 @@ export class FrontierReplica {
   readonly stats: FrontierReplicaStats = { sent: 0, held: 0, skipped: 0, promoted: 0, dropped: 0, rereplicatedHosts: 0, seenCaughtUp: 0 };
   /** Hosts new to lastSuccessors in a seen-set round: their settled pages' seen entries go to those successors. */
   private readonly catchUpDue = new Set<string>();
-  private catchUpPending = false;
   /** The successors each of our hosts' queue was last replicated to (a new one gets the whole queue). */
   private readonly lastSuccessors = new Map<string, string[]>();
-  private passP: Promise<void> = Promise.resolve();
-  private passPending = false;
+  /** Ring-change passes (re-replication, seen entries' catch-up). */
+  private readonly passes = new SerialLane((job, err) => this.c.log.error({ err: err.message }, PASS_FAILED[job] ?? `${job} failed`));
   /**
-   * The standby sweep (promotions) runs on a chain of its own: a re-replication pass takes a seen-set
+   * The standby sweep (promotions) runs in a lane of its own: a re-replication pass takes a seen-set
    * round per host, minutes under load, and a dead owner's queue waited behind it until this agent died
    * too (the mesh soak, docs/performance.md "Mesh soak").
    */
-  private sweepP: Promise<void> = Promise.resolve();
-  private sweepPending = false;
+  private readonly sweeps = new SerialLane((job, err) => this.c.log.error({ err: err.message }, PASS_FAILED[job] ?? `${job} failed`));
   /**
    * We have been in a ring with others. Before that (a start, a restart) our ring holds only us and every
    * host maps to us although its owner may be alive: nothing held is promoted until then.
@@ -152,9 +158,11 @@ export class FrontierReplica {
   attach(mesh: ReplicaMesh): void { this.mesh = mesh; }
 
   /** A ring-change pass is queued or running (the agent is not idle meanwhile). */
-  get busy(): boolean { return this.passPending || this.sweepPending || this.promoteDue || this.promotable || this.catchUpDue.size > 0; }
+  get busy(): boolean {
+    return this.passes.isWaiting('pass') || this.sweeps.isWaiting('sweep') || this.promoteDue || this.promotable || this.catchUpDue.size > 0;
+  }
   /** The passes queued so far, done. */
-  get settled(): Promise<void> { return Promise.all([this.passP, this.sweepP]).then(() => {}); }
+  get settled(): Promise<void> { return Promise.all([this.passes.settled, this.sweeps.settled]).then(() => {}); }
 
   private successors(host: string): string[] {
     const mesh = this.mesh!;
@@ -272,35 +280,24 @@ export class FrontierReplica {
 
   private pass(promote: boolean): void {
     if (promote) this.promoteDue = true;
-    if (!this.sweepPending) {
-      this.sweepPending = true;
-      this.sweepP = this.sweepP.then(async () => {
-        this.sweepPending = false;
-        if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
-        if (!this.meshed) return;
-        try {
-          const promoteNow = this.promoteDue;
-          this.promoteDue = false;
-          if (promoteNow) this.promotable = false;
-          await this.sweepStandby(promoteNow);
-        } catch (err) {
-          this.c.log.error({ err: (err as Error).message }, 'replicated frontier sweep failed; will retry on the next ring change');
-        }
-      });
-    }
-    if (this.passPending) return;
-    this.passPending = true;
-    this.passP = this.passP.then(async () => {
-      this.passPending = false;
-      if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
-      if (!this.meshed) return;
-      try {
-        await this.replicateToNewSuccessors();
-        await this.catchUpNewHosts();
-      } catch (err) {
-        this.c.log.error({ err: (err as Error).message }, 'replicated frontier pass failed; will retry on the next ring change');
-      }
+    this.sweeps.request('sweep', async () => {
+      if (!this.isMeshed()) return;
+      const promoteNow = this.promoteDue;
+      this.promoteDue = false;
+      if (promoteNow) this.promotable = false;
+      await this.sweepStandby(promoteNow);
     });
+    this.passes.request('pass', async () => {
+      if (!this.isMeshed()) return;
+      await this.replicateToNewSuccessors();
+      await this.catchUpNewHosts();
+    });
+  }
+
+  /** True once our ring has held another member (see `meshed`). */
+  private isMeshed(): boolean {
+    if (this.mesh!.membership.ring.members().length > 1) this.meshed = true;
+    return this.meshed;
   }
 
   /** Every held URL: ours now → promoted (`promoteNow`; else on the timer's pass); still a successor → kept; otherwise dropped. */
@@ -399,12 +396,7 @@ export class FrontierReplica {
 
   /** A catch-up of the hosts first queued since, after the passes queued so far (not a whole ring-change pass: no standby scan). */
   private scheduleCatchUp(): void {
-    if (this.catchUpPending) return;
-    this.catchUpPending = true;
-    this.passP = this.passP.then(async () => {
-      this.catchUpPending = false;
-      try { await this.catchUpNewHosts(); } catch (err) { this.c.log.error({ err: (err as Error).message }, 'seen entries catch-up failed'); }
-    });
+    this.passes.request('catch-up', () => this.catchUpNewHosts());
   }
 
   /** Hosts first queued here since the last pass (taken over, handed to us, or new): their settled pages' seen entries go to their successors. */
