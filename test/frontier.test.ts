@@ -701,7 +701,8 @@ test('recover: entries in the pre-priority layout (host ‖ seq) are rewritten a
 test('crash safety: SIGKILL at random points of enqueue/take/ack, three times; every unacknowledged URL comes back once, no acknowledged one does', async () => {
   const dir = tempDir();
   const dist = (p: string) => new URL(`../src/${p}`, import.meta.url).href;
-  // The child enqueues and drains on the same store forever, reporting each step once it is durable.
+  // The child enqueues and drains on the same store forever, reporting each step once it is durable (a take
+  // before it can be: the kill may come between its acknowledgement and the report of that).
   const child = `
     import { openStore } from '${dist('store/db.js')}';
     import { hostKey } from '${dist('store/keys.js')}';
@@ -729,7 +730,9 @@ test('crash safety: SIGKILL at random points of enqueue/take/ack, three times; e
         if (q) taken.push(q);
       }
       if (taken.length) {
-        process.stdout.write('T ' + taken.map((q) => q.url).join(' ') + '\\n');
+        // The report must reach the pipe before the batch runs: a write to a pipe the parent is slow to read
+        // (a loaded machine) is buffered in this process, and a kill then loses it with the acknowledgement made.
+        await new Promise((r) => process.stdout.write('T ' + taken.map((q) => q.url).join(' ') + '\\n', r));
         await s.db.batch(taken.map((q) => f.doneOp(q)));
         f.acknowledged(taken.length);
         process.stdout.write('A\\n');
