@@ -70,6 +70,18 @@ export async function listeningOn(agent: AgentProc, opts: { api?: boolean } = {}
   return { mesh, api };
 }
 
+/**
+ * The membership story of each agent from its log (ring changes, deaths, members back, handoff gates), the
+ * last `max` lines each: what a failure message about pages fetched twice needs to be read without a rerun.
+ */
+export function membershipEvents(agents: readonly AgentProc[], max = 12): string {
+  const wanted = /"msg":"(membership changed|members declared dead|members back after we declared them dead|handoff gate|hosts handed over|member [^"]*: left out of our ring)"/;
+  return agents.map((a) => {
+    const lines = a.log().split('\n').filter((l) => wanted.test(l)).slice(-max);
+    return `${a.name}:\n${lines.map((l) => `  ${l.length > 300 ? `${l.slice(0, 300)}…` : l}`).join('\n') || '  (none)'}`;
+  }).join('\n');
+}
+
 export function agentOf(userAgent: string | null | undefined): string {
   return /\((a\d+)\)/.exec(userAgent ?? '')?.[1] ?? '?';
 }
