@@ -15,14 +15,17 @@
 // At the end: the slowest files, then the whole output of every failed and every flaky file again (a CI log is
 // often read from its tail only). Ports: every test listens on port 0.
 //
-//   node scripts/test.js [--jobs N] [--heavy-jobs N] [--alone-companions N] [--retries N] [file.test.js ...]
+// --cpu-report: every Node process of the run records its CPU time at exit (scripts/process-cpu.cjs), and the
+// summary splits the run's CPU between the test files' own processes and the agent processes each file started.
+//
+//   node scripts/test.js [--jobs N] [--heavy-jobs N] [--alone-companions N] [--retries N] [--cpu-report] [file.test.js ...]
 //
 // Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_ALONE_COMPANIONS, UBICRAWL_TEST_RETRIES
 // (the same as the flags), UBICRAWL_TEST_FILE_TIMEOUT (seconds a file may take before it is killed and failed;
 // default 900).
 import { spawn } from 'node:child_process';
-import { availableParallelism } from 'node:os';
-import { readdirSync, readFileSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -68,6 +71,7 @@ function parseArgs(argv) {
     aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 0),
     timeoutS: Number(process.env.UBICRAWL_TEST_FILE_TIMEOUT ?? 900),
     retries: Number(process.env.UBICRAWL_TEST_RETRIES ?? 1),
+    cpuReport: false,
     files: [],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -76,6 +80,7 @@ function parseArgs(argv) {
     else if (a === '--heavy-jobs') opts.heavyJobs = Number(argv[++i]);
     else if (a === '--alone-companions') opts.aloneCompanions = Number(argv[++i]);
     else if (a === '--retries') opts.retries = Number(argv[++i]);
+    else if (a === '--cpu-report') opts.cpuReport = true;
     else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else opts.files.push(a);
   }
@@ -171,6 +176,10 @@ async function main() {
   const queue = [...opts.files].sort((a, b) => Number(isAlone(b)) - Number(isAlone(a)) || weightOf(b) - weightOf(a) || a.localeCompare(b));
   const t0 = Date.now();
   const cpuStart = childCpuSeconds();
+  if (opts.cpuReport) {
+    process.env.UBICRAWL_CPU_REPORT = join(mkdtempSync(join(tmpdir(), 'ubicrawl-cpu-')), 'processes.jsonl');
+    process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --require ${join(root, 'scripts', 'process-cpu.cjs')}`.trim();
+  }
   process.stdout.write(`# ${queue.length} test files, ${opts.jobs} at a time (at most ${opts.heavyJobs} mesh/agent-heavy; `
     + `${[...ALONE].join(', ')} with no other heavy file and at most ${opts.aloneCompanions} light ones beside), node ${process.version}\n`);
   const results = [];
@@ -230,7 +239,40 @@ async function main() {
   process.stdout.write(`\n# ${results.length} files, ${failed.length} failed, ${flaky.length} flaky; wall ${((Date.now() - t0) / 1000).toFixed(1)} s, sum of file times ${(sumMs / 1000).toFixed(1)} s${cpu}\n`);
   for (const r of flaky) process.stdout.write(`# FLAKY ${rel(r.file)}: failed beside other files, passed alone (its output above)\n`);
   for (const r of failed) process.stdout.write(`# FAILED ${rel(r.file)}${r.timedOut ? ` (killed after ${opts.timeoutS} s)` : ''}\n`);
+  if (opts.cpuReport) printCpuReport(process.env.UBICRAWL_CPU_REPORT);
   process.exitCode = failed.length ? 1 : 0;
+}
+
+/** The run's CPU by kind of process, and the agents' CPU by the test file that started them (--cpu-report). */
+function printCpuReport(file) {
+  let rows;
+  try {
+    rows = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  } catch (err) {
+    process.stdout.write(`# no CPU report: ${err.message}\n`);
+    return;
+  }
+  const byPid = new Map(rows.map((r) => [r.pid, r]));
+  const isTestFile = (r) => r.argv.endsWith('.test.js');
+  const isAgent = (r) => !isTestFile(r) && /ubicrawl/.test(r.argv);
+  const kinds = [['test file processes', isTestFile], ['agent processes', isAgent], ['other', (r) => !isTestFile(r) && !isAgent(r)]];
+  process.stdout.write(`\n# CPU by process (${rows.length} processes reported; SIGKILLed ones are missing):\n`);
+  for (const [kind, is] of kinds) {
+    const of = rows.filter(is);
+    process.stdout.write(`#   ${of.reduce((n, r) => n + r.cpuS, 0).toFixed(1).padStart(7)} CPU-s  ${String(of.length).padStart(4)}  ${kind}\n`);
+  }
+  const perFile = new Map();
+  for (const r of rows.filter(isAgent)) {
+    const parent = byPid.get(r.ppid);
+    const name = parent ? basename(parent.argv.split(' ').pop()) : '(parent not reported)';
+    const e = perFile.get(name) ?? { n: 0, cpuS: 0, wallS: 0 };
+    e.n++; e.cpuS += r.cpuS; e.wallS += r.wallS;
+    perFile.set(name, e);
+  }
+  process.stdout.write('# agent processes by test file (CPU-s, agents, CPU-s and wall s per agent):\n');
+  for (const [name, e] of [...perFile].sort((a, b) => b[1].cpuS - a[1].cpuS).slice(0, 20)) {
+    process.stdout.write(`#   ${e.cpuS.toFixed(1).padStart(7)}  ${String(e.n).padStart(3)}  ${(e.cpuS / e.n).toFixed(2).padStart(5)}  ${(e.wallS / e.n).toFixed(1).padStart(5)}  ${name}\n`);
+  }
 }
 
 const rel = (file) => relative(root, file);
