@@ -150,9 +150,10 @@ test('the scope is the mesh\'s policy: the first agent\'s --scope web is in forc
 
 /**
  * A peer key (libp2p protobuf, as `<data-dir>/peer-key` holds it) for a joiner that owns at least `min` of `hosts` that
- * `counts` once it is in the ring of the agents whose data dirs are `members` (capacity 1 each, no zones: docs/mesh.md "Membership").
- * A fresh key owns each host with a chance of 1 in 4 beside 3 members, so none of 9 in about 1 run in 13 (measured:
- * 31 of 400 random key sets): the join then moves no host, and nothing can show that moved URLs keep their depth.
+ * `counts` once it is in the ring of the agents whose data dirs are `members` (capacity 1 each, no zones: docs/mesh.md
+ * "Membership"). A fresh key owns each host with a chance of 1 in 4 beside 3 members, so none of 9 in about 1 run
+ * in 13 (measured: 31 of 400 random key sets): the join then moves no host, and nothing shows that moved URLs keep
+ * their depth.
  */
 async function joinerKeyOwning(members: string[], hosts: string[], min: number, counts: (host: string) => boolean): Promise<{ key: Uint8Array; owned: string[] }> {
   // Two copies of @libp2p/interface's key types in node_modules: the keys are the same objects (src/mesh/node.ts casts too).
