@@ -132,3 +132,27 @@ test('RFC 9309 §2.3.1.2: a robots.txt redirect chain to a host outside the fron
     await web.close();
   }
 });
+
+test('Crawl-delay holds from the robots.txt exchange that states it: the first page waits for it too', async () => {
+  const DELAY_S = 1;
+  const E = 'e.paths.test';
+  const web = await startSlowWeb(5, (host, path) => {
+    if (path === '/robots.txt') return { status: 200, headers: { 'content-type': 'text/plain' }, body: `User-agent: *\nCrawl-delay: ${DELAY_S}\n` };
+    return path === '/' ? html(['/p1']) : html([]);
+  });
+  try {
+    const agent = await startAgent({
+      dataDir: tempDir(), seeds: [`${web.origin(E)}/`], untilIdle: true, minDelayMs: 20, delayFactor: 0, concurrency: 2,
+      resolve: [parseResolveRule(`*.paths.test:${web.port}:127.0.0.1`)], logLevel: 'silent', sitemaps: { enabled: false },
+    });
+    await agent.done;
+    const rs = web.log.filter((r) => r.host === E).sort((a, b) => a.start - b.start);
+    assert.deepEqual(rs.map((r) => r.path), ['/robots.txt', '/', '/p1']);
+    for (let i = 1; i < rs.length; i++) {
+      const gap = rs[i]!.start - rs[i - 1]!.end;
+      assert.ok(gap >= DELAY_S * 1000 - TOL, `${rs[i]!.path} came ${gap.toFixed(0)} ms after ${rs[i - 1]!.path} ended (Crawl-delay: ${DELAY_S})`);
+    }
+  } finally {
+    await web.close();
+  }
+});

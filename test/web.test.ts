@@ -858,6 +858,27 @@ test('intercept answers instead of the site, and only loopback addresses are acc
   }
 });
 
+test('intercept may answer with a promise: the request is held, in flight in the log, until it settles', async () => {
+  let release = () => {};
+  const held = new Promise<{ status: number; body: string }>((r) => { release = () => r({ status: 200, body: 'late' }); });
+  const web = await startSyntheticWeb({ hosts: 1, pagesPerHost: 1, intercept: (r) => (r.path === '/held' ? held : null) });
+  try {
+    const answer = get(web, `${web.url(0)}held`);
+    await new Promise<void>((resolve, reject) => {
+      const deadline = Date.now() + 5000;
+      const poll = () => (web.requests().length > 0 ? resolve() : Date.now() > deadline ? reject(new Error('never arrived')) : setTimeout(poll, 10));
+      poll();
+    });
+    assert.equal(web.requests()[0]!.end, 0, 'in flight while held');
+    release();
+    const r = await answer;
+    assert.equal(r.status, 200);
+    assert.equal(r.body.toString(), 'late');
+  } finally {
+    await web.close();
+  }
+});
+
 test('CLI: prints the resolve argument and the roots, serves, stops on SIGTERM', async () => {
   const cli = fileURLToPath(new URL('../bench/web/cli.js', import.meta.url));
   const child = spawn(process.execPath, [cli, '--json', '--hosts', '3', '--pages', '4'], { stdio: ['ignore', 'pipe', 'inherit'] });

@@ -493,6 +493,10 @@ export async function startSyntheticWeb(options: SyntheticWebOptions = {}): Prom
     }
     if (intercept !== undefined) {
       const x = intercept({ host, hostIndex: i, path: target, method, now: start, headers: req.headers });
+      if (x instanceof Promise) {
+        x.then((r) => sendIntercept(tres, method === 'HEAD', r), (e: unknown) => fail(tres, e));
+        return;
+      }
       if (x) return sendIntercept(tres, method === 'HEAD', x);
     }
     if (enforceAddress && i >= 0 && addresses.length > 1 && req.socket.localAddress !== addresses[i % addresses.length]) {

@@ -155,8 +155,8 @@ export interface SyntheticWebOptions {
    * bodies alive; turn it on for workloads that refetch pages.
    */
   cacheBytes?: number;
-  /** Called before routing; a non-null answer is served instead. */
-  intercept?: (req: InterceptRequest) => InterceptResponse | null | undefined;
+  /** Called before routing; a non-null answer is served instead; a promise of one is served when it settles (a request held). */
+  intercept?: (req: InterceptRequest) => InterceptResponse | Promise<InterceptResponse> | null | undefined;
 }
 
 /** One served request. Times are in ms on the web's clock (epoch-based, sub-ms). */

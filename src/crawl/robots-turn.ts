@@ -95,6 +95,8 @@ export class RobotsTurn {
     if (out.ok) await this.c.writeWarc(out);
     // The exchange shapes the clock of the host it went to (its backoff, pauses and parking too).
     const now = Date.now();
+    // The Crawl-delay this robots.txt states holds from this exchange on: the gap after it too (docs/politeness.md).
+    if (!other && step.next === undefined) h.data.polite.crawlDelayMs = (step.entry.rules.crawlDelay(this.c.token) ?? 0) * 1000;
     const clock = other ? other.state : h.data.polite;
     const v = this.c.politeness.record(targetHost, clock, out, 0, now, {
       dnsPermanent: this.c.dnsPermanent(out, new URL(target).hostname), minDelayMs: other ? other.minDelayMs : h.data.policy.minDelayMs, robots: true,
