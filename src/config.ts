@@ -482,6 +482,14 @@ export const DEFAULT_WARC: Readonly<WarcConfig> = Object.freeze({
   digest: 'sha1',
 });
 
+/**
+ * Pages whose WARC records and SimHash an agent computes on its main thread before it starts the encoder and
+ * fingerprint threads. Starting a thread costs 0.15–0.35 CPU-s (Node compiles its internals again in each),
+ * what a few hundred pages cost in-line: a small crawl (a test, a single site) never pays it, a large one
+ * moves the work off the main thread after its first pages (docs/performance.md "Worker threads").
+ */
+export const INLINE_PAGES_BEFORE_THREADS = 256;
+
 /** A sender may burst this many seconds' worth of its URL rate (`--peer-rate`; docs/mesh.md "Admission"). */
 export const RECEIVE_BURST_SECONDS = 5;
 /** Without its own dead-after setting, a member is dead after this many silent heartbeat intervals. */

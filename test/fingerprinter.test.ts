@@ -83,3 +83,20 @@ test('fingerprint thread: after close every job is handed back, nothing hangs', 
   assert.ok((await before) === null || typeof (await before) === 'bigint');
   assert.equal(await fpr.fingerprint(job), null);
 });
+
+test('fingerprint thread: the first inlineFirst pages are fingerprinted by the parser (no thread), the later ones by the thread, with the same result', async () => {
+  const fpr = new Fingerprinter(2);
+  try {
+    const html = page(seededRandom(7), 150);
+    assert.deepEqual([fpr.wantsJob(), fpr.wantsJob()], [false, false], 'the first two pages: inline');
+    assert.equal(fpr.stats.offloaded + fpr.stats.inline, 0, 'no job made for them');
+    assert.equal(fpr.wantsJob(), true, 'from the third page on: jobs for the thread');
+    const offloaded = await fpr.fingerprint(extractPage(Buffer.from(html), opts(true)).fingerprintJob!);
+    assert.equal(offloaded, extractPage(Buffer.from(html), opts(false)).fingerprint);
+    assert.equal(fpr.stats.offloaded, 1);
+    await fpr.close();
+    assert.equal(fpr.wantsJob(), false, 'closed: inline again');
+  } finally {
+    await fpr.close();
+  }
+});

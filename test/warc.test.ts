@@ -371,12 +371,20 @@ test('rotation: files stay under maxFileBytes, each opens with warcinfo, pairs n
   }
 });
 
-test('concurrent calls are serialised in call order with backpressure, in worker and in-line modes', async () => {
-  for (const worker of [true, false]) {
+test('concurrent calls are serialised in call order with backpressure, in worker and in-line modes, and across the switch from in-line to the worker', async () => {
+  for (const [worker, inlineFirst] of [[true, 0], [false, 0], [true, 50]] as const) {
     const dir = await tempDir();
     try {
-      const w = await WarcWriter.open({ dir, agentShortId: 'agentA', worker, maxPending: 4 });
-      const results = await Promise.all(Array.from({ length: 120 }, (_, i) => w.writeExchange(exchange(i, 500 + (i % 13) * 300))));
+      const w = await WarcWriter.open({ dir, agentShortId: 'agentA', worker, maxPending: 4, inlineFirst });
+      const write = (i: number) => w.writeExchange(exchange(i, 500 + (i % 13) * 300));
+      let results: WriteResult[] = [];
+      if (inlineFirst) {
+        results = await Promise.all(Array.from({ length: inlineFirst - 1 }, (_, i) => write(i)));
+        assert.equal(w.stats.encoderThread, false, 'the first calls are encoded in-line: no thread yet');
+      }
+      const n0 = results.length;
+      results = results.concat(await Promise.all(Array.from({ length: 120 - n0 }, (_, i) => write(n0 + i))));
+      assert.equal(w.stats.encoderThread, worker, worker ? 'the thread runs once the in-line calls are used up' : 'no thread in in-line mode');
       assert.ok(w.stats.pending <= 4);
       await w.close();
       for (let i = 1; i < results.length; i++) assert.ok(results[i].offset > results[i - 1].offset, 'call order kept');

@@ -4,7 +4,7 @@
 // A failed write is counted, fatal, and thrown on: a page must not be
 // acknowledged unrecorded (docs/storage.md "Write failures").
 import { join } from 'node:path';
-import type { AgentConfig } from '../config.js';
+import { INLINE_PAGES_BEFORE_THREADS, type AgentConfig } from '../config.js';
 import { archivedBody, type FetchResponse } from '../fetch/fetcher.js';
 import { WarcWriter, type ConversionInput, type WriteResult } from '../warc/writer.js';
 import { warcinfoFields } from '../warc/warcinfo.js';
@@ -40,6 +40,8 @@ export class Archive {
       prefix: config.warc.prefix,
       agentShortId,
       maxFileBytes: config.warc.maxFileBytes,
+      // Records encoded here before the encoder thread starts (a small crawl never starts it).
+      inlineFirst: INLINE_PAGES_BEFORE_THREADS,
       // Each finished (or recovered) WARC gets its CDXJ index next to it.
       onFileClosed: (path: string, lines?: string[]) => this.indexLater(path, lines),
       collectCdxj: true,

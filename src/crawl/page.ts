@@ -206,8 +206,9 @@ export class PageProcessor {
     const { stats, admission } = this.c;
     let page;
     try {
-      // A job only while the fingerprint thread runs: after it fails, every job would come back for a second parse.
-      page = this.parsePage(q, out, this.c.fingerprinter?.available ?? false);
+      // A job only while the fingerprint thread runs (after it fails every job would come back for a second parse), and
+      // not for a crawl's first pages (src/config.ts INLINE_PAGES_BEFORE_THREADS).
+      page = this.parsePage(q, out, this.c.fingerprinter?.wantsJob() ?? false);
     } catch (err) {
       bump(stats.errors, 'parse');
       this.c.recentErrors.record('parse', (err as Error).message, q.url, hostOf(q.url));

@@ -5,7 +5,7 @@
 import type { Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { SyncBarrier } from '../store/sync-barrier.js';
-import type { AgentConfig } from '../config.js';
+import { INLINE_PAGES_BEFORE_THREADS, type AgentConfig } from '../config.js';
 import { Frontier } from '../frontier/frontier.js';
 import { Fetcher } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
@@ -87,7 +87,7 @@ export function buildPipeline(hooks: PipelineHooks) {
   politeness.onChange = (host, st) => { const h = frontier.host(host); if (h?.data.polite === st) hostStates.save(host, h.data); };
   const dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, stats.dedup) : undefined;
   // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
-  const fingerprinter = dedup?.wantsText ? new Fingerprinter() : undefined;
+  const fingerprinter = dedup?.wantsText ? new Fingerprinter(INLINE_PAGES_BEFORE_THREADS) : undefined;
   const frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
     maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
     headSize: config.frontier.headSize,

@@ -32,8 +32,21 @@ export class Fingerprinter {
   /** Jobs answered by the worker / handed back for the inline path. */
   readonly stats = { offloaded: 0, inline: 0 };
 
+  /** `inlineFirst`: pages fingerprinted by the parser itself before jobs go to the thread (a small crawl never starts it). */
+  constructor(private inlineLeft = 0) {}
+
   /** False once the thread is gone (failed or closed): callers should fingerprint inline rather than make jobs. */
   get available(): boolean { return !this.broken && !this.closed; }
+
+  /**
+   * Whether the page about to be parsed should make a job for the thread (false: the parser fingerprints it
+   * inline). Called once a page: the first `inlineFirst` pages are inline, and the thread starts after them.
+   */
+  wantsJob(): boolean {
+    if (!this.available) return false;
+    if (this.inlineLeft > 0) { this.inlineLeft--; return false; }
+    return true;
+  }
 
   /**
    * simhashPieces of the job on the worker thread; null when the caller must

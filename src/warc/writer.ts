@@ -38,6 +38,8 @@ export interface WarcWriterOptions {
   gzipLevel?: number;
   /** Build and compress records in a worker thread (default true). */
   worker?: boolean;
+  /** With the worker: the first this many calls are encoded in-line, and the thread starts after them (default 0). */
+  inlineFirst?: number;
   /** Calls accepted at once before further calls wait (backpressure, default 64). */
   maxPending?: number;
   /** fsync a file before it is renamed to its final name (default true). */
@@ -83,6 +85,8 @@ export interface WriterStats {
   pending: number;
   /** Periodic fsyncs of the file being written (fsyncIntervalMs) that completed. */
   syncs: number;
+  /** The encoder thread has been started (false: every record so far was encoded on the calling thread). */
+  encoderThread: boolean;
 }
 
 const DEFAULT_LEVEL = 4;
@@ -117,11 +121,14 @@ function fileNameRe(prefix: string, agent: string): RegExp {
 interface Encoder {
   encode(job: EncodeJob): Promise<Encoded>;
   close(): Promise<void>;
+  /** A thread was started for it. */
+  readonly threaded: boolean;
 }
 
 const inlineEncoder: Encoder = {
   encode: (job) => encodeJob(job),
   close: async () => {},
+  threaded: false,
 };
 
 interface WorkerJob {
@@ -159,6 +166,11 @@ class WorkerEncoder implements Encoder {
   private outbox: WorkerJob[] = [];
   private outTransfer: ArrayBuffer[] = [];
   private flushScheduled = false;
+
+  /** `inlineFirst`: calls encoded here before the thread is started (a small crawl never starts it). */
+  constructor(private inlineLeft: number) {}
+
+  get threaded(): boolean { return this.w !== undefined; }
 
   private start(): Worker {
     const w = this.w = new Worker(new URL('./worker.js', import.meta.url));
@@ -209,6 +221,10 @@ class WorkerEncoder implements Encoder {
   };
 
   encode(job: EncodeJob): Promise<Encoded> {
+    if (this.inlineLeft > 0) {
+      this.inlineLeft--;
+      return encodeJob(job);
+    }
     let w = this.w;
     if (w === undefined && !this.closing) {
       try { w = this.start(); } catch { w = this.w = null; } // no thread: every record is encoded here
@@ -387,7 +403,7 @@ export class WarcWriter {
   private closed = false;
   /** Last error met while completing a file in the background (it keeps its .open name). */
   lastError: Error | null = null;
-  private readonly st: WriterStats = { filesClosed: 0, records: 0, bytes: 0, pending: 0, syncs: 0 };
+  private readonly st: Omit<WriterStats, 'pending' | 'encoderThread'> = { filesClosed: 0, records: 0, bytes: 0, syncs: 0 };
 
   private constructor(opts: WarcWriterOptions, serial: number) {
     this.dir = opts.dir;
@@ -403,7 +419,7 @@ export class WarcWriter {
     this.onFileClosed = opts.onFileClosed;
     this.collectCdxj = opts.collectCdxj === true;
     this.serial = serial;
-    this.encoder = opts.worker === false ? inlineEncoder : new WorkerEncoder();
+    this.encoder = opts.worker === false ? inlineEncoder : new WorkerEncoder(opts.inlineFirst ?? 0);
     const every = opts.fsyncIntervalMs ?? DEFAULT_WARC.fsyncIntervalMs;
     if (this.fsync && every > 0) {
       this.syncTimer = setInterval(() => this.syncNow(), every);
@@ -479,7 +495,7 @@ export class WarcWriter {
   }
 
   get stats(): WriterStats {
-    return { ...this.st, pending: this.inflight };
+    return { ...this.st, pending: this.inflight, encoderThread: this.encoder.threaded };
   }
 
   /** Path of the file being written (with its `.open` suffix), or null. */
