@@ -53,8 +53,8 @@ function waitExit(c: ChildProcess, ms: number): Promise<void> {
   });
 }
 
-/** One idle mesh: CPU-ms per second of each agent over the window. */
-async function runIdle(a: Args): Promise<number[]> {
+/** One idle mesh: CPU-ms per second of each agent over the window, and each agent's CPU-ms up to it (start-up, joining, warm-up). */
+async function runIdle(a: Args): Promise<{ perS: number[]; warmupMs: number[] }> {
   const base = mkdtempSync(join(tmpdir(), 'ubicrawl-meshidle-'));
   const port = await freePort();
   const children: ChildProcess[] = [];
@@ -72,7 +72,7 @@ async function runIdle(a: Args): Promise<number[]> {
     const c0 = children.map((c) => procCpu(c.pid!));
     await sleep(a.seconds * 1000);
     const wall = (performance.now() - t0) / 1000;
-    return children.map((c, i) => ((procCpu(c.pid!) - c0[i]!) * 1000) / wall);
+    return { perS: children.map((c, i) => ((procCpu(c.pid!) - c0[i]!) * 1000) / wall), warmupMs: c0.map((x) => x * 1000) };
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.map((c) => waitExit(c, 10_000)));
@@ -87,9 +87,9 @@ async function main(): Promise<void> {
   process.stdout.write(`idle mesh: ${a.agents} agents, heartbeat ${a.heartbeat} ms, ${a.warmup} s warm-up, ${a.seconds} s window, ${a.runs} run(s); load ${load()}\n`);
   const perAgent: number[] = [];
   for (let r = 0; r < a.runs; r++) {
-    const xs = await runIdle(a);
+    const { perS: xs, warmupMs } = await runIdle(a);
     perAgent.push(...xs);
-    process.stdout.write(`run ${r + 1}: CPU-ms/s per agent ${xs.map((x) => x.toFixed(1)).join(' ')}; load ${load()}\n`);
+    process.stdout.write(`run ${r + 1}: CPU-ms/s per agent ${xs.map((x) => x.toFixed(1)).join(' ')} (CPU-ms before the window, start-up and ${a.warmup} s: ${warmupMs.map((x) => x.toFixed(0)).join(' ')}); load ${load()}\n`);
   }
   process.stdout.write(`median ${median(perAgent).toFixed(1)} CPU-ms/s per agent (heartbeat ${a.heartbeat} ms); load ${load()}\n`);
 }
