@@ -1,6 +1,6 @@
 // Gossipsub's per-message cost (src/mesh/gossip-fast-path.ts, docs/mesh.md "Identity and the node"): the same
-// signatures from a cached key, a fast message id equal to StrictSign's, no gossip mesh, and a member reached
-// through another one still heard (gossip) and still checked.
+// signatures from a cached key, a fast message id equal to StrictSign's, and delivery through a relay and in a
+// full mesh, once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -62,12 +62,12 @@ test('strictSignFastMsgId: author and sequence number, unambiguous', () => {
   assert.equal(typeof strictSignFastMsgId({}), 'string');
 });
 
-test('no gossip mesh: each message reaches each peer once and directly; a peer we are not connected to is heard through gossip', async () => {
+test('with the fast message id, a heartbeat relayed by a member reaches a peer its author is not connected to, once; copies are dropped', async () => {
   const nodes: MeshNode[] = [];
   try {
     for (let i = 0; i < 3; i++) nodes.push(await createMeshNode({ dataDir: tempDir(), gossip: { heartbeatInterval: 200 } }));
     const [a, b, c] = nodes as [MeshNode, MeshNode, MeshNode];
-    // a – b – c: c is connected to b only.
+    // a – b – c: c is connected to b only, so a's messages reach c relayed by b (gossipsub's mesh).
     await a.dialPeer(b.addrs()[0]!);
     await c.dialPeer(b.addrs()[0]!);
     const topic = 'fast-path-test';
@@ -79,23 +79,22 @@ test('no gossip mesh: each message reaches each peer once and directly; a peer w
         if (m.topic === topic && m.type === 'signed') got[i]!.push({ from: m.from.toString(), data: new TextDecoder().decode(m.data) });
       });
     });
-    // Subscriptions exchanged: b knows both peers are in the topic.
-    await until('subscriptions', () => b.libp2p.services.pubsub.getSubscribers(topic).length === 2);
-    // Let a few gossipsub heartbeats pass: no peer is grafted into a mesh.
-    await new Promise((r) => setTimeout(r, 700));
     const meshPeers = (n: MeshNode) => (n.libp2p.services.pubsub as unknown as { getMeshPeers(t: string): string[] }).getMeshPeers(topic);
-    for (const n of nodes) assert.deepEqual(meshPeers(n), [], 'no gossip mesh');
-    const sent = await a.libp2p.services.pubsub.publish(topic, new TextEncoder().encode('from a'));
-    assert.deepEqual(sent.recipients.map(String), [b.id], 'published to the connected peer directly');
-    await until('b hears a', () => got[1]!.length === 1);
-    // c is not connected to a: it learns of the message from b's IHAVE and fetches it (IWANT), signed by a.
-    await until('c hears a through gossip', () => got[2]!.length === 1, 5000);
+    await until('b grafted both', () => meshPeers(b).length === 2);
+    await a.libp2p.services.pubsub.publish(topic, new TextEncoder().encode('from a'));
+    await until('c hears a through b', () => got[2]!.length === 1, 5000);
     assert.deepEqual(got[2], [{ from: a.id, data: 'from a' }]);
-    // Nothing is delivered twice, and b relayed nothing back to a.
+    // Now a triangle: every message reaches each peer twice (from its author, relayed by the third) and is delivered once.
+    await a.dialPeer(c.addrs()[0]!);
+    await until('a and c grafted each other', () => meshPeers(a).includes(c.id) && meshPeers(c).includes(a.id));
+    for (let k = 0; k < 5; k++) for (const n of nodes) await n.libp2p.services.pubsub.publish(topic, new TextEncoder().encode(`${k}`));
+    await until('every message delivered', () => got.every((g) => g.filter((m) => m.data !== 'from a').length === 10));
     await new Promise((r) => setTimeout(r, 500));
-    assert.equal(got[1]!.length, 1);
-    assert.equal(got[2]!.length, 1);
-    assert.equal(got[0]!.length, 0);
+    for (const [i, g] of got.entries()) {
+      const keys = g.filter((m) => m.data !== 'from a').map((m) => `${m.from} ${m.data}`);
+      assert.equal(new Set(keys).size, keys.length, `node ${i}: nothing delivered twice`);
+      assert.equal(keys.length, 10, `node ${i}: the other two nodes' 5 messages each`);
+    }
   } finally {
     for (const n of nodes) await n.stop().catch(() => {});
   }

@@ -47,12 +47,3 @@ export function strictSignFastMsgId(msg: RpcMessageIds): string {
 }
 
 const EMPTY = new Uint8Array(0);
-
-/**
- * Gossipsub's mesh, emptied: every agent dials every member it hears of (docs/mesh.md "Membership": the mesh is a
- * full mesh of direct connections), and gossipsub publishes to every peer in the topic anyway (floodPublish, its
- * default). A gossip mesh on top only relays each heartbeat again to peers that already have it: at N agents each
- * heartbeat reaches every agent N − 1 times. Without it, a member we are not (yet) connected to is still heard
- * through gossip: peers announce what they hold (IHAVE) at every gossipsub heartbeat and we fetch what we lack (IWANT).
- */
-export const FULL_MESH_GOSSIP = { D: 0, Dlo: 0, Dhi: 0, Dscore: 0, Dout: 0, floodPublish: true } as const;

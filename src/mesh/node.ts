@@ -17,7 +17,7 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import type { PubSub } from '@libp2p/interface';
 import { membersTopic } from './wire.js';
 import { DEFAULT_MESH, DEFAULT_MESH_EXCHANGE } from '../config.js';
-import { cachedSigningKey, FULL_MESH_GOSSIP, strictSignFastMsgId } from './gossip-fast-path.js';
+import { cachedSigningKey, strictSignFastMsgId } from './gossip-fast-path.js';
 
 // @libp2p/crypto 5.1.23 types its keys against @libp2p/interface 3 while libp2p
 // 2.10 uses interface 2: same runtime objects, structurally different types.
@@ -338,7 +338,6 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
         fallbackToFloodsub: false,
         // Bounded RPCs: heartbeats are ≤ 4 KiB; 1 MiB leaves room for batching and control messages.
         maxInboundDataLength: 1 << 20,
-        ...FULL_MESH_GOSSIP,
         ...meshScoreParams(membersTopic(opts.crawlId ?? DEFAULT_MESH.crawlId)),
         ...opts.gossip,
         globalSignaturePolicy: 'StrictSign',
