@@ -17,6 +17,7 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import type { PubSub } from '@libp2p/interface';
 import { membersTopic } from './wire.js';
 import { DEFAULT_MESH, DEFAULT_MESH_EXCHANGE } from '../config.js';
+import { cachedSigningKey, strictSignFastMsgId } from './gossip-fast-path.js';
 
 // @libp2p/crypto 5.1.23 types its keys against @libp2p/interface 3 while libp2p
 // 2.10 uses interface 2: same runtime objects, structurally different types.
@@ -317,7 +318,8 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
   const dialTimeoutMs = opts.dialTimeoutMs ?? DEFAULT_MESH_EXCHANGE.dialTimeoutMs;
 
   const libp2p = await createLibp2p<MeshServices>({
-    privateKey,
+    // Same key and signatures; one KeyObject instead of one per signature (src/mesh/gossip-fast-path.ts).
+    privateKey: cachedSigningKey(privateKey),
     addresses: {
       listen,
       announce: opts.announce ?? [],
@@ -339,6 +341,8 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
         ...meshScoreParams(membersTopic(opts.crawlId ?? DEFAULT_MESH.crawlId)),
         ...opts.gossip,
         globalSignaturePolicy: 'StrictSign',
+        // A copy of a message already accepted is dropped before its signature is checked again (gossip-fast-path.ts).
+        fastMsgIdFn: strictSignFastMsgId,
       }),
     },
   });
