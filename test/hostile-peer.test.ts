@@ -25,9 +25,19 @@ import { hostOf } from '../src/url/normalize.js';
 import { inFlightWindow, tempDir } from './helpers.js';
 import { CONCURRENCY, listeningOn, membershipEvents, pageCounts, seedThroughApi, startAgentProcess, waitMembers, whoFetched, type AgentProc } from './mesh-agents.js';
 
-const HEARTBEAT = 200;
-const DEAD_AFTER = 1000;
-const PEER_STALL = 3000;
+/**
+ * Membership timing of the honest agents. Four test files at once on 2 cores delay an honest agent's heartbeats
+ * and acknowledgements by seconds: at --dead-after 1000 and --peer-stall 3000, honest members were left out of
+ * each other's rings for a stall of 3.0–3.6 s (11 times in 3 parallel runs of this file at a load average of
+ * 12), their hosts moved, and pages were fetched twice. Dead-after stays short enough that the churning
+ * identities of (c), gone after it, keep the member table within MAX_MEMBERS.
+ */
+const HEARTBEAT = 500;
+const DEAD_AFTER = 3000;
+/** Only (d) needs the stall rule to fire, on the member that acknowledges nothing: the others never stall this long. */
+const PEER_STALL = 30_000;
+/** (d): the stall rule on a member that never acknowledges; an honest agent's acknowledgements lag less than this under load. */
+const PEER_STALL_D = 10_000;
 const TOPIC = membersTopic('default');
 /** Disk per honest agent (WARCs of ≈ 500 pages of ≤ 3 KB, LevelDB, outbox): far below this. */
 const MAX_DATA_DIR_BYTES = 64 << 20;
@@ -413,7 +423,7 @@ test('(c) a new identity every second (each a member for a second) does not stal
 });
 
 test('(d) a member that never acknowledges is left out of the rings and its queue re-routed; its forged seen entries are refused', async (t) => {
-  const mesh = await startMesh();
+  const mesh = await startMesh(['--peer-stall', String(PEER_STALL_D)]);
   const evil = await Hostile.start(mesh.port);
   try {
     const honest = await evil.honest();
