@@ -10,7 +10,7 @@ import { startSyntheticWeb } from '../bench/web/index.js';
 import { startAgent } from '../src/crawl/agent.js';
 import { parseResolveRule } from '../src/config.js';
 import { tempDir } from './helpers.js';
-import { listeningOn, type AgentExit, type AgentProc } from './mesh-agents.js';
+import { MESH_TIMING, listeningOn, type AgentExit, type AgentProc } from './mesh-agents.js';
 import { readFileSync } from 'node:fs';
 
 /** The bearer header of the agent whose data dir is `dataDir` (changes through the API take its token). */
@@ -50,7 +50,7 @@ test('three agents: every endpoint answers; inspect names owner and WARC locatio
   const start = (i: number, peerPort?: number): AgentProc => {
     const proc = spawn(process.execPath, [BIN, 'join', '--data-dir', join(dir, `a${i}`), '--api', '127.0.0.1:0',
       '--listen', '/ip4/127.0.0.1/tcp/0', ...(peerPort ? ['--seed', `127.0.0.1:${peerPort}`] : []),
-      '--min-delay', '50', '--delay-factor', '0', '--heartbeat', '250', '--progress', 'off', '--log-level', 'info', '--no-sitemaps',
+      '--min-delay', '50', '--delay-factor', '0', ...MESH_TIMING, '--progress', 'off', '--log-level', 'info', '--no-sitemaps',
       ...web.resolveArgs.flatMap((r) => ['--resolve', r])], { stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     let shown = 0; // log up to here is split into lines already

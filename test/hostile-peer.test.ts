@@ -25,9 +25,21 @@ import { hostOf } from '../src/url/normalize.js';
 import { inFlightWindow, tempDir } from './helpers.js';
 import { CONCURRENCY, listeningOn, membershipEvents, pageCounts, seedThroughApi, startAgentProcess, waitMembers, whoFetched, type AgentProc } from './mesh-agents.js';
 
-const HEARTBEAT = 200;
-const DEAD_AFTER = 1000;
-const PEER_STALL = 3000;
+/**
+ * Membership timing of the honest agents. Four test files at once on 2 cores delay an honest agent's heartbeats
+ * and acknowledgements by seconds: at --dead-after 1000 and --peer-stall 3000, honest members were left out of
+ * each other's rings for a stall of 3.0–3.6 s (50 times in 3 parallel runs of this file at a load average of
+ * 10–20), their hosts moved, and pages were fetched twice; at a load of 34–44, 9 live members were declared dead too.
+ */
+const HEARTBEAT = 500;
+const DEAD_AFTER = 3000;
+/** (c): see there. */
+const CHURN_HEARTBEAT = 200;
+const CHURN_DEAD_AFTER = 1000;
+/** Only (d) needs the stall rule to fire, on the member that acknowledges nothing: the others never stall this long. */
+const PEER_STALL = 30_000;
+/** (d): the stall rule on a member that never acknowledges; an honest agent's acknowledgements lag less than this under load. */
+const PEER_STALL_D = 10_000;
 const TOPIC = membersTopic('default');
 /** Disk per honest agent (WARCs of ≈ 500 pages of ≤ 3 KB, LevelDB, outbox): far below this. */
 const MAX_DATA_DIR_BYTES = 64 << 20;
@@ -381,7 +393,10 @@ test('(b) a member that claims capacity 1e6 is refused; it takes no hosts and sw
 });
 
 test('(c) a new identity every second (each a member for a second) does not stall the crawl or grow the member table', async (t) => {
-  const mesh = await startMesh();
+  // The short timing this case was written for: the run ends on three identical idle rounds, and each churning
+  // identity, counted once older than dead-after + 2 heartbeats until declared dead, changes them. At 500 / 3000 ms
+  // no 1.5 s went by without a change and the crawl, done, did not end within 60 s (3 of 3 runs).
+  const mesh = await startMesh(['--heartbeat', String(CHURN_HEARTBEAT), '--dead-after', String(CHURN_DEAD_AFTER)]);
   const churn: Hostile[] = [];
   let running = true;
   let churning: Promise<void> = Promise.resolve();
@@ -393,7 +408,7 @@ test('(c) a new identity every second (each a member for a second) does not stal
         const h = await Hostile.start(mesh.port).catch(() => null);
         if (!h) break;
         churn.push(h);
-        h.join();
+        h.join({}, CHURN_HEARTBEAT);
         await sleep(1000);
         await h.stop();
       }
@@ -413,7 +428,7 @@ test('(c) a new identity every second (each a member for a second) does not stal
 });
 
 test('(d) a member that never acknowledges is left out of the rings and its queue re-routed; its forged seen entries are refused', async (t) => {
-  const mesh = await startMesh();
+  const mesh = await startMesh(['--peer-stall', String(PEER_STALL_D)]);
   const evil = await Hostile.start(mesh.port);
   try {
     const honest = await evil.honest();

@@ -14,6 +14,18 @@ import { decodeSegment, parseOutboxKey } from '../src/mesh/wire.js';
 
 export const MIN_DELAY = 150;
 export const CONCURRENCY = 16;
+/**
+ * Membership timing of the test agents (docs/mesh.md "Table rules"): a heartbeat every 500 ms, and a member
+ * silent for 4 s (with no connection to us; 16 s whatever its connections) is declared dead. The suite runs
+ * four files at once on 2 cores, where an agent's event loop or its gossip can lag by seconds: a live member
+ * declared dead moves its hosts and has pages fetched twice, which these tests assert never happens. A
+ * SIGKILLed agent's connections close at once, so a takeover still comes 4–4.5 s after a kill (the tests that
+ * kill wait on events, bounded). The product default is 1000 / 5000 ms (src/config.ts).
+ */
+export const HEARTBEAT_MS = 500;
+export const DEAD_AFTER_MS = 4000;
+/** The same as `join` flags (a later flag of a test's own wins). */
+export const MESH_TIMING = ['--heartbeat', String(HEARTBEAT_MS), '--dead-after', String(DEAD_AFTER_MS)];
 
 export interface AgentExit { code: number | null; signal: string | null; out: string; err: string }
 export interface AgentProc {
@@ -30,7 +42,7 @@ export function startAgentProcess(web: SyntheticWeb, dir: string, name: string, 
     '--concurrency', String(CONCURRENCY), '--progress', 'off',
     // Info: the start-up lines name the ports it listens on (listeningOn), since tests give port 0 to run beside other files.
     '--log-level', process.env.MESH_LOG ?? 'info', ...(opts.sitemaps ? [] : ['--no-sitemaps']),
-    '--heartbeat', '250', '--dead-after', '1500',
+    ...MESH_TIMING,
     '--user-agent', `ubicrawl/0.1 (${name})`, ...web.resolveArgs.flatMap((r) => ['--resolve', r]), ...extra];
   const run = spawnAgent(args);
   // A test that fails before the agents end (a timed-out wait) still leaves their logs so far.

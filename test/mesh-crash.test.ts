@@ -6,11 +6,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
 import {
-  MIN_DELAY, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, meshWeb, whoFetched, victimState, seenKeyHex, type AgentProc,
+  MIN_DELAY, DEAD_AFTER_MS, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, meshWeb, whoFetched, victimState, seenKeyHex, type AgentProc,
 } from './mesh-agents.js';
 
 /** --dead-after of the test agents (mesh-agents.ts), ms. */
-const DEAD_AFTER = 1500;
+const DEAD_AFTER = DEAD_AFTER_MS;
 /**
  * The in-flight window of a killed agent (docs/mesh.md "Crashes"): pages whose
  * request it had sent but whose completion had not reached the host's next
