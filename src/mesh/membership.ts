@@ -15,6 +15,8 @@ import { HostRing, type HostRingOptions } from '../assign/ring.js';
 import { DEFAULT_ZONE, ZonedRing, zoneRulesDigest, type ZoneRule } from '../assign/zones.js';
 import { decodeHeartbeat, encodeHeartbeat, membersTopic, type Heartbeat, type MemberCounters, type MemberState } from './wire.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
+import { RateLimitedLog } from './admission.js';
+import { countFailure, failureLabel } from './link-failures.js';
 import { DEAD_AFTER_HEARTBEATS, DEFAULT_MESH, defaultMeshAdmission, type MeshAdmissionConfig } from '../config.js';
 
 /** A member as this agent knows it: its latest heartbeat, plus when we heard it. */
@@ -411,6 +413,8 @@ export interface MembershipStats {
   dialErrors: number;
   /** Dials not started because the global dial budget of the interval was spent. */
   dialsDeferred: number;
+  /** Failed dials by cause (./link-failures.ts). */
+  dialFailures: Record<string, number>;
 }
 
 export interface MembershipEvents {
@@ -442,7 +446,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   readonly zoneRulesDigest: string | undefined;
   readonly topic: string;
   readonly stats: MembershipStats = {
-    published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignored: {}, ignoredFull: 0, unreachable: 0, dials: 0, dialErrors: 0, dialsDeferred: 0,
+    published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignored: {}, ignoredFull: 0, unreachable: 0, dials: 0, dialErrors: 0, dialsDeferred: 0, dialFailures: {},
   };
   readonly admission: MeshAdmissionConfig;
   private readonly node: MeshNode;
@@ -474,7 +478,9 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private readonly heartbeatRate: WindowCounter;
   private readonly dialing = new Set<string>();
   /** Per member: earliest next dial and consecutive failures (exponential backoff). */
-  private readonly dialBackoff = new Map<string, { next: number; failures: number }>();
+  private readonly dialBackoff = new Map<string, { next: number; failures: number; lastError?: string }>();
+  /** Says which identities expired unreachable, and why, at most once per 10 s. */
+  private readonly unreachableLog: RateLimitedLog;
   /**
    * Members we declared dead, still dialed (with the same backoff) for a while: one cut off by a partition
    * is only heard again once a connection is back, and neither side may have it as a member or seed then
@@ -511,6 +517,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? this.admission.maxMembers, suspectGraceMs: opts.suspectGraceMs });
     this.newMembers = new TokenBucket(this.admission.newMembersBurst, this.admission.newMembersPerInterval / this.intervalMs, Date.now());
     this.heartbeatRate = new WindowCounter(this.intervalMs, this.admission.heartbeatsPerInterval);
+    this.unreachableLog = new RateLimitedLog(this.log);
   }
 
   get selfId(): string {
@@ -700,6 +707,12 @@ export class Membership extends EventEmitter<MembershipEvents> {
     for (const id of this.table.pendingIds()) if (this.node.isConnected(id)) this.confirm(id);
     const unreachable = this.table.expirePending(now);
     this.stats.unreachable += unreachable.length;
+    if (unreachable.length) {
+      this.unreachableLog.warn('unreachable', {
+        ids: unreachable.slice(0, 4).map((id) => ({ id, dialing: this.dialing.has(id), failures: this.dialBackoff.get(id)?.failures ?? 0, lastError: this.dialBackoff.get(id)?.lastError })),
+        count: unreachable.length,
+      }, 'identities not reachable in time: refused for a cooldown', now);
+    }
     // Per-peer state only for identities the table still knows.
     const known = (id: string) => this.table.knows(id);
     this.heartbeatRate.retain(known);
@@ -837,15 +850,17 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.dialWindow.n++;
     this.dialing.add(m.id);
     const failures = backoff?.failures ?? 0;
-    this.dialBackoff.set(m.id, { next: now + Math.min(maxBackoffMs, Math.max(this.intervalMs, 1000) * 2 ** failures), failures });
+    this.dialBackoff.set(m.id, { next: now + Math.min(maxBackoffMs, Math.max(this.intervalMs, 1000) * 2 ** failures), failures, lastError: backoff?.lastError });
     this.stats.dials++;
     void this.node.libp2p.peerStore.merge(peer, { multiaddrs: own.map((a) => a.decapsulateCode(421)) })
       .then(() => this.node.libp2p.dial(peer, { signal: AbortSignal.timeout(10_000) }))
       .then(() => { this.dialBackoff.set(m.id, { next: Date.now() + this.intervalMs, failures: 0 }); })
       .catch((err: Error) => {
         this.stats.dialErrors++;
+        const label = failureLabel('dial', err);
+        countFailure(this.stats.dialFailures, label);
         const b = this.dialBackoff.get(m.id);
-        if (b) b.failures = Math.min(failures + 1, 30);
+        if (b) { b.failures = Math.min(failures + 1, 30); b.lastError = label; }
         this.log.debug({ peer: m.id, err: err.message }, 'dial to member failed');
       })
       .finally(() => this.dialing.delete(m.id));
