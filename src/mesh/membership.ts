@@ -177,11 +177,15 @@ export class MemberTable {
 
   /**
    * Drops pending members that have not become reachable within
-   * confirmWithinMs, refusing them for cooldownMs; returns their ids.
+   * confirmWithinMs, refusing them for cooldownMs; returns their ids. One
+   * `dialing` says is being dialed is not dropped before that dial ends: on a
+   * loaded machine a first dial (a Noise handshake through a busy peer) takes
+   * longer than confirmWithinMs, and a connection that opens a moment after the
+   * drop came too late (docs/mesh.md "Admission"). The dial's own timeout bounds the wait.
    */
-  expirePending(now: number): string[] {
+  expirePending(now: number, dialing: (id: string) => boolean = () => false): string[] {
     const out: string[] = [];
-    for (const p of this.pending.values()) if (now - p.since > this.confirmWithinMs) out.push(p.id);
+    for (const p of this.pending.values()) if (now - p.since > this.confirmWithinMs && !dialing(p.id)) out.push(p.id);
     for (const id of out) {
       this.pending.delete(id);
       this.cooldown.delete(id);
@@ -189,6 +193,15 @@ export class MemberTable {
       if (this.cooldown.size > this.maxTombstones) this.cooldown.delete(this.cooldown.keys().next().value!);
     }
     return out;
+  }
+
+  /**
+   * A connection to `id` opened: it is reachable after all, so a cooldown for
+   * never becoming reachable no longer holds (its next heartbeat is a new
+   * identity's again, through the admission bucket). True if one was lifted.
+   */
+  reachable(id: string): boolean {
+    return this.cooldown.delete(id);
   }
 
   /** Removes a member (admitted or pending) at once (e.g. it was declared dead), leaving a tombstone. */
@@ -415,6 +428,8 @@ export interface MembershipStats {
   dialsDeferred: number;
   /** Failed dials by cause (./link-failures.ts). */
   dialFailures: Record<string, number>;
+  /** Cooldowns ended early because a connection to that identity opened. */
+  cooldownsLifted: number;
 }
 
 export interface MembershipEvents {
@@ -446,7 +461,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   readonly zoneRulesDigest: string | undefined;
   readonly topic: string;
   readonly stats: MembershipStats = {
-    published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignored: {}, ignoredFull: 0, unreachable: 0, dials: 0, dialErrors: 0, dialsDeferred: 0, dialFailures: {},
+    published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignored: {}, ignoredFull: 0, unreachable: 0, dials: 0, dialErrors: 0, dialsDeferred: 0, dialFailures: {}, cooldownsLifted: 0,
   };
   readonly admission: MeshAdmissionConfig;
   private readonly node: MeshNode;
@@ -492,7 +507,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private dialWindow = { start: 0, n: 0 };
   private lastRefusalLog = { at: 0, total: 0 };
   private readonly onMessage = (evt: CustomEvent<Message>) => this.handleMessage(evt.detail);
-  private readonly onConnect = (evt: CustomEvent<PeerId>) => this.confirm(evt.detail.toString());
+  private readonly onConnect = (evt: CustomEvent<PeerId>) => this.connected(evt.detail.toString());
   // Decoded heartbeats, passed from the validator to the message handler.
   private readonly validated = new WeakMap<Message, Heartbeat>();
 
@@ -705,7 +720,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     } else if (expired) this.applyRing([]);
     // A connection may have opened while its heartbeat was still on the way.
     for (const id of this.table.pendingIds()) if (this.node.isConnected(id)) this.confirm(id);
-    const unreachable = this.table.expirePending(now);
+    const unreachable = this.table.expirePending(now, (id) => this.dialing.has(id));
     this.stats.unreachable += unreachable.length;
     if (unreachable.length) {
       this.unreachableLog.warn('unreachable', {
@@ -794,6 +809,12 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.emit('heartbeat', info);
     this.applyRing([]);
     if (this.autoDial && hb.state === 'active') this.maybeDial(info);
+  }
+
+  /** A connection to `id` opened: reachable, so neither pending nor cooled down any more (docs/mesh.md "Admission"). */
+  private connected(id: string): void {
+    if (this.running && this.table.reachable(id)) this.stats.cooldownsLifted++;
+    this.confirm(id);
   }
 
   /** A pending identity became reachable: it is a member from now on. */
