@@ -122,7 +122,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       await membership.start();
       await exchange.start();
       mesh.linkWatch = new LinkWatch({
-        libp2p: node.libp2p, log,
+        libp2p: node.libp2p, log, peaks: { get: () => exchange!.peaks(), reset: () => exchange!.resetPeaks() },
         counters: () => {
           const ex = exchange!.stats();
           return { sendFailures: ex.failureReasons ?? {}, dialFailures: membership.stats.dialFailures, refusals: membership.refusals(), refusedBatches: ex.rejected };

@@ -190,6 +190,8 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private readonly totals = { sent: 0, acked: 0, received: 0, duplicates: 0, acceptErrors: 0, failures: 0, throttled: 0 };
   private readonly rejected: Record<string, number> = {};
   private readonly failureReasons: Record<string, number> = {};
+  /** Longest waits since resetPeaks(): a batch's ack (sender), a batch's turn and its accept (receiver). */
+  private peakWaits: Record<string, number> = {};
   private readonly perPeer = new Map<string, PeerExchangeStats>();
   private readonly stopCtl = new AbortController();
   private started = false;
@@ -315,6 +317,19 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     return { ...this.totals, rejected: { ...this.rejected }, failureReasons: { ...this.failureReasons }, peers: new Map([...this.perPeer].map(([k, v]) => [k, { ...v }])) };
   }
 
+  /** The longest waits since the last resetPeaks() (ms): ackMaxMs, lockWaitMaxMs, acceptMaxMs. */
+  peaks(): Record<string, number> {
+    return { ...this.peakWaits };
+  }
+
+  resetPeaks(): void {
+    this.peakWaits = {};
+  }
+
+  private notePeak(what: string, ms: number): void {
+    if (ms > (this.peakWaits[what] ?? 0)) this.peakWaits[what] = ms;
+  }
+
   /** Peers this exchange keeps state for (counters, rate limits, high-water marks in memory). */
   knownPeers(): string[] {
     return [...new Set([...this.perPeer.keys(), ...this.marks.keys(), ...this.buckets.keys()])];
@@ -396,6 +411,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     const sinkDone = stream.sink(out).catch(() => {});
     const acks = lp.decode(stream.source, { maxDataLength: MAX_ACK_BYTES })[Symbol.asyncIterator]();
     const inflight: OutboxBatch[] = [];
+    const sentAt: number[] = []; // per in-flight batch: when it was written (ack latency)
     const ps = this.peerStats(peer);
     let cursor = 0;
     let ok = false;
@@ -415,6 +431,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
           if (!r.batch) { lingerWait = r.waitMs; break; }
           const b = r.batch;
           inflight.push(b);
+          sentAt.push(Date.now());
           cursor = b.lastSeq;
           out.push(encodeRunsFrame({ batchId: b.lastSeq, from: this.node.id, epoch: ob.epoch, flags }, b.runs));
           ps.sent += b.count;
@@ -443,6 +460,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         const head = inflight[0]!;
         if (a.value.batchId !== head.lastSeq) throw new Error('ack out of order');
         inflight.shift();
+        this.notePeak('ackMaxMs', Date.now() - sentAt.shift()!);
         await ob.ack(head);
         ps.acked += head.count;
         ps.batchesAcked++;
@@ -571,8 +589,11 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         }
         // Acks go out in frame order.
         if (intake) await intake.idle();
+        const queuedAt = Date.now();
         try {
           await this.locked(from, async () => {
+            const lockedAt = Date.now();
+            this.notePeak('lockWaitMaxMs', lockedAt - queuedAt);
             const mark = await this.mark(from, b.epoch);
             let items = b.items;
             let first = 0;
@@ -584,6 +605,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
               this.totals.duplicates += first;
             }
             if (items.length) await this.accept(items, from, { batchId: b.batchId, epoch: b.epoch, replica: (b.flags & FLAG_REPLICA) !== 0 });
+            this.notePeak('acceptMaxMs', Date.now() - lockedAt);
             accepted = items.length;
             if (b.seqs.length) await this.setMark(from, b.epoch, Math.max(mark.seq, b.seqs[b.seqs.length - 1]!));
           });

@@ -2,7 +2,8 @@
 // under load members stopped acknowledging each other for a minute and more, and the info-level logs did
 // not say why. Each line gives this process's event-loop delay, its connections (open, opened, closed) and,
 // by cause (./link-failures.ts), the URL exchange's failed sessions and membership's failed dials since
-// the previous line. Quiet intervals (nothing failed, nothing closed, no delay over 1 s) add to the next line.
+// the previous line, and the longest waits for an ack (sender) and for a batch's turn and accept (receiver).
+// Quiet intervals (nothing failed or closed, no delay over 1 s, no wait over 5 s) add to the next line.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { MeshLibp2p, MeshLogger } from './node.js';
 import { countsSince } from './link-failures.js';
@@ -21,6 +22,8 @@ export interface LinkCounters {
 export interface LinkWatchOptions {
   libp2p: MeshLibp2p;
   counters: () => LinkCounters;
+  /** Longest waits since the last line (ms), e.g. of an ack or an accept, and how to start over. */
+  peaks?: { get(): Record<string, number>; reset(): void };
   log: MeshLogger;
   /** Default 10 s. */
   intervalMs?: number;
@@ -28,6 +31,8 @@ export interface LinkWatchOptions {
 
 /** An event-loop delay this long or longer makes an interval worth a line on its own. */
 const NOTABLE_LAG_MS = 1000;
+/** Likewise an ack or an accept that took this long. */
+const NOTABLE_WAIT_MS = 5000;
 
 export class LinkWatch {
   private readonly lag = monitorEventLoopDelay({ resolution: 20 });
@@ -66,16 +71,18 @@ export class LinkWatch {
     const refusals = countsSince(now.refusals, this.prev.refusals);
     const refusedBatches = countsSince(now.refusedBatches, this.prev.refusedBatches);
     const lagMaxMs = Math.round(this.lag.max / 1e6);
-    const quiet = lagMaxMs < NOTABLE_LAG_MS && this.closed === 0 && !Object.keys(sendFailures).length && !Object.keys(dialFailures).length
+    const peaks = this.o.peaks?.get() ?? {};
+    const quiet = lagMaxMs < NOTABLE_LAG_MS && Object.values(peaks).every((ms) => ms < NOTABLE_WAIT_MS) && this.closed === 0 && !Object.keys(sendFailures).length && !Object.keys(dialFailures).length
       && !Object.keys(refusals).length && !Object.keys(refusedBatches).length;
     if (quiet) return; // what happened is counted into the next line
     const conns = this.o.libp2p.getConnections();
     this.o.log.info({
       lagMaxMs, lagP99Ms: Math.round(this.lag.percentile(99) / 1e6), connections: conns.length, peers: new Set(conns.map((c) => c.remotePeer.toString())).size,
-      opened: this.opened, closed: this.closed, closedYoung: this.closedYoung, sendFailures, dialFailures, refusals, refusedBatches,
+      opened: this.opened, closed: this.closed, closedYoung: this.closedYoung, sendFailures, dialFailures, refusals, refusedBatches, ...peaks,
     }, 'mesh links');
     this.prev = now;
     this.lag.reset();
+    this.o.peaks?.reset();
     this.opened = this.closed = this.closedYoung = 0;
   }
 }
