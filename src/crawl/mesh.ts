@@ -77,6 +77,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   static async start(cfg: MeshConfig, dataDir: string, store: Store, handlers: MeshHandlers, log: Logger): Promise<AgentMesh> {
     const node = await createMeshNode({
       dataDir, listen: cfg.listen, announce: cfg.announce, sourceAddress: cfg.sourceAddress, swarmKeyFile: cfg.swarmKeyFile, crawlId: cfg.crawlId, openMesh: cfg.openMesh, logger: log,
+      // A connected member silent this long is dead anyway (src/mesh/membership.ts maxSilenceMs): its connection may go then.
+      pingTimeoutMs: Math.max(DEFAULT_MESH_EXCHANGE.pingTimeoutMs, 4 * cfg.deadAfterMs),
     });
     try {
       // The last acknowledged URLs per peer are kept, to send again if it dies (docs/mesh.md "Replicated frontier").
