@@ -35,16 +35,18 @@ import { createInterface } from 'node:readline';
 import { mulberry32 } from '../src/hash/mix.js';
 import type { StatusResponse } from '../src/api/backend.js';
 
-interface Args { agents: number; minutes: number; hosts: number; pages: number; seed: number; window: number; finishMinutes: number; grace: number; keep?: string }
-const USAGE = 'node dist/bench/mesh-soak.js [--agents 12] [--minutes 5] [--hosts 2000] [--pages 3] [--seed 1] [--window 10] [--finish-minutes 5] [--grace 30] [--keep DIR]\n';
+interface Args { agents: number; minutes: number; hosts: number; pages: number; seed: number; window: number; finishMinutes: number; grace: number; keep?: string; logLevel: string }
+const USAGE = 'node dist/bench/mesh-soak.js [--agents 12] [--minutes 5] [--hosts 2000] [--pages 3] [--seed 1] [--window 10] [--finish-minutes 5] [--grace 30] [--keep DIR] [--log-level info]\n';
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { agents: 12, minutes: 5, hosts: 2000, pages: 3, seed: 1, window: 10, finishMinutes: 5, grace: 30 };
+  const a: Args = { agents: 12, minutes: 5, hosts: 2000, pages: 3, seed: 1, window: 10, finishMinutes: 5, grace: 30, logLevel: 'info' };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
     if (k === '--help') { process.stdout.write(USAGE); process.exit(0); }
     if (k === '--keep') { a.keep = argv[++i]; continue; }
-    const key = k.replace(/^--/, '').replace(/-(\w)/g, (_, c: string) => c.toUpperCase()) as Exclude<keyof Args, 'keep'>;
+    // The agents' log level: debug adds each failed URL exchange session and dial with its error.
+    if (k === '--log-level' && ['debug', 'info'].includes(argv[i + 1] ?? '')) { a.logLevel = argv[++i]!; continue; }
+    const key = k.replace(/^--/, '').replace(/-(\w)/g, (_, c: string) => c.toUpperCase()) as Exclude<keyof Args, 'keep' | 'logLevel'>;
     const v = Number(argv[i + 1]);
     if (!['agents', 'minutes', 'hosts', 'pages', 'seed', 'window', 'finishMinutes', 'grace'].includes(key) || !Number.isFinite(v) || v <= 0) {
       process.stderr.write(`bad argument ${k} ${argv[i + 1] ?? ''}\n${USAGE}`);
@@ -65,7 +67,7 @@ const RULE = '.de=eu';
 // (heartbeat 1 s, dead after 5 s, --takeover-grace: a member silent for a few seconds on this loaded machine is
 // suspect, not taken over at once).
 const agentFlags = (a: Args) => ['--concurrency', '4', '--heap-growth', '10', '--min-delay', '250', '--delay-factor', '0', '--no-warc', '--no-sitemaps',
-  '--heartbeat', '1000', '--dead-after', '5000', '--takeover-grace', `${a.grace}s`, '--progress', 'off', '--log-level', 'info', '--api', '127.0.0.1:0'];
+  '--heartbeat', '1000', '--dead-after', '5000', '--takeover-grace', `${a.grace}s`, '--progress', 'off', '--log-level', a.logLevel, '--api', '127.0.0.1:0'];
 /** A graceful leave may take the agent's leave bound (src/config.ts mesh.leaveTimeoutMs, 120 s) plus its shutdown. */
 const LEAVE_BOUND_MS = 150_000;
 const BIN_RELAY = join(here, 'wan', 'relay.js');

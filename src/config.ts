@@ -535,7 +535,7 @@ export const DEFAULT_MESH: Readonly<MeshConfig> = Object.freeze({
   admission: DEFAULT_MESH_ADMISSION,
 });
 
-/** Tunables of the URL exchange and its outbox (src/mesh/exchange.ts, src/mesh/outbox.ts): not agent options, the classes' defaults. */
+/** Tunables of the URL exchange and its outbox (src/mesh/exchange.ts, src/mesh/outbox.ts) and of the node's connections (src/mesh/node.ts): not agent options, the classes' defaults. */
 export interface MeshExchangeTuning {
   /** URLs per batch frame. */
   batchMaxUrls: number;
@@ -558,6 +558,14 @@ export interface MeshExchangeTuning {
   backoffMinMs: number;
   backoffMaxMs: number;
   maxInboundStreams: number;
+  /**
+   * A connection whose ping (libp2p's connection monitor, every 10 s) goes unanswered this long is aborted
+   * with every stream on it, ms (at least; the agent uses 4 × dead-after when longer: docs/mesh.md "Connections").
+   */
+  pingTimeoutMs: number;
+  /** New inbound connections accepted per second from one address, and handshakes under way at once (docs/mesh.md "Connections"). */
+  inboundConnectionsPerSecond: number;
+  maxPendingInboundConnections: number;
   /** Outbox: "recently forwarded" hashes kept (0: no such cache). */
   recentSize: number;
   /** Outbox: URLs and bytes per stored segment. */
@@ -589,6 +597,11 @@ export const DEFAULT_MESH_EXCHANGE: Readonly<MeshExchangeTuning> = Object.freeze
   backoffMinMs: 100,
   backoffMaxMs: 10_000,
   maxInboundStreams: 3,
+  // libp2p's 5 s: a peer whose event loop or relay runs 5 s late lost the connection and every batch on it.
+  pingTimeoutMs: 20_000,
+  // libp2p's 5 per second and 10 at once: a mesh's members may share one address, and all dial a joiner at once.
+  inboundConnectionsPerSecond: 32,
+  maxPendingInboundConnections: 32,
   recentSize: 1 << 18,
   retainAckedUrls: 5000,
   resendWindowMs: 10_000,

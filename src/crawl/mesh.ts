@@ -10,6 +10,7 @@ import type { Logger } from '../util/log.js';
 import { DEFAULT_MESH_EXCHANGE, type MeshConfig } from '../config.js';
 import { parseZoneRule } from '../assign/zones.js';
 import { ZoneView } from './zone-view.js';
+import { LinkWatch } from '../mesh/link-watch.js';
 
 /** How often a member alone in its mesh checks whether its run is done (between its heartbeat-paced checks). */
 const ALONE_IDLE_CHECK_MS = 50;
@@ -56,6 +57,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   private lastSignature = '';
   private idleTimer: NodeJS.Timeout | undefined;
   private aloneIdleTimer: NodeJS.Timeout | undefined;
+  private linkWatch: LinkWatch | undefined;
   /** Ends the background dials of seed peers not reached at the join. */
   private readonly joinDials = new AbortController();
 
@@ -75,6 +77,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   static async start(cfg: MeshConfig, dataDir: string, store: Store, handlers: MeshHandlers, log: Logger): Promise<AgentMesh> {
     const node = await createMeshNode({
       dataDir, listen: cfg.listen, announce: cfg.announce, sourceAddress: cfg.sourceAddress, swarmKeyFile: cfg.swarmKeyFile, crawlId: cfg.crawlId, openMesh: cfg.openMesh, logger: log,
+      // A connected member silent this long is dead anyway (src/mesh/membership.ts maxSilenceMs): its connection may go then.
+      pingTimeoutMs: Math.max(DEFAULT_MESH_EXCHANGE.pingTimeoutMs, 4 * cfg.deadAfterMs),
     });
     try {
       // The last acknowledged URLs per peer are kept, to send again if it dies (docs/mesh.md "Replicated frontier").
@@ -119,6 +123,13 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       });
       await membership.start();
       await exchange.start();
+      mesh.linkWatch = new LinkWatch({
+        libp2p: node.libp2p, log, peaks: { get: () => exchange!.peaks(), reset: () => exchange!.resetPeaks() },
+        counters: () => {
+          const ex = exchange!.stats();
+          return { sendFailures: ex.failureReasons ?? {}, dialFailures: membership.stats.dialFailures, refusals: membership.refusals(), refusedBatches: ex.rejected };
+        },
+      });
       // A joiner keeps trying its seed peers until it hears a member (docs/mesh.md "Joining in any order"),
       // then learns the others from their heartbeats; it routes nothing (seeds) before.
       if (cfg.peers.length) {
@@ -284,6 +295,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   async stop(): Promise<void> {
     if (this.idleTimer) clearInterval(this.idleTimer);
     if (this.aloneIdleTimer) clearInterval(this.aloneIdleTimer);
+    this.linkWatch?.stop();
     this.joinDials.abort();
     await this.membership.stop().catch(() => {});
     await this.exchange.stop().catch(() => {});

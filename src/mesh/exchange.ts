@@ -24,6 +24,7 @@ import {
 import { batchLimits, type Outbox, type OutboxBatch, type OutboxDb } from './outbox.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
 import { RateLimitedLog, TokenBucket } from './admission.js';
+import { countFailure, failureLabel } from './link-failures.js';
 import { DEFAULT_MESH_EXCHANGE as D } from '../config.js';
 
 export interface AcceptMeta {
@@ -129,6 +130,8 @@ export interface ExchangeStats {
   rejected: Record<string, number>;
   acceptErrors: number;
   failures: number;
+  /** Failed sending sessions by phase and cause (./link-failures.ts), e.g. 'dial:EncryptionFailedError', 'stream:TimeoutError ack timed out'. */
+  failureReasons?: Record<string, number>;
   /** Batches held back by the per-sender rate limits. */
   throttled: number;
   peers: Map<string, PeerExchangeStats>;
@@ -151,6 +154,8 @@ interface SenderState {
   failures: number;
   retryAt: number;
   wake: (() => void) | null;
+  /** Where the current session is: opening its stream, or sending on it (labels failures). */
+  phase: 'dial' | 'stream';
 }
 
 const newPeerStats = (): PeerExchangeStats => ({ sent: 0, acked: 0, batchesAcked: 0, received: 0, duplicates: 0, rejected: 0, failures: 0, throttled: 0 });
@@ -184,6 +189,9 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   private readonly outStreams = new Set<Stream>();
   private readonly totals = { sent: 0, acked: 0, received: 0, duplicates: 0, acceptErrors: 0, failures: 0, throttled: 0 };
   private readonly rejected: Record<string, number> = {};
+  private readonly failureReasons: Record<string, number> = {};
+  /** Longest waits since resetPeaks(): a batch's ack (sender), a batch's turn and its accept (receiver). */
+  private peakWaits: Record<string, number> = {};
   private readonly perPeer = new Map<string, PeerExchangeStats>();
   private readonly stopCtl = new AbortController();
   private started = false;
@@ -306,7 +314,20 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   }
 
   stats(): ExchangeStats {
-    return { ...this.totals, rejected: { ...this.rejected }, peers: new Map([...this.perPeer].map(([k, v]) => [k, { ...v }])) };
+    return { ...this.totals, rejected: { ...this.rejected }, failureReasons: { ...this.failureReasons }, peers: new Map([...this.perPeer].map(([k, v]) => [k, { ...v }])) };
+  }
+
+  /** The longest waits since the last resetPeaks() (ms): ackMaxMs, lockWaitMaxMs, acceptMaxMs. */
+  peaks(): Record<string, number> {
+    return { ...this.peakWaits };
+  }
+
+  resetPeaks(): void {
+    this.peakWaits = {};
+  }
+
+  private notePeak(what: string, ms: number): void {
+    if (ms > (this.peakWaits[what] ?? 0)) this.peakWaits[what] = ms;
   }
 
   /** Peers this exchange keeps state for (counters, rate limits, high-water marks in memory). */
@@ -348,7 +369,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     const key = lane === this.urlLane ? peer : `${peer}/replica`;
     let s = this.senders.get(key);
     if (!s) {
-      s = { lane, running: false, failures: 0, retryAt: 0, wake: null };
+      s = { lane, running: false, failures: 0, retryAt: 0, wake: null, phase: 'dial' };
       this.senders.set(key, s);
     }
     return s;
@@ -367,6 +388,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         if (this.stopping) return;
         s.failures++;
         this.totals.failures++;
+        countFailure(this.failureReasons, failureLabel(s.phase, err));
         this.peerStats(peer).failures++;
         const base = Math.min(this.o.backoffMaxMs, this.o.backoffMinMs * 2 ** Math.min(s.failures - 1, 20));
         s.retryAt = Date.now() + base * (0.75 + Math.random() * 0.5);
@@ -380,13 +402,16 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     const { outbox: ob, flags, window } = s.lane;
     let lingerMs = s.lane.lingerMs;
     const pid: PeerId = peerIdFromString(peer);
+    s.phase = 'dial';
     const stream = await this.node.libp2p.dialProtocol(pid, PROTOCOL_URLS, {
       signal: AbortSignal.any([this.stopCtl.signal, AbortSignal.timeout(this.o.dialTimeoutMs)]),
     });
+    s.phase = 'stream';
     const out: Pushable<Uint8Array> = pushable();
     const sinkDone = stream.sink(out).catch(() => {});
     const acks = lp.decode(stream.source, { maxDataLength: MAX_ACK_BYTES })[Symbol.asyncIterator]();
     const inflight: OutboxBatch[] = [];
+    const sentAt: number[] = []; // per in-flight batch: when it was written (ack latency)
     const ps = this.peerStats(peer);
     let cursor = 0;
     let ok = false;
@@ -406,6 +431,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
           if (!r.batch) { lingerWait = r.waitMs; break; }
           const b = r.batch;
           inflight.push(b);
+          sentAt.push(Date.now());
           cursor = b.lastSeq;
           out.push(encodeRunsFrame({ batchId: b.lastSeq, from: this.node.id, epoch: ob.epoch, flags }, b.runs));
           ps.sent += b.count;
@@ -434,6 +460,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         const head = inflight[0]!;
         if (a.value.batchId !== head.lastSeq) throw new Error('ack out of order');
         inflight.shift();
+        this.notePeak('ackMaxMs', Date.now() - sentAt.shift()!);
         await ob.ack(head);
         ps.acked += head.count;
         ps.batchesAcked++;
@@ -562,8 +589,11 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         }
         // Acks go out in frame order.
         if (intake) await intake.idle();
+        const queuedAt = Date.now();
         try {
           await this.locked(from, async () => {
+            const lockedAt = Date.now();
+            this.notePeak('lockWaitMaxMs', lockedAt - queuedAt);
             const mark = await this.mark(from, b.epoch);
             let items = b.items;
             let first = 0;
@@ -575,6 +605,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
               this.totals.duplicates += first;
             }
             if (items.length) await this.accept(items, from, { batchId: b.batchId, epoch: b.epoch, replica: (b.flags & FLAG_REPLICA) !== 0 });
+            this.notePeak('acceptMaxMs', Date.now() - lockedAt);
             accepted = items.length;
             if (b.seqs.length) await this.setMark(from, b.epoch, Math.max(mark.seq, b.seqs[b.seqs.length - 1]!));
           });

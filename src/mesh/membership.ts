@@ -15,6 +15,8 @@ import { HostRing, type HostRingOptions } from '../assign/ring.js';
 import { DEFAULT_ZONE, ZonedRing, zoneRulesDigest, type ZoneRule } from '../assign/zones.js';
 import { decodeHeartbeat, encodeHeartbeat, membersTopic, type Heartbeat, type MemberCounters, type MemberState } from './wire.js';
 import { silentLogger, type MeshLogger, type MeshNode } from './node.js';
+import { RateLimitedLog } from './admission.js';
+import { countFailure, failureLabel } from './link-failures.js';
 import { DEAD_AFTER_HEARTBEATS, DEFAULT_MESH, defaultMeshAdmission, type MeshAdmissionConfig } from '../config.js';
 
 /** A member as this agent knows it: its latest heartbeat, plus when we heard it. */
@@ -175,11 +177,15 @@ export class MemberTable {
 
   /**
    * Drops pending members that have not become reachable within
-   * confirmWithinMs, refusing them for cooldownMs; returns their ids.
+   * confirmWithinMs, refusing them for cooldownMs; returns their ids. One
+   * `dialing` says is being dialed is not dropped before that dial ends: on a
+   * loaded machine a first dial (a Noise handshake through a busy peer) takes
+   * longer than confirmWithinMs, and a connection that opens a moment after the
+   * drop came too late (docs/mesh.md "Admission"). The dial's own timeout bounds the wait.
    */
-  expirePending(now: number): string[] {
+  expirePending(now: number, dialing: (id: string) => boolean = () => false): string[] {
     const out: string[] = [];
-    for (const p of this.pending.values()) if (now - p.since > this.confirmWithinMs) out.push(p.id);
+    for (const p of this.pending.values()) if (now - p.since > this.confirmWithinMs && !dialing(p.id)) out.push(p.id);
     for (const id of out) {
       this.pending.delete(id);
       this.cooldown.delete(id);
@@ -187,6 +193,15 @@ export class MemberTable {
       if (this.cooldown.size > this.maxTombstones) this.cooldown.delete(this.cooldown.keys().next().value!);
     }
     return out;
+  }
+
+  /**
+   * A connection to `id` opened: it is reachable after all, so a cooldown for
+   * never becoming reachable no longer holds (its next heartbeat is a new
+   * identity's again, through the admission bucket). True if one was lifted.
+   */
+  reachable(id: string): boolean {
+    return this.cooldown.delete(id);
   }
 
   /** Removes a member (admitted or pending) at once (e.g. it was declared dead), leaving a tombstone. */
@@ -411,6 +426,10 @@ export interface MembershipStats {
   dialErrors: number;
   /** Dials not started because the global dial budget of the interval was spent. */
   dialsDeferred: number;
+  /** Failed dials by cause (./link-failures.ts). */
+  dialFailures: Record<string, number>;
+  /** Cooldowns ended early because a connection to that identity opened. */
+  cooldownsLifted: number;
 }
 
 export interface MembershipEvents {
@@ -442,7 +461,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   readonly zoneRulesDigest: string | undefined;
   readonly topic: string;
   readonly stats: MembershipStats = {
-    published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignored: {}, ignoredFull: 0, unreachable: 0, dials: 0, dialErrors: 0, dialsDeferred: 0,
+    published: 0, publishErrors: 0, received: 0, stale: 0, rejected: {}, ignored: {}, ignoredFull: 0, unreachable: 0, dials: 0, dialErrors: 0, dialsDeferred: 0, dialFailures: {}, cooldownsLifted: 0,
   };
   readonly admission: MeshAdmissionConfig;
   private readonly node: MeshNode;
@@ -474,7 +493,9 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private readonly heartbeatRate: WindowCounter;
   private readonly dialing = new Set<string>();
   /** Per member: earliest next dial and consecutive failures (exponential backoff). */
-  private readonly dialBackoff = new Map<string, { next: number; failures: number }>();
+  private readonly dialBackoff = new Map<string, { next: number; failures: number; lastError?: string }>();
+  /** Says which identities expired unreachable, and why, at most once per 10 s. */
+  private readonly unreachableLog: RateLimitedLog;
   /**
    * Members we declared dead, still dialed (with the same backoff) for a while: one cut off by a partition
    * is only heard again once a connection is back, and neither side may have it as a member or seed then
@@ -486,7 +507,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
   private dialWindow = { start: 0, n: 0 };
   private lastRefusalLog = { at: 0, total: 0 };
   private readonly onMessage = (evt: CustomEvent<Message>) => this.handleMessage(evt.detail);
-  private readonly onConnect = (evt: CustomEvent<PeerId>) => this.confirm(evt.detail.toString());
+  private readonly onConnect = (evt: CustomEvent<PeerId>) => this.connected(evt.detail.toString());
   // Decoded heartbeats, passed from the validator to the message handler.
   private readonly validated = new WeakMap<Message, Heartbeat>();
 
@@ -511,6 +532,7 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.table = new MemberTable(this.node.id, { deadAfterMs: this.deadAfterMs, maxMembers: opts.maxMembers ?? this.admission.maxMembers, suspectGraceMs: opts.suspectGraceMs });
     this.newMembers = new TokenBucket(this.admission.newMembersBurst, this.admission.newMembersPerInterval / this.intervalMs, Date.now());
     this.heartbeatRate = new WindowCounter(this.intervalMs, this.admission.heartbeatsPerInterval);
+    this.unreachableLog = new RateLimitedLog(this.log);
   }
 
   get selfId(): string {
@@ -698,8 +720,14 @@ export class Membership extends EventEmitter<MembershipEvents> {
     } else if (expired) this.applyRing([]);
     // A connection may have opened while its heartbeat was still on the way.
     for (const id of this.table.pendingIds()) if (this.node.isConnected(id)) this.confirm(id);
-    const unreachable = this.table.expirePending(now);
+    const unreachable = this.table.expirePending(now, (id) => this.dialing.has(id));
     this.stats.unreachable += unreachable.length;
+    if (unreachable.length) {
+      this.unreachableLog.warn('unreachable', {
+        ids: unreachable.slice(0, 4).map((id) => ({ id, dialing: this.dialing.has(id), failures: this.dialBackoff.get(id)?.failures ?? 0, lastError: this.dialBackoff.get(id)?.lastError })),
+        count: unreachable.length,
+      }, 'identities not reachable in time: refused for a cooldown', now);
+    }
     // Per-peer state only for identities the table still knows.
     const known = (id: string) => this.table.knows(id);
     this.heartbeatRate.retain(known);
@@ -783,6 +811,12 @@ export class Membership extends EventEmitter<MembershipEvents> {
     if (this.autoDial && hb.state === 'active') this.maybeDial(info);
   }
 
+  /** A connection to `id` opened: reachable, so neither pending nor cooled down any more (docs/mesh.md "Admission"). */
+  private connected(id: string): void {
+    if (this.running && this.table.reachable(id)) this.stats.cooldownsLifted++;
+    this.confirm(id);
+  }
+
   /** A pending identity became reachable: it is a member from now on. */
   private confirm(id: string): void {
     if (!this.running || !this.table.confirm(id)) return;
@@ -837,15 +871,17 @@ export class Membership extends EventEmitter<MembershipEvents> {
     this.dialWindow.n++;
     this.dialing.add(m.id);
     const failures = backoff?.failures ?? 0;
-    this.dialBackoff.set(m.id, { next: now + Math.min(maxBackoffMs, Math.max(this.intervalMs, 1000) * 2 ** failures), failures });
+    this.dialBackoff.set(m.id, { next: now + Math.min(maxBackoffMs, Math.max(this.intervalMs, 1000) * 2 ** failures), failures, lastError: backoff?.lastError });
     this.stats.dials++;
     void this.node.libp2p.peerStore.merge(peer, { multiaddrs: own.map((a) => a.decapsulateCode(421)) })
       .then(() => this.node.libp2p.dial(peer, { signal: AbortSignal.timeout(10_000) }))
       .then(() => { this.dialBackoff.set(m.id, { next: Date.now() + this.intervalMs, failures: 0 }); })
       .catch((err: Error) => {
         this.stats.dialErrors++;
+        const label = failureLabel('dial', err);
+        countFailure(this.stats.dialFailures, label);
         const b = this.dialBackoff.get(m.id);
-        if (b) b.failures = Math.min(failures + 1, 30);
+        if (b) { b.failures = Math.min(failures + 1, 30); b.lastError = label; }
         this.log.debug({ peer: m.id, err: err.message }, 'dial to member failed');
       })
       .finally(() => this.dialing.delete(m.id));

@@ -54,6 +54,13 @@ export interface MeshNodeOptions {
   /** Dial timeout for dialPeer, ms. Default 10 000. */
   dialTimeoutMs?: number;
   /**
+   * A connection whose ping goes unanswered this long is aborted, with every stream on it (libp2p's
+   * connection monitor). Default DEFAULT_MESH_EXCHANGE.pingTimeoutMs (libp2p's own is 5 s).
+   */
+  pingTimeoutMs?: number;
+  /** How often each connection is pinged, ms. Default libp2p's 10 000 (tests shorten it). */
+  pingIntervalMs?: number;
+  /**
    * Crawl identifier: its members topic gets gossipsub peer scoring, so a peer
    * relaying invalid heartbeats loses score and is graylisted. Default 'default'.
    */
@@ -316,6 +323,7 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
   const exposure = meshExposureError(listen, { swarmKey: !!psk, openMesh: opts.openMesh === true });
   if (exposure) throw new Error(exposure);
   const dialTimeoutMs = opts.dialTimeoutMs ?? DEFAULT_MESH_EXCHANGE.dialTimeoutMs;
+  const pingTimeoutMs = opts.pingTimeoutMs ?? DEFAULT_MESH_EXCHANGE.pingTimeoutMs;
 
   const libp2p = await createLibp2p<MeshServices>({
     // Same key and signatures; one KeyObject instead of one per signature (src/mesh/gossip-fast-path.ts).
@@ -328,6 +336,14 @@ export async function createMeshNode(opts: MeshNodeOptions): Promise<MeshNode> {
     transports: [tcp(opts.sourceAddress ? { dialOpts: { localAddress: opts.sourceAddress } as TCPSocketOptions } : {})],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
+    // docs/mesh.md "Connections": libp2p 2.10's monitor never adapts its ping timeout (its minimum, 5 s, always),
+    // and a peer or relay that late under load lost the connection with every URL batch on it; its connection
+    // limits count per address, which members may share.
+    connectionMonitor: { pingTimeout: { minTimeout: pingTimeoutMs, maxTimeout: pingTimeoutMs }, ...(opts.pingIntervalMs ? { pingInterval: opts.pingIntervalMs } : {}) },
+    connectionManager: {
+      inboundConnectionThreshold: DEFAULT_MESH_EXCHANGE.inboundConnectionsPerSecond,
+      maxIncomingPendingConnections: DEFAULT_MESH_EXCHANGE.maxPendingInboundConnections,
+    },
     ...(psk ? { connectionProtector: preSharedKey({ psk }) } : {}),
     services: {
       identify: identify(),
