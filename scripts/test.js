@@ -39,7 +39,7 @@ const testDir = join(root, 'dist', 'test');
 const HEAVY = new Set([
   'hostile-peer', 'mesh-crawl', 'mesh-crash', 'mesh-scope', 'mesh-integration', 'mesh-replica', 'mesh-block', 'api-mesh',
   'mesh-sitemaps', 'join-order', 'graph', 'wan', 'render', 'render-crawl', 'mesh-policy', 'zones-wan', 'partition-wan', 'host-state',
-  'partition-heal',
+  'partition-heal', 'slow-first-dial', 'mesh-connections',
 ]);
 /**
  * Files whose assertions (no page fetched twice, members seen within a deadline) need the mesh slots to
