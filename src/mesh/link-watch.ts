@@ -4,7 +4,7 @@
 // by cause (./link-failures.ts), the URL exchange's failed sessions and membership's failed dials since
 // the previous line, and the longest waits for an ack (sender) and for a batch's turn and accept (receiver).
 // Quiet intervals (nothing failed or closed, no delay over 1 s, no wait over 5 s) add to the next line.
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import type { MeshLibp2p, MeshLogger } from './node.js';
 import { countsSince } from './link-failures.js';
 
@@ -42,6 +42,11 @@ export class LinkWatch {
   /** Connections that closed within 30 s of opening (a link that keeps failing). */
   private closedYoung = 0;
   private prev: LinkCounters;
+  private readonly intervalMs: number;
+  /** When this report's timer last ran (its own lateness is event-loop delay too). */
+  private lastTick = performance.now();
+  /** The largest lateness of the report timer since the last line, ms. */
+  private timerLateMs = 0;
   private readonly onOpen = () => { this.opened++; };
   private readonly onClose = (evt: CustomEvent<{ timeline: { open: number } }>) => {
     this.closed++;
@@ -53,7 +58,8 @@ export class LinkWatch {
     this.lag.enable();
     o.libp2p.addEventListener('connection:open', this.onOpen);
     o.libp2p.addEventListener('connection:close', this.onClose as never);
-    this.timer = setInterval(() => this.report(), o.intervalMs ?? 10_000);
+    this.intervalMs = o.intervalMs ?? 10_000;
+    this.timer = setInterval(() => this.report(), this.intervalMs);
     this.timer.unref();
   }
 
@@ -65,12 +71,17 @@ export class LinkWatch {
   }
 
   private report(): void {
+    // A stall can end with this timer running before the histogram's own one, and `reset` below then drops the
+    // histogram's pending sample: the stall is seen here instead, as this timer's lateness.
+    const tick = performance.now();
+    this.timerLateMs = Math.max(this.timerLateMs, tick - this.lastTick - this.intervalMs);
+    this.lastTick = tick;
     const now = this.o.counters();
     const sendFailures = countsSince(now.sendFailures, this.prev.sendFailures);
     const dialFailures = countsSince(now.dialFailures, this.prev.dialFailures);
     const refusals = countsSince(now.refusals, this.prev.refusals);
     const refusedBatches = countsSince(now.refusedBatches, this.prev.refusedBatches);
-    const lagMaxMs = Math.round(this.lag.max / 1e6);
+    const lagMaxMs = Math.round(Math.max(this.lag.max / 1e6, this.timerLateMs));
     const peaks = this.o.peaks?.get() ?? {};
     const quiet = lagMaxMs < NOTABLE_LAG_MS && Object.values(peaks).every((ms) => ms < NOTABLE_WAIT_MS) && this.closed === 0 && !Object.keys(sendFailures).length && !Object.keys(dialFailures).length
       && !Object.keys(refusals).length && !Object.keys(refusedBatches).length;
@@ -82,6 +93,7 @@ export class LinkWatch {
     }, 'mesh links');
     this.prev = now;
     this.lag.reset();
+    this.timerLateMs = 0;
     this.o.peaks?.reset();
     this.opened = this.closed = this.closedYoung = 0;
   }
