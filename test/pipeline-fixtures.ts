@@ -10,6 +10,7 @@ import { CrawlStats } from '../src/crawl/stats.js';
 import { Admission } from '../src/crawl/admission.js';
 import { Promotions } from '../src/crawl/promotions.js';
 import { newHostData, type Candidate, type HostData } from '../src/crawl/candidate.js';
+import type { MemberInfo } from '../src/mesh/index.js';
 import { tempDir } from './helpers.js';
 
 export interface PipelineRig {
@@ -52,4 +53,13 @@ export function found(r: PipelineRig, raw: string, from: string, depth = 1): Can
   if (!r.admission.follows(c, from)) return null;
   c.inlink = true;
   return c;
+}
+
+/** Two member ids for router-level tests: A is the agent itself. */
+export const MEMBER_A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
+export const MEMBER_B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
+
+/** An active member as the member table reports it (`self` when it is MEMBER_A). */
+export function activeMember(id: string): MemberInfo {
+  return { id, incarnation: 1, state: 'active', capacity: 1, addrs: [], seq: 1, counters: { fetched: 0, queued: 0, sent: 0, received: 0 }, lastHeard: Date.now(), self: id === MEMBER_A };
 }

@@ -15,14 +15,8 @@ import { MeshRouter } from '../src/crawl/mesh-router.js';
 import type { AgentMesh, MeshHandlers } from '../src/crawl/mesh.js';
 import { classifyItem, encodeItem, Outbox, type MemberInfo, type UrlItem } from '../src/mesh/index.js';
 import { silentLogger } from '../src/util/log.js';
-import { pipelineRig } from './pipeline-fixtures.js';
+import { activeMember as member, MEMBER_A as A, MEMBER_B as B, pipelineRig } from './pipeline-fixtures.js';
 
-const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'; // self
-const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
-
-function member(id: string): MemberInfo {
-  return { id, incarnation: 1, state: 'active', capacity: 1, addrs: [], seq: 1, counters: { fetched: 0, queued: 0, sent: 0, received: 0 }, lastHeard: Date.now(), self: id === A };
-}
 
 class RelayMesh extends EventEmitter {
   readonly id = A;

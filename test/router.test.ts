@@ -14,14 +14,8 @@ import type { AgentMesh } from '../src/crawl/mesh.js';
 import type { BatchOp } from '../src/store/db.js';
 import { classifyItem, type MemberInfo, type UrlItem } from '../src/mesh/index.js';
 import { silentLogger } from '../src/util/log.js';
-import { pipelineRig, type PipelineRig } from './pipeline-fixtures.js';
+import { activeMember as member, MEMBER_A as A, MEMBER_B as B, pipelineRig, type PipelineRig } from './pipeline-fixtures.js';
 
-const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'; // self
-const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
-
-function member(id: string): MemberInfo {
-  return { id, incarnation: 1, state: 'active', capacity: 1, addrs: [], seq: 1, counters: { fetched: 0, queued: 0, sent: 0, received: 0 }, lastHeard: Date.now(), self: id === A };
-}
 
 /** A mesh node as the router and ownership use it: two members in one ring, an outbox that records. */
 class FakeMesh extends EventEmitter {

@@ -130,13 +130,13 @@ export class FrontierReplica {
   /** The successors each of our hosts' queue was last replicated to (a new one gets the whole queue). */
   private readonly lastSuccessors = new Map<string, string[]>();
   /** Ring-change passes (re-replication, seen entries' catch-up). */
-  private readonly passes = new SerialLane((job, err) => this.c.log.error({ err: err.message }, PASS_FAILED[job] ?? `${job} failed`));
+  private readonly passes = new SerialLane((job, err) => this.jobFailed(job, err));
   /**
    * The standby sweep (promotions) runs in a lane of its own: a re-replication pass takes a seen-set
    * round per host, minutes under load, and a dead owner's queue waited behind it until this agent died
    * too (the mesh soak, docs/performance.md "Mesh soak").
    */
-  private readonly sweeps = new SerialLane((job, err) => this.c.log.error({ err: err.message }, PASS_FAILED[job] ?? `${job} failed`));
+  private readonly sweeps = new SerialLane((job, err) => this.jobFailed(job, err));
   /**
    * We have been in a ring with others. Before that (a start, a restart) our ring holds only us and every
    * host maps to us although its owner may be alive: nothing held is promoted until then.
@@ -292,6 +292,10 @@ export class FrontierReplica {
       await this.replicateToNewSuccessors();
       await this.catchUpNewHosts();
     });
+  }
+
+  private jobFailed(job: string, err: Error): void {
+    this.c.log.error({ err: err.message }, PASS_FAILED[job] ?? `${job} failed`);
   }
 
   /** True once our ring has held another member (see `meshed`). */
