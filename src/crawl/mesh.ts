@@ -10,6 +10,7 @@ import type { Logger } from '../util/log.js';
 import { DEFAULT_MESH_EXCHANGE, type MeshConfig } from '../config.js';
 import { parseZoneRule } from '../assign/zones.js';
 import { ZoneView } from './zone-view.js';
+import { ignoredForIdle } from './idle-members.js';
 import { LinkWatch } from '../mesh/link-watch.js';
 
 /** How often a member alone in its mesh checks whether its run is done (between its heartbeat-paced checks). */
@@ -48,8 +49,6 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   private readonly absentSince = new Map<string, number>();
   /** Since when each member has been in the table without having sent us its handoff marker (idle detection stops waiting for it after a while). */
   private readonly joiningSince = new Map<string, number>();
-  /** When each member was first heard (a member younger than a dead-after period does not hold idle detection). */
-  private readonly firstSeen = new Map<string, number>();
   private ticks = 0;
   private idleStreak = 0;
   /** The crawl has begun somewhere in the mesh: an agent waiting for peers and seeds is not "idle". */
@@ -212,11 +211,9 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       this.emit('forget', p);
     }
     for (const m of this.membership.members()) {
-      if (!m.self && !this.firstSeen.has(m.id)) this.firstSeen.set(m.id, now);
       if (!this.membership.isVouched(m.id)) { if (!this.joiningSince.has(m.id)) this.joiningSince.set(m.id, now); } else this.joiningSince.delete(m.id);
     }
     for (const p of this.joiningSince.keys()) if (!this.membership.member(p)) this.joiningSince.delete(p);
-    for (const p of this.firstSeen.keys()) if (!this.membership.member(p)) this.firstSeen.delete(p);
   }
 
   /**
@@ -271,20 +268,13 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   }
 
   private ignoredForIdle(id: string): boolean {
-    if (this.membership.isExcluded(id)) return true;
-    // A member that handed over to us once (vouched) always counts: a restarted agent is "young" again
-    // in the table, but holds a frontier, and the mesh must not end without it.
-    return !this.membership.isVouched(id) && (this.joiningTooLong(id) || this.young(id));
-  }
-
-  private young(id: string): boolean {
-    const since = this.firstSeen.get(id);
-    return since !== undefined && Date.now() - since < this.cfg.deadAfterMs + 2 * this.cfg.heartbeatMs;
-  }
-
-  private joiningTooLong(id: string): boolean {
-    const since = this.joiningSince.get(id);
-    return since !== undefined && Date.now() - since > 20 * this.cfg.heartbeatMs + this.cfg.deadAfterMs;
+    const joining = this.joiningSince.get(id);
+    return ignoredForIdle({
+      excluded: this.membership.isExcluded(id),
+      vouched: this.membership.isVouched(id),
+      heardForMs: this.membership.heardForMs(id),
+      joiningForMs: joining === undefined ? undefined : Date.now() - joining,
+    }, this.cfg);
   }
 
   async leave(): Promise<void> { this.leavingSince = Date.now(); await this.membership.leave(); }

@@ -653,6 +653,16 @@ export class Membership extends EventEmitter<MembershipEvents> {
     return this.table.isSuspect(id);
   }
 
+  /**
+   * How long a live member has been heard: from the first heartbeat our sweep saw to the latest one
+   * (local clock; 0 until a sweep saw it). A member that went silent stops ageing here, unlike by the clock.
+   */
+  heardForMs(id: string): number {
+    const m = this.table.get(id);
+    const first = this.firstHeard.get(id);
+    return m && first !== undefined ? Math.max(0, m.lastHeard - first) : 0;
+  }
+
   /** An admitted member; identities waiting for a connection are not members yet. */
   member(id: string): MemberInfo | undefined {
     return this.table.get(id);
@@ -701,11 +711,11 @@ export class Membership extends EventEmitter<MembershipEvents> {
     if (!this.running) return;
     await this.beat();
     const now = Date.now();
-    const lastSeen = this.autoDial ? new Map(this.table.all().map((m) => [m.id, m])) : undefined;
-    for (const id of lastSeen?.keys() ?? []) if (!this.firstHeard.has(id)) this.firstHeard.set(id, now);
+    const lastSeen = new Map(this.table.all().map((m) => [m.id, m]));
+    for (const id of lastSeen.keys()) if (!this.firstHeard.has(id)) this.firstHeard.set(id, now);
     const dead = this.table.sweep(now, (id) => this.node.isConnected(id));
     for (const id of dead) {
-      const m = lastSeen?.get(id);
+      const m = this.autoDial ? lastSeen.get(id) : undefined;
       // A member heard for a while only: identities that come and go (a hostile churn) leave no dial state behind.
       const heardFor = m ? m.lastHeard - (this.firstHeard.get(id) ?? m.lastHeard) : 0;
       if (m && heardFor >= DEPARTED_MIN_LIFE_DEAD_AFTERS * this.deadAfterMs) this.departed.set(id, { m, until: now + DEPARTED_DIAL_MS });

@@ -1,0 +1,31 @@
+// Which members the mesh-wide idle check waits for (docs/mesh.md "In the agent"). A pure rule over what
+// the agent knows of each member, so that it can be tested without a mesh or a clock.
+
+export interface IdleMemberFacts {
+  /** We left it out of our ring (it acknowledged nothing, or passed its quota): its queue is re-routed. */
+  excluded: boolean;
+  /** It sent us its handoff marker once (or vouching is not required): it may hold a frontier. */
+  vouched: boolean;
+  /** How long it has been heard, first heartbeat to latest (src/mesh/membership.ts `heardForMs`). */
+  heardForMs: number;
+  /** How long it has been a member without vouching (undefined: not tracked yet). */
+  joiningForMs: number | undefined;
+}
+
+export interface IdleTiming { heartbeatMs: number; deadAfterMs: number }
+
+/**
+ * Whether the idle check ignores a member. A vouched member always counts: a restarted agent is new in the
+ * member table but holds a frontier, and the mesh must not end without it. Of the others, one that never
+ * finishes joining is ignored after a while, and so is a young one: heard for less than a dead-after period.
+ * Youth is measured by how long it was *heard*, not since it first appeared: an identity that speaks for a
+ * second and falls silent stays young through its silent tail until it is declared dead, so a stream of
+ * such identities never enters the idle signature (whose three identical rounds it would keep resetting).
+ */
+export function ignoredForIdle(m: IdleMemberFacts, t: IdleTiming): boolean {
+  if (m.excluded) return true;
+  if (m.vouched) return false;
+  const joiningTooLong = m.joiningForMs !== undefined && m.joiningForMs > 20 * t.heartbeatMs + t.deadAfterMs;
+  const young = m.heardForMs < t.deadAfterMs + 2 * t.heartbeatMs;
+  return joiningTooLong || young;
+}
