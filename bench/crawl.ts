@@ -81,13 +81,13 @@ interface RunResult {
 
 async function runOnce(a: Args, web: WebInfo, mode: RunMode): Promise<RunResult> {
   const dir = mkdtempSync(join(tmpdir(), 'ubicrawl-bench-'));
-  let peak = process.memoryUsage().rss;
+  let peak = process.memoryUsage.rss();
   let stats: { fetched: number } | undefined;
   let fetched = 0;
   let firstAt = NaN;
   let lastAt = NaN;
   const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
+    peak = Math.max(peak, process.memoryUsage.rss());
     if (stats && stats.fetched !== fetched) {
       fetched = stats.fetched;
       lastAt = performance.now();

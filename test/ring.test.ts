@@ -200,6 +200,12 @@ test('nextOwnersOf: the owner first, then distinct successors clockwise; bounded
   }
   assert.equal(ring.nextOwnersOf('x.example', 100).length, 6);
   assert.deepEqual(ring.nextOwnersOf('x.example', 0), []);
+  // The bound follows joins and leaves (applied incrementally or rebuilt).
+  ring.remove(ids[0]!);
+  assert.deepEqual(new Set(ring.nextOwnersOf('x.example', 100)), new Set(ids.slice(1)));
+  ring.add('late', 0);
+  ring.add(ids[0]!);
+  assert.equal(ring.nextOwnersOf('x.example', 100).length, 6, 'a capacity-0 member is never a successor');
 });
 
 test('edge cases: empty ring, capacity 0 member owns nothing, clamping, bad input', () => {

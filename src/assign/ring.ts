@@ -102,6 +102,8 @@ export class HostRing {
   // lookup binary-searches only the one or two points of its bucket.
   private bucket: Uint32Array = new Uint32Array(2);
   private bucketShift = 32;
+  /** Members with at least one point: a walk for more distinct owners than this would visit every point. */
+  private holders = 0;
 
   constructor(opts: HostRingOptions = {}) {
     const r = opts.replicas ?? DEFAULT_REPLICAS;
@@ -202,7 +204,11 @@ export class HostRing {
     const total = this.owners.length;
     const out: string[] = [];
     if (total === 0 || !(n > 0)) return out;
+    // Asked for more owners than there are (one agent alone, asked for a successor), the walk would go round
+    // the whole ring for each host: stop once every holder is found.
+    n = Math.min(n, this.holders);
     const start = this.successor(xxh64(ringHostName(host)));
+    if (n === 1) { out.push(this.ids[this.owners[start === total ? 0 : start]]); return out; }
     const seen = new Uint8Array(this.ids.length);
     for (let k = 0; k < total && out.length < n; k++) {
       let i = start + k;
@@ -263,6 +269,9 @@ export class HostRing {
     if (!(this.built && pending.length === 1 && this.incremental(pending[0]))) this.rebuild();
     this.built = true;
     this.index();
+    let holders = 0;
+    for (const m of this.byId.values()) if (m.points.length > 0) holders++;
+    this.holders = holders;
   }
 
   /** Applies one join or leave to the built arrays in O(N); false if the change is not one of those. */
