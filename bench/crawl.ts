@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { startAgent } from '../src/crawl/agent.js';
 import { parseResolveRule } from '../src/config.js';
-import { median } from './measure.js';
+import { median, peakRss, resetPeakRss } from './measure.js';
 
 /** `join`: a lone mesh member, as `ubicrawl join` runs it; `standalone`: no mesh; `both`: interleaved pairs. */
 type Mode = 'join' | 'standalone' | 'both';
@@ -81,13 +81,15 @@ interface RunResult {
 
 async function runOnce(a: Args, web: WebInfo, mode: RunMode): Promise<RunResult> {
   const dir = mkdtempSync(join(tmpdir(), 'ubicrawl-bench-'));
+  // The kernel's own peak when it keeps one; else sampled with the page counts.
+  const kernelPeak = resetPeakRss() && peakRss() !== undefined;
   let peak = process.memoryUsage.rss();
   let stats: { fetched: number } | undefined;
   let fetched = 0;
   let firstAt = NaN;
   let lastAt = NaN;
   const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage.rss());
+    if (!kernelPeak) peak = Math.max(peak, process.memoryUsage.rss());
     if (stats && stats.fetched !== fetched) {
       fetched = stats.fetched;
       lastAt = performance.now();
@@ -110,6 +112,7 @@ async function runOnce(a: Args, web: WebInfo, mode: RunMode): Promise<RunResult>
     const end = performance.now();
     const secs = (end - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
+    if (kernelPeak) peak = peakRss() ?? peak;
     const pages = summary.pages as number;
     return {
       pages,

@@ -1,5 +1,5 @@
 // Measurement helpers shared by the benchmarks.
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** CPU seconds of the main (JS) thread, from /proc (Linux); NaN elsewhere. */
@@ -18,6 +18,24 @@ export function procRss(): { anon: number; file: number } {
     const kb = (name: string): number => Number(/^\S+:\s+(\d+)/.exec(st.split('\n').find((l) => l.startsWith(name + ':')) ?? '')?.[1] ?? NaN);
     return { anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
   } catch { return { anon: NaN, file: NaN }; }
+}
+
+/**
+ * Peak RSS of this process, bytes, as the kernel keeps it (Linux /proc VmHWM): exact, and free, where sampling
+ * process.memoryUsage() every 50 ms cost the process being measured a percent of its CPU and missed short
+ * peaks. `resetPeakRss()` starts a new period (writes 5 to /proc/self/clear_refs, Linux ≥ 4.0). Undefined
+ * elsewhere: sample instead.
+ */
+export function peakRss(): number | undefined {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch { return undefined; }
+}
+
+/** Resets the peak peakRss() reports to the current RSS; false where that is not possible. */
+export function resetPeakRss(): boolean {
+  try { writeFileSync('/proc/self/clear_refs', '5'); return true; } catch { return false; }
 }
 
 /** The median (the mean of the two middle values for an even count); NaN for none. Every benchmark reports this. */
