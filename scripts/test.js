@@ -5,8 +5,11 @@
 // default 2 per core, at least 4); the files that start meshes of agents are timing-sensitive
 // (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 2) run together, and the
 // most sensitive (ALONE below) run first, one at a time, with no other mesh file beside them and at most
-// --alone-companions (default 0) light files; then the others, longest first (WEIGHTS), so that the run
-// ends with short files.
+// --alone-companions (default 1) light files; then the others, longest first (WEIGHTS), so that the run
+// ends with short files. An ALONE file keeps about a core busy at its peaks and waits on its agents' timers
+// the rest of the time: with nothing beside it, half the machine idled through a third of the run. One light
+// file beside it takes at most the other core (an ALONE file passes beside a process spinning on one core:
+// docs/performance.md "Test suite").
 // A mesh file that failed is run once more at the end, with nothing beside it (--retries, default 1): on
 // 2 cores a mesh beside three other files can miss a deadline that the same mesh alone meets. A file that
 // then passes does not fail the run, but it is never hidden: the summary names it as flaky and its first,
@@ -68,7 +71,7 @@ function parseArgs(argv) {
   const opts = {
     jobs: Number(process.env.UBICRAWL_TEST_JOBS ?? Math.max(4, availableParallelism() * 2)),
     heavyJobs: Number(process.env.UBICRAWL_TEST_HEAVY_JOBS ?? Math.max(2, Math.floor(availableParallelism() / 2) + 1)),
-    aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 0),
+    aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 1),
     timeoutS: Number(process.env.UBICRAWL_TEST_FILE_TIMEOUT ?? 900),
     retries: Number(process.env.UBICRAWL_TEST_RETRIES ?? 1),
     cpuReport: false,

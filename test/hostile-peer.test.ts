@@ -79,9 +79,8 @@ let meshNo = 0;
  * Three agents on loopback, all members of each other's ring, then the crawl
  * is seeded (before anything else: an `--until-idle` mesh that formed and has
  * exchanged its handoff markers, but has no seeds, is idle and ends).
- * `pagesPerHost`: 10 where the crawl must outlast what the test does meanwhile (a churn of identities, a
- * stall deadline, a rate-limited flood, garbage frames sent one after the other); 5 where it only has to be
- * going on (half the pages: less CPU).
+ * `pagesPerHost`: 10, so that the crawl outlasts what the test does meanwhile (a churn of identities, a
+ * stall deadline, a rate-limited flood, garbage frames sent one after the other).
  */
 async function startMesh(extra: string[] = [], pagesPerHost = 10, latencyMs?: (host: string, path: string, hostIndex: number) => number): Promise<Mesh> {
   const n = meshNo++;
@@ -345,49 +344,127 @@ function forgedSeen(urls: string[]): UrlItem[] {
 
 // ---------------------------------------------------------------- the tests
 
-test('(a) a peer that never joined: its URL batches and seen entries are refused unacknowledged and counted', async (t) => {
-  const mesh = await startMesh([], 5);
+// Two cases share each of the next two meshes (three agents and a crawl each: a sixth of this file's CPU). Each
+// case's hostile node is a separate identity, and what each asserts is counted apart from the other's: a stranger's
+// streams are refused when they open, before any rate limit (src/mesh/exchange.ts `serve`), so (a)'s refusals are
+// never (e)'s throttling; a member claiming capacity 1e6 (b) sends no URL stream, and (f)'s nodes publish honest
+// heartbeats or none. Every hostile node hears the honest agents before any of them publishes a heartbeat
+// (Hostile.honest() counts whoever beats).
+
+test('(a) a peer that never joined: its URL batches and seen entries are refused unacknowledged and counted; (e) a member flooding heartbeats and batches is slowed down; the crawl goes on', async (t) => {
+  const mesh = await startMesh(['--peer-rate', '1000']);
+  const stranger = await Hostile.start(mesh.port);
   const evil = await Hostile.start(mesh.port);
+  let running = true;
+  let strangerSends: Promise<void> = Promise.resolve();
   try {
-    const honest = await evil.honest();
-    // Seen entries for every page (would hide the crawl) and bait URLs.
+    const honest = await stranger.honest();
+    await evil.honest();
+    // (a) Seen entries for every page (would hide the crawl) and bait URLs.
     let batch = 1;
     const pages = [...mesh.expected];
     for (const to of honest.ids) {
-      const r = await evil.send(to, [evil.frame(batch++, [...forgedSeen(pages.slice(0, 2000)), ...bait(mesh.watch, 20, 'a')])]);
-      assert.deepEqual(r.acks, [], 'not acknowledged');
-      assert.ok(r.error, 'the stream is reset');
+      const r = await stranger.send(to, [stranger.frame(batch++, [...forgedSeen(pages.slice(0, 2000)), ...bait(mesh.watch, 20, 'a')])]);
+      assert.deepEqual(r.acks, [], '(a) not acknowledged');
+      assert.ok(r.error, '(a) the stream is reset');
     }
-    // And while it runs.
-    const done = Promise.all(mesh.agents.map((a) => a.done));
-    let running = true;
-    void done.then(() => { running = false; });
-    let sends = 0;
-    while (running && sends < 60) {
-      for (const to of honest.ids) void evil.send(to, [evil.frame(batch++, [...forgedSeen(pages.slice(sends * 5, sends * 5 + 5)), ...bait(mesh.watch, 5, 'a2')])]);
-      sends++;
-      await sleep(100);
-    }
+    // (a) And while it runs.
+    void Promise.all(mesh.agents.map((a) => a.done)).then(() => { running = false; });
+    strangerSends = (async () => {
+      let sends = 0;
+      while (running && sends < 60) {
+        for (const to of honest.ids) void stranger.send(to, [stranger.frame(batch++, [...forgedSeen(pages.slice(sends * 5, sends * 5 + 5)), ...bait(mesh.watch, 5, 'a2')])]);
+        sends++;
+        await sleep(100);
+      }
+    })();
+    // (e)
+    evil.join({}, 5); // 200 heartbeats a second
+    await sleep(4 * HEARTBEAT);
+    // Batches of 1,000 of the web's own URLs (the crawl would find them anyway): 8,000 per agent
+    // against a limit of 1,000 a second in bursts of 5,000. Each agent gets URLs of its own hosts: it takes
+    // them in at once (no forwarding to their owners), so the bucket empties before it refills — with URLs
+    // it had to pass on, a loaded agent took a second or more a batch and the bucket kept up.
+    const urls = [...mesh.expected];
+    const ring = new HostRing();
+    for (const id of [...honest.ids, evil.id]) ring.add(id, 1);
+    const ownedBy = (to: string) => { const mine = urls.filter((u) => ring.ownerOf(hostOf(u)!) === to); return mine.length ? mine : urls; };
+    const its = (to: string, k: number) => { const mine = ownedBy(to); return Array.from({ length: 1000 }, (_, i) => ({ url: mine[(k * 1000 + i) % mine.length]!, depth: 1, hops: 0 })); };
+    const floods = honest.ids.map((to, j) => evil.send(to, Array.from({ length: 8 }, (_, k) => evil.frame(j * 100 + k + 1, its(to, k))), { readAcks: 8 }));
+    const res = await Promise.all(floods);
     const ss = await finish(mesh, t);
-    for (const [i, s] of ss.entries()) assert.ok((s.mesh.refused['not-member'] ?? 0) >= 1, `a${i} counted the refusals (${JSON.stringify(s.mesh.refused)})`);
+    await strangerSends;
+    for (const [i, s] of ss.entries()) assert.ok((s.mesh.refused['not-member'] ?? 0) >= 1, `(a) a${i} counted the refusals (${JSON.stringify(s.mesh.refused)})`);
+    for (const r of res) {
+      assert.equal(r.acks.length, 8, `(e) every flood batch is acknowledged in the end (${r.error})`);
+      assert.ok(r.ms >= 2000, `(e) but no faster than the limit allows (${r.ms} ms for 8,000 URLs at 1,000/s, burst 5,000)`);
+    }
+    // How many batches wait depends on how fast the agents take them (the bucket refills meanwhile): at least one.
+    assert.ok(sum(ss, (s) => s.mesh.throttled) >= 1, '(e) the slowed batches are counted');
   } finally {
+    running = false;
+    await strangerSends;
+    await stranger.stop();
     await evil.stop();
     await mesh.close();
   }
 });
 
-test('(b) a member that claims capacity 1e6 is refused; it takes no hosts and swallows no URLs', async (t) => {
-  const mesh = await startMesh([], 5);
+test('(b) a member that claims capacity 1e6 is refused; it takes no hosts and swallows no URLs; (f) garbage frames from members and strangers are refused and counted; nothing crashes', async (t) => {
+  // (f) The crawl must outlast the garbage (a dozen streams to each agent, slow on a loaded machine): an agent that
+  // ended its run acknowledges nothing. One host's pages answer slowly until the garbage is over.
+  let holding = true;
+  const mesh = await startMesh([], 10, (_host, path, hostIndex) => (holding && hostIndex === 0 && path !== '/robots.txt' ? 3000 : 0));
+  const greedy = await Hostile.start(mesh.port);
+  const stranger = await Hostile.start(mesh.port);
   const evil = await Hostile.start(mesh.port);
   try {
-    await evil.honest();
-    await evil.serveUrls('ack'); // were it an owner, what it acks is lost
-    evil.join({ capacity: 1e6 });
-    await sleep(3 * HEARTBEAT);
+    const honest = await evil.honest();
+    await stranger.honest();
+    await greedy.honest();
+    // (b)
+    await greedy.serveUrls('ack'); // were it an owner, what it acks is lost
+    greedy.join({ capacity: 1e6 });
+    // (f)
+    evil.join();
+    await sleep(4 * HEARTBEAT);
+    const good = evil.frame(1, [{ url: mesh.web.roots()[0]!, depth: 0, hops: 0 }]);
+    // type, version, flags, from, batchId, epoch, then a run count of 2^31 − 1.
+    const hugeCount = Uint8Array.from([1, 1, 0, evil.id.length, ...Buffer.from(evil.id, 'latin1'), ...new Uint8Array(8).fill(0), ...new Uint8Array(8).fill(0), 0xff, 0xff, 0xff, 0xff, 0x07]);
+    const garbage: Array<[string, Uint8Array]> = [
+      ['endless varint', new Uint8Array(12).fill(0xff)],
+      ['oversize prefix', Uint8Array.from([0x81, 0x80, 0x80, 0x01, 1, 2, 3])],
+      ['nonsense', Uint8Array.from([5, 9, 9, 9, 9, 9])],
+      ['huge run count', Uint8Array.from([hugeCount.length, ...hugeCount])],
+      ['truncated', good.subarray(0, good.length - 3)],
+      ['random', Uint8Array.from({ length: 300 }, (_, i) => (i * 7919 + 13) & 0xff)],
+    ];
+    for (const to of honest.ids) {
+      for (const [what, bytes] of garbage) {
+        for (const who of [evil, stranger]) {
+          const r = await who.send(to, [bytes]);
+          assert.deepEqual(r.acks, [], `(f) ${what} from ${who === evil ? 'a member' : 'a stranger'}: not acknowledged`);
+        }
+      }
+      // The agent still serves its member: like an honest sender, it retries a stream that was refused
+      // (the agent takes 3 streams at a time per connection, and the garbage ones may not have closed yet).
+      let ok = await evil.send(to, [evil.frame(7, [{ url: mesh.web.roots()[1]!, depth: 0, hops: 0 }])], { readAcks: 1 });
+      for (let i = 0; i < 5 && ok.acks.length === 0; i++) {
+        await sleep(200 * 2 ** i);
+        ok = await evil.send(to, [evil.frame(7, [{ url: mesh.web.roots()[1]!, depth: 0, hops: 0 }])], { readAcks: 1 });
+      }
+      assert.deepEqual(ok.acks, [7], `(f) a good batch after the garbage is acknowledged (${ok.error})`);
+    }
+    holding = false;
     const ss = await finish(mesh, t);
-    assert.ok(sum(ss, (s) => Object.values(s.mesh.heartbeatsRejected).reduce((a, b) => a + b, 0)) >= 3, 'its heartbeats are refused and counted');
+    assert.ok(sum(ss, (s) => Object.values(s.mesh.heartbeatsRejected).reduce((a, b) => a + b, 0)) >= 3, '(b) its heartbeats are refused and counted');
+    for (const reason of ['framing', 'oversize', 'type', 'count', 'truncated', 'not-member']) {
+      assert.ok(sum(ss, (s) => s.mesh.refused[reason]) >= 1, `(f) ${reason} counted (${JSON.stringify(ss.map((s) => s.mesh.refused))})`);
+    }
   } finally {
+    await greedy.stop();
     await evil.stop();
+    await stranger.stop();
     await mesh.close();
   }
 });
@@ -451,88 +528,6 @@ test('(d) a member that never acknowledges is left out of the rings and its queu
     assert.ok(sum(ss, (s) => s.mesh.refused['replica-not-owner']) >= notOurs.length, 'forged replica entries refused and counted');
   } finally {
     await evil.stop();
-    await mesh.close();
-  }
-});
-
-test('(e) a member flooding heartbeats and batches is slowed down; the crawl goes on', async (t) => {
-  const mesh = await startMesh(['--peer-rate', '1000']);
-  const evil = await Hostile.start(mesh.port);
-  try {
-    const honest = await evil.honest();
-    evil.join({}, 5); // 200 heartbeats a second
-    await sleep(4 * HEARTBEAT);
-    // Batches of 1,000 of the web's own URLs (the crawl would find them anyway): 8,000 per agent
-    // against a limit of 1,000 a second in bursts of 5,000. Each agent gets URLs of its own hosts: it takes
-    // them in at once (no forwarding to their owners), so the bucket empties before it refills — with URLs
-    // it had to pass on, a loaded agent took a second or more a batch and the bucket kept up.
-    const urls = [...mesh.expected];
-    const ring = new HostRing();
-    for (const id of [...honest.ids, evil.id]) ring.add(id, 1);
-    const ownedBy = (to: string) => { const mine = urls.filter((u) => ring.ownerOf(hostOf(u)!) === to); return mine.length ? mine : urls; };
-    const its = (to: string, k: number) => { const mine = ownedBy(to); return Array.from({ length: 1000 }, (_, i) => ({ url: mine[(k * 1000 + i) % mine.length]!, depth: 1, hops: 0 })); };
-    const floods = honest.ids.map((to, j) => evil.send(to, Array.from({ length: 8 }, (_, k) => evil.frame(j * 100 + k + 1, its(to, k))), { readAcks: 8 }));
-    const res = await Promise.all(floods);
-    const ss = await finish(mesh, t);
-    for (const r of res) {
-      assert.equal(r.acks.length, 8, `every flood batch is acknowledged in the end (${r.error})`);
-      assert.ok(r.ms >= 2000, `but no faster than the limit allows (${r.ms} ms for 8,000 URLs at 1,000/s, burst 5,000)`);
-    }
-    // How many batches wait depends on how fast the agents take them (the bucket refills meanwhile): at least one.
-    assert.ok(sum(ss, (s) => s.mesh.throttled) >= 1, 'the slowed batches are counted');
-  } finally {
-    await evil.stop();
-    await mesh.close();
-  }
-});
-
-test('(f) garbage frames from members and strangers are refused and counted; nothing crashes', async (t) => {
-  // The crawl must outlast the garbage (a dozen streams to each agent, slow on a loaded machine): an agent that
-  // ended its run acknowledges nothing. One host's pages answer slowly until the garbage is over.
-  let holding = true;
-  const mesh = await startMesh([], 10, (_host, path, hostIndex) => (holding && hostIndex === 0 && path !== '/robots.txt' ? 3000 : 0));
-  const stranger = await Hostile.start(mesh.port);
-  const evil = await Hostile.start(mesh.port);
-  try {
-    const honest = await evil.honest();
-    await stranger.honest();
-    evil.join();
-    await sleep(4 * HEARTBEAT);
-    const good = evil.frame(1, [{ url: mesh.web.roots()[0]!, depth: 0, hops: 0 }]);
-    // type, version, flags, from, batchId, epoch, then a run count of 2^31 − 1.
-    const hugeCount = Uint8Array.from([1, 1, 0, evil.id.length, ...Buffer.from(evil.id, 'latin1'), ...new Uint8Array(8).fill(0), ...new Uint8Array(8).fill(0), 0xff, 0xff, 0xff, 0xff, 0x07]);
-    const garbage: Array<[string, Uint8Array]> = [
-      ['endless varint', new Uint8Array(12).fill(0xff)],
-      ['oversize prefix', Uint8Array.from([0x81, 0x80, 0x80, 0x01, 1, 2, 3])],
-      ['nonsense', Uint8Array.from([5, 9, 9, 9, 9, 9])],
-      ['huge run count', Uint8Array.from([hugeCount.length, ...hugeCount])],
-      ['truncated', good.subarray(0, good.length - 3)],
-      ['random', Uint8Array.from({ length: 300 }, (_, i) => (i * 7919 + 13) & 0xff)],
-    ];
-    for (const to of honest.ids) {
-      for (const [what, bytes] of garbage) {
-        for (const who of [evil, stranger]) {
-          const r = await who.send(to, [bytes]);
-          assert.deepEqual(r.acks, [], `${what} from ${who === evil ? 'a member' : 'a stranger'}: not acknowledged`);
-        }
-      }
-      // The agent still serves its member: like an honest sender, it retries a stream that was refused
-      // (the agent takes 3 streams at a time per connection, and the garbage ones may not have closed yet).
-      let ok = await evil.send(to, [evil.frame(7, [{ url: mesh.web.roots()[1]!, depth: 0, hops: 0 }])], { readAcks: 1 });
-      for (let i = 0; i < 5 && ok.acks.length === 0; i++) {
-        await sleep(200 * 2 ** i);
-        ok = await evil.send(to, [evil.frame(7, [{ url: mesh.web.roots()[1]!, depth: 0, hops: 0 }])], { readAcks: 1 });
-      }
-      assert.deepEqual(ok.acks, [7], `a good batch after the garbage is acknowledged (${ok.error})`);
-    }
-    holding = false;
-    const ss = await finish(mesh, t);
-    for (const reason of ['framing', 'oversize', 'type', 'count', 'truncated', 'not-member']) {
-      assert.ok(sum(ss, (s) => s.mesh.refused[reason]) >= 1, `${reason} counted (${JSON.stringify(ss.map((s) => s.mesh.refused))})`);
-    }
-  } finally {
-    await evil.stop();
-    await stranger.stop();
     await mesh.close();
   }
 });
