@@ -52,6 +52,11 @@ const HEAVY = new Set([
  */
 const ALONE = new Set(['hostile-peer', 'mesh-crawl', 'zones-wan']);
 /**
+ * Light files that keep more than one core busy at times, never beside an ALONE file: memory's child processes
+ * mark their heaps on helper threads while their main threads allocate.
+ */
+const BUSY = new Set(['memory']);
+/**
  * About the seconds each file takes in a whole run on the 2-core CI machine (wall, beside others; the last runs,
  * those of a loaded machine scaled down): the scheduler starts the longest first, so that the run ends with
  * short files. Only the order matters. A file not listed weighs 5.
@@ -64,7 +69,7 @@ const WEIGHTS = new Map([
   ['disk-full', 19], ['frontier', 18], ['render', 18], ['api-auth', 16], ['mesh-block', 16], ['wan', 13], ['requests', 13],
   ['paused-ending', 13], ['politeness-paths', 12], ['dedup-store', 11], ['mesh-sitemaps', 11], ['mesh-exchange', 9], ['web', 9],
   ['mesh-integration', 10], ['dashboard', 9], ['address-guard', 9], ['import-cycles', 8], ['mesh-membership', 8], ['warc', 7],
-  ['parse', 6],
+  ['parse', 6], ['swarm-key', 14],
 ]);
 
 function parseArgs(argv) {
@@ -96,6 +101,7 @@ function parseArgs(argv) {
 const nameOf = (file) => basename(file).replace(/\.test\.js$/, '');
 const isHeavy = (file) => HEAVY.has(nameOf(file));
 const isAlone = (file) => ALONE.has(nameOf(file));
+const isBusy = (file) => BUSY.has(nameOf(file));
 const weightOf = (file) => WEIGHTS.get(nameOf(file)) ?? 5;
 
 /** Runs one file; resolves with its exit, output and wall time. Killed (its whole process group) after the timeout. */
@@ -154,7 +160,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
  * The next file of `queue` (longest first) that may start, or -1. A heavy file needs a free heavy slot. A
  * file that runs alone needs every heavy slot free and at most `aloneCompanions` light files running; while
  * it waits for that, the heavy files behind it in the queue do not start, nor more than `aloneCompanions`
- * light ones (so it is not starved), and while it runs only light files start, as many.
+ * light ones (so it is not starved), and while it runs only light files start, as many, and none of BUSY.
  */
 function nextStartable(queue, s, opts) {
   const firstAlone = queue.findIndex(isAlone);
@@ -166,7 +172,7 @@ function nextStartable(queue, s, opts) {
       if (!s.aloneRunning && s.heavyRunning === 0 && light <= opts.aloneCompanions) return i;
     } else if (isHeavy(f)) {
       if (!s.aloneRunning && s.heavyRunning < opts.heavyJobs && !behindAlone) return i;
-    } else if ((!s.aloneRunning && !behindAlone) || light < opts.aloneCompanions) {
+    } else if ((!s.aloneRunning && !behindAlone) || (light < opts.aloneCompanions && !isBusy(f))) {
       return i;
     }
   }

@@ -345,14 +345,17 @@ function forgedSeen(urls: string[]): UrlItem[] {
 // ---------------------------------------------------------------- the tests
 
 // Two cases share each of the next two meshes (three agents and a crawl each: a sixth of this file's CPU). Each
-// case's hostile node is a separate identity, and what each asserts is counted apart from the other's: a stranger's
-// streams are refused when they open, before any rate limit (src/mesh/exchange.ts `serve`), so (a)'s refusals are
-// never (e)'s throttling; a member claiming capacity 1e6 (b) sends no URL stream, and (f)'s nodes publish honest
-// heartbeats or none. Every hostile node hears the honest agents before any of them publishes a heartbeat
-// (Hostile.honest() counts whoever beats).
+// case's hostile node is an identity of its own, and what each case asserts is counted apart from the other's: a
+// stranger's streams are refused as they open, before a frame is read (src/mesh/exchange.ts `serve`), so (a)'s
+// refusals are 'not-member' only, never (d)'s refusals of a member's items; a member claiming capacity 1e6 (b)
+// opens no URL stream, and (f)'s nodes publish honest heartbeats or none. Every hostile node hears the honest
+// agents before any of them publishes a heartbeat (Hostile.honest() counts whoever beats). (e) has a mesh of its
+// own: whether its flood is throttled depends on how fast the agents take batches in (see there). On a mesh shared
+// with (a), beside a core kept busy, it was in 1 of 4 runs (load 10–21); on its own, in 2 of 4 (load 11–25: it
+// missed at 23–25), so no cause was shown, but the shared mesh was not kept.
 
-test('(a) a peer that never joined: its URL batches and seen entries are refused unacknowledged and counted; (e) a member flooding heartbeats and batches is slowed down; the crawl goes on', async (t) => {
-  const mesh = await startMesh(['--peer-rate', '1000']);
+test('(a) a peer that never joined: its URL batches and seen entries are refused unacknowledged and counted; (d) a member that never acknowledges is left out of the rings and its queue re-routed; its forged seen entries are refused', async (t) => {
+  const mesh = await startMesh(['--peer-stall', String(PEER_STALL_D)]);
   const stranger = await Hostile.start(mesh.port);
   const evil = await Hostile.start(mesh.port);
   let running = true;
@@ -361,46 +364,43 @@ test('(a) a peer that never joined: its URL batches and seen entries are refused
     const honest = await stranger.honest();
     await evil.honest();
     // (a) Seen entries for every page (would hide the crawl) and bait URLs.
-    let batch = 1;
+    let strangerBatch = 1;
     const pages = [...mesh.expected];
     for (const to of honest.ids) {
-      const r = await stranger.send(to, [stranger.frame(batch++, [...forgedSeen(pages.slice(0, 2000)), ...bait(mesh.watch, 20, 'a')])]);
+      const r = await stranger.send(to, [stranger.frame(strangerBatch++, [...forgedSeen(pages.slice(0, 2000)), ...bait(mesh.watch, 20, 'a')])]);
       assert.deepEqual(r.acks, [], '(a) not acknowledged');
       assert.ok(r.error, '(a) the stream is reset');
     }
-    // (a) And while it runs.
     void Promise.all(mesh.agents.map((a) => a.done)).then(() => { running = false; });
+    // (d)
+    await evil.serveUrls('never');
+    evil.join();
+    await sleep(4 * HEARTBEAT);
+    // As a member: seen entries for roots of hosts it owns under no ring we know of — refused item by item (the batch is acked).
+    const ring = new HostRing();
+    for (const id of [...honest.ids, evil.id]) ring.add(id, 1);
+    const notOurs = [...mesh.expected].filter((u) => ring.ownerOf(hostOf(u)!) !== evil.id).slice(0, 1500);
+    let batch = 10;
+    for (const to of honest.ids) {
+      // Its handoff marker (for a ring of its own) first: it gets it into the honest agents' rings, where it owns hosts.
+      const r = await evil.send(to, [evil.frame(1, [encodeHandoffMarker(1n)]), evil.frame(batch++, forgedSeen(notOurs))], { readAcks: 2 });
+      assert.deepEqual(r.acks, [1, batch - 1], `(d) a member's batches are acknowledged (${r.error}, ${r.ms} ms)`);
+    }
+    // (a) And while it runs (after (d)'s batches, so that those are a member's alone).
     strangerSends = (async () => {
       let sends = 0;
       while (running && sends < 60) {
-        for (const to of honest.ids) void stranger.send(to, [stranger.frame(batch++, [...forgedSeen(pages.slice(sends * 5, sends * 5 + 5)), ...bait(mesh.watch, 5, 'a2')])]);
+        for (const to of honest.ids) void stranger.send(to, [stranger.frame(strangerBatch++, [...forgedSeen(pages.slice(sends * 5, sends * 5 + 5)), ...bait(mesh.watch, 5, 'a2')])]);
         sends++;
         await sleep(100);
       }
     })();
-    // (e)
-    evil.join({}, 5); // 200 heartbeats a second
-    await sleep(4 * HEARTBEAT);
-    // Batches of 1,000 of the web's own URLs (the crawl would find them anyway): 8,000 per agent
-    // against a limit of 1,000 a second in bursts of 5,000. Each agent gets URLs of its own hosts: it takes
-    // them in at once (no forwarding to their owners), so the bucket empties before it refills — with URLs
-    // it had to pass on, a loaded agent took a second or more a batch and the bucket kept up.
-    const urls = [...mesh.expected];
-    const ring = new HostRing();
-    for (const id of [...honest.ids, evil.id]) ring.add(id, 1);
-    const ownedBy = (to: string) => { const mine = urls.filter((u) => ring.ownerOf(hostOf(u)!) === to); return mine.length ? mine : urls; };
-    const its = (to: string, k: number) => { const mine = ownedBy(to); return Array.from({ length: 1000 }, (_, i) => ({ url: mine[(k * 1000 + i) % mine.length]!, depth: 1, hops: 0 })); };
-    const floods = honest.ids.map((to, j) => evil.send(to, Array.from({ length: 8 }, (_, k) => evil.frame(j * 100 + k + 1, its(to, k))), { readAcks: 8 }));
-    const res = await Promise.all(floods);
     const ss = await finish(mesh, t);
     await strangerSends;
     for (const [i, s] of ss.entries()) assert.ok((s.mesh.refused['not-member'] ?? 0) >= 1, `(a) a${i} counted the refusals (${JSON.stringify(s.mesh.refused)})`);
-    for (const r of res) {
-      assert.equal(r.acks.length, 8, `(e) every flood batch is acknowledged in the end (${r.error})`);
-      assert.ok(r.ms >= 2000, `(e) but no faster than the limit allows (${r.ms} ms for 8,000 URLs at 1,000/s, burst 5,000)`);
-    }
-    // How many batches wait depends on how fast the agents take them (the bucket refills meanwhile): at least one.
-    assert.ok(sum(ss, (s) => s.mesh.throttled) >= 1, '(e) the slowed batches are counted');
+    assert.ok(sum(ss, (s) => s.mesh.excluded.stall) >= 1, '(d) the member that acknowledges nothing was left out');
+    assert.ok(sum(ss, (s) => s.mesh.refused['seen-not-owner']) >= notOurs.length, '(d) forged seen entries refused and counted');
+    assert.ok(sum(ss, (s) => s.mesh.refused['replica-not-owner']) >= notOurs.length, '(d) forged replica entries refused and counted');
   } finally {
     running = false;
     await strangerSends;
@@ -504,28 +504,31 @@ test('(c) a new identity every second (each a member for a second) does not stal
   }
 });
 
-test('(d) a member that never acknowledges is left out of the rings and its queue re-routed; its forged seen entries are refused', async (t) => {
-  const mesh = await startMesh(['--peer-stall', String(PEER_STALL_D)]);
+test('(e) a member flooding heartbeats and batches is slowed down; the crawl goes on', async (t) => {
+  const mesh = await startMesh(['--peer-rate', '1000']);
   const evil = await Hostile.start(mesh.port);
   try {
     const honest = await evil.honest();
-    await evil.serveUrls('never');
-    evil.join();
+    evil.join({}, 5); // 200 heartbeats a second
     await sleep(4 * HEARTBEAT);
-    // As a member: seen entries for roots of hosts it owns under no ring we know of — refused item by item (the batch is acked).
+    // Batches of 1,000 of the web's own URLs (the crawl would find them anyway): 8,000 per agent
+    // against a limit of 1,000 a second in bursts of 5,000. Each agent gets URLs of its own hosts: it takes
+    // them in at once (no forwarding to their owners), so the bucket empties before it refills — with URLs
+    // it had to pass on, a loaded agent took a second or more a batch and the bucket kept up.
+    const urls = [...mesh.expected];
     const ring = new HostRing();
     for (const id of [...honest.ids, evil.id]) ring.add(id, 1);
-    const notOurs = [...mesh.expected].filter((u) => ring.ownerOf(hostOf(u)!) !== evil.id).slice(0, 1500);
-    let batch = 10;
-    for (const to of honest.ids) {
-      // Its handoff marker (for a ring of its own) first: it gets it into the honest agents' rings, where it owns hosts.
-      const r = await evil.send(to, [evil.frame(1, [encodeHandoffMarker(1n)]), evil.frame(batch++, forgedSeen(notOurs))], { readAcks: 2 });
-      assert.deepEqual(r.acks, [1, batch - 1], `a member's batches are acknowledged (${r.error}, ${r.ms} ms)`);
-    }
+    const ownedBy = (to: string) => { const mine = urls.filter((u) => ring.ownerOf(hostOf(u)!) === to); return mine.length ? mine : urls; };
+    const its = (to: string, k: number) => { const mine = ownedBy(to); return Array.from({ length: 1000 }, (_, i) => ({ url: mine[(k * 1000 + i) % mine.length]!, depth: 1, hops: 0 })); };
+    const floods = honest.ids.map((to, j) => evil.send(to, Array.from({ length: 8 }, (_, k) => evil.frame(j * 100 + k + 1, its(to, k))), { readAcks: 8 }));
+    const res = await Promise.all(floods);
     const ss = await finish(mesh, t);
-    assert.ok(sum(ss, (s) => s.mesh.excluded.stall) >= 1, 'the member that acknowledges nothing was left out');
-    assert.ok(sum(ss, (s) => s.mesh.refused['seen-not-owner']) >= notOurs.length, 'forged seen entries refused and counted');
-    assert.ok(sum(ss, (s) => s.mesh.refused['replica-not-owner']) >= notOurs.length, 'forged replica entries refused and counted');
+    for (const r of res) {
+      assert.equal(r.acks.length, 8, `every flood batch is acknowledged in the end (${r.error})`);
+      assert.ok(r.ms >= 2000, `but no faster than the limit allows (${r.ms} ms for 8,000 URLs at 1,000/s, burst 5,000)`);
+    }
+    // How many batches wait depends on how fast the agents take them (the bucket refills meanwhile): at least one.
+    assert.ok(sum(ss, (s) => s.mesh.throttled) >= 1, 'the slowed batches are counted');
   } finally {
     await evil.stop();
     await mesh.close();
