@@ -5,8 +5,11 @@
 // default 2 per core, at least 4); the files that start meshes of agents are timing-sensitive
 // (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 2) run together, and the
 // most sensitive (ALONE below) run first, one at a time, with no other mesh file beside them and at most
-// --alone-companions (default 0) light files; then the others, longest first (WEIGHTS), so that the run
-// ends with short files.
+// --alone-companions (default 1) light files; then the others, longest first (WEIGHTS), so that the run
+// ends with short files. An ALONE file keeps about a core busy at its peaks and waits on its agents' timers
+// the rest of the time: with nothing beside it, half the machine idled through a third of the run. One light
+// file beside it takes at most the other core (an ALONE file passes beside a process spinning on one core:
+// docs/performance.md "Test suite").
 // A mesh file that failed is run once more at the end, with nothing beside it (--retries, default 1): on
 // 2 cores a mesh beside three other files can miss a deadline that the same mesh alone meets. A file that
 // then passes does not fail the run, but it is never hidden: the summary names it as flaky and its first,
@@ -49,6 +52,11 @@ const HEAVY = new Set([
  */
 const ALONE = new Set(['hostile-peer', 'mesh-crawl', 'zones-wan']);
 /**
+ * Light files that keep more than one core busy at times, never beside an ALONE file: memory's child processes
+ * mark their heaps on helper threads while their main threads allocate.
+ */
+const BUSY = new Set(['memory']);
+/**
  * About the seconds each file takes in a whole run on the 2-core CI machine (wall, beside others; the last runs,
  * those of a loaded machine scaled down): the scheduler starts the longest first, so that the run ends with
  * short files. Only the order matters. A file not listed weighs 5.
@@ -61,14 +69,14 @@ const WEIGHTS = new Map([
   ['disk-full', 19], ['frontier', 18], ['render', 18], ['api-auth', 16], ['mesh-block', 16], ['wan', 13], ['requests', 13],
   ['paused-ending', 13], ['politeness-paths', 12], ['dedup-store', 11], ['mesh-sitemaps', 11], ['mesh-exchange', 9], ['web', 9],
   ['mesh-integration', 10], ['dashboard', 9], ['address-guard', 9], ['import-cycles', 8], ['mesh-membership', 8], ['warc', 7],
-  ['parse', 6],
+  ['parse', 6], ['swarm-key', 14],
 ]);
 
 function parseArgs(argv) {
   const opts = {
     jobs: Number(process.env.UBICRAWL_TEST_JOBS ?? Math.max(4, availableParallelism() * 2)),
     heavyJobs: Number(process.env.UBICRAWL_TEST_HEAVY_JOBS ?? Math.max(2, Math.floor(availableParallelism() / 2) + 1)),
-    aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 0),
+    aloneCompanions: Number(process.env.UBICRAWL_TEST_ALONE_COMPANIONS ?? 1),
     timeoutS: Number(process.env.UBICRAWL_TEST_FILE_TIMEOUT ?? 900),
     retries: Number(process.env.UBICRAWL_TEST_RETRIES ?? 1),
     cpuReport: false,
@@ -93,6 +101,7 @@ function parseArgs(argv) {
 const nameOf = (file) => basename(file).replace(/\.test\.js$/, '');
 const isHeavy = (file) => HEAVY.has(nameOf(file));
 const isAlone = (file) => ALONE.has(nameOf(file));
+const isBusy = (file) => BUSY.has(nameOf(file));
 const weightOf = (file) => WEIGHTS.get(nameOf(file)) ?? 5;
 
 /** Runs one file; resolves with its exit, output and wall time. Killed (its whole process group) after the timeout. */
@@ -151,7 +160,7 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
  * The next file of `queue` (longest first) that may start, or -1. A heavy file needs a free heavy slot. A
  * file that runs alone needs every heavy slot free and at most `aloneCompanions` light files running; while
  * it waits for that, the heavy files behind it in the queue do not start, nor more than `aloneCompanions`
- * light ones (so it is not starved), and while it runs only light files start, as many.
+ * light ones (so it is not starved), and while it runs only light files start, as many, and none of BUSY.
  */
 function nextStartable(queue, s, opts) {
   const firstAlone = queue.findIndex(isAlone);
@@ -163,7 +172,7 @@ function nextStartable(queue, s, opts) {
       if (!s.aloneRunning && s.heavyRunning === 0 && light <= opts.aloneCompanions) return i;
     } else if (isHeavy(f)) {
       if (!s.aloneRunning && s.heavyRunning < opts.heavyJobs && !behindAlone) return i;
-    } else if ((!s.aloneRunning && !behindAlone) || light < opts.aloneCompanions) {
+    } else if ((!s.aloneRunning && !behindAlone) || (light < opts.aloneCompanions && !isBusy(f))) {
       return i;
     }
   }
