@@ -191,6 +191,7 @@ let lwFull = false;
 function buildLw(): void {
   lwFull = true;
   const bmp = bmpString();
+  const bm = bmpWord ?? (bmpWord = buildBmpWord());
   const BLOCK = 256;
   for (let b = 0; b < 0x10000; b += BLOCK) {
     if (b >= 0xd800 && b < 0xe000) continue; // surrogates (whole blocks) stay LW_SURR
@@ -204,7 +205,7 @@ function buildLw(): void {
         lc = l.length === 1 ? l.charCodeAt(0) : -1; // U+0130 → 2 units
       }
       LW[c] = lc < 0 || c === 0x03a3 || (lc >= 0xd800 && lc < 0xe000) ? LW_SLOW // Σ: Final_Sigma
-        : (lc < 0x80 ? ASCII_WORD[lc] === 1 : isWordCodePoint(lc)) ? lc : 0;
+        : (lc < 0x80 ? ASCII_WORD[lc] === 1 : (bm[lc >> 3]! & (1 << (lc & 7))) !== 0) ? lc : 0;
     }
   }
 }
