@@ -2,7 +2,7 @@
 // of N pages (default 1; robots.txt answers 404). For each run: the time from spawning the process to the site's
 // first request (robots.txt), the agent's CPU (user + system, all threads, /proc/<pid>/stat) at that moment, the
 // time to its exit and its whole CPU (GNU time). With several --bin, the builds run in turn, interleaved, and each
-// median's ratio to the first build's is printed. --node runs another node binary (e.g. Node 24's, from
+// median's ratio to the first build's is printed (after one uncounted run of each). --node runs another node binary (e.g. Node 24's, from
 // scripts/npm-node.sh); --cpu-prof DIR writes each run's V8 profiles into DIR/<build index>-<run>/.
 //
 //   node dist/bench/startup.js [--pages 1] [--runs 5] [--bin PATH/bin/ubicrawl.js ...] [--node PATH] [--cpu-prof DIR]
@@ -85,6 +85,9 @@ async function once(bin: string, prof: string | undefined): Promise<Run> {
 }
 
 const results = args.bins.map(() => [] as Run[]);
+// One run of each build first, not counted: the first start of a build compiles it and writes the compiled code
+// for the next ones (bin/code-cache.js; Node's compile cache on Node ≥ 22.1), which is what every later start is.
+for (const bin of args.bins) await once(bin, undefined);
 const load0 = loadavg()[0]!;
 for (let r = 0; r < args.runs; r++) {
   for (let b = 0; b < args.bins.length; b++) {
