@@ -1,9 +1,10 @@
 // An agent's start (docs/performance.md "Start-up"): `ubicrawl join --seed URL --until-idle` on a loopback site
 // of N pages (default 1; robots.txt answers 404). For each run: the time from spawning the process to the site's
 // first request (robots.txt), the agent's CPU (user + system, all threads, /proc/<pid>/stat) at that moment, the
-// time to its exit and its whole CPU (GNU time). With several --bin, the builds run in turn, interleaved, and each
-// median's ratio to the first build's is printed (after one uncounted run of each). --node runs another node binary (e.g. Node 24's, from
-// scripts/npm-node.sh); --cpu-prof DIR writes each run's V8 profiles into DIR/<build index>-<run>/.
+// time to its exit and its whole CPU (GNU time). With several --bin, the builds run in turn, interleaved (after
+// one uncounted run of each), and each median's ratio to the first build's is printed. --node runs another node
+// binary (e.g. Node 24's, from scripts/npm-node.sh); --cpu-prof DIR writes each run's V8 profiles into
+// DIR/<build index>-<run>/.
 //
 //   node dist/bench/startup.js [--pages 1] [--runs 5] [--bin PATH/bin/ubicrawl.js ...] [--node PATH] [--cpu-prof DIR]
 import { spawn } from 'node:child_process';
