@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // Entry point: the bundled CLI (scripts/bundle.js; it runs src/polyfill.ts before anything else).
-import module from 'node:module';
+import module, { createRequire } from 'node:module';
 import v8 from 'node:v8';
+import { fileURLToPath } from 'node:url';
+import xxhash from 'xxhash-wasm';
+import { loadCached } from './code-cache.js';
 
 // V8 optimises a function with TurboFan once it has run "enough" (its interrupt budget): at the default, a crawl
 // of a few thousand pages spends a fifth of its CPU compiling code that is warm for a moment only (TurboFan's
@@ -12,13 +15,23 @@ import v8 from 'node:v8';
 // "unrecognized flag" to stderr for it; their tiering is left at its defaults (not measured here).
 const v8Major = Number(process.versions.v8.split('.')[0]);
 if (v8Major <= 11 && ![...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((a) => a.includes('interrupt-budget'))) v8.setFlagsFromString('--interrupt-budget=270336');
-// V8's code cache on disk (Node ≥ 22.1; absent on Node 20, where this does nothing): a later start reads the
-// compiled bundle instead of compiling it again. NODE_DISABLE_COMPILE_CACHE=1 turns it off, NODE_COMPILE_CACHE=dir
-// moves it. Before the bundle is imported, so that it is cached too.
-module.enableCompileCache?.();
-const { main } = await import('../dist/bundle/ubicrawl.js');
 
-main(process.argv).then((code) => { process.exitCode = code; }, (err) => {
+// The bundle's 64-bit hash (src/hash/xxhash.ts) needs xxhash-wasm's instance, which is made asynchronously.
+globalThis[Symbol.for('ubicrawl.xxhash')] = await xxhash();
+
+// Compiled code kept between runs (V8's code cache): a later start reads the compiled bundle instead of compiling
+// it again. Node ≥ 22.1 does it itself (module.enableCompileCache()); on Node 20 ./code-cache.js does. Both use
+// NODE_COMPILE_CACHE (a directory) and NODE_DISABLE_COMPILE_CACHE=1 (off).
+const bundle = fileURLToPath(new URL('../dist/bundle/ubicrawl.cjs', import.meta.url));
+let cli;
+if (typeof module.enableCompileCache === 'function') {
+  module.enableCompileCache();
+  cli = createRequire(import.meta.url)(bundle);
+} else {
+  cli = loadCached(bundle, (exports, make) => exports.withStartFlags(make));
+}
+
+cli.main(process.argv).then((code) => { process.exitCode = code; }, (err) => {
   process.stderr.write(`ubicrawl: ${err?.message ?? err}\n`);
   process.exitCode = 1;
 });

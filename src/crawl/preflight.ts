@@ -7,7 +7,7 @@ import { mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { AgentConfig } from '../config.js';
-import { assertListenAllowed, parseListen, startApiServer, type ApiServer } from '../api/server.js';
+import type { ApiServer } from '../api/server.js';
 import { apiTokenPath, ensureTokenFile, readTokenFile } from '../api/token.js';
 import { checkSwarmKey, meshExposureError } from '../mesh/node.js';
 import { requestOptions } from '../fetch/requests.js';
@@ -30,9 +30,13 @@ const reason = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? 
 
 /** Runs every startup check in order; throws StartupError on the first that fails. */
 export async function preflight(config: AgentConfig, log: Logger): Promise<PreflightResult> {
-  checkOptions(config);
+  // The API server (and its dashboard) is loaded only when asked for: most agents run without one, and
+  // compiling it is part of every start (docs/performance.md "Start-up").
+  const server = config.api.listen === undefined ? undefined : await import('../api/server.js');
+  checkOptions(config, server);
   checkDataDir(config.dataDir);
-  if (config.api.listen === undefined) return { api: undefined };
+  if (config.api.listen === undefined || server === undefined) return { api: undefined };
+  const { startApiServer } = server;
   // Without a token file of the operator's, the agent's own token guards the mutating routes and
   // loopback reads stay open; with one, every route needs it (docs/operations.md "API security").
   const ownToken = config.api.tokenFile === undefined;
@@ -49,13 +53,13 @@ export async function preflight(config: AgentConfig, log: Logger): Promise<Prefl
 }
 
 /** Checks that need no I/O but reading the files the options name. */
-function checkOptions(config: AgentConfig): void {
+function checkOptions(config: AgentConfig, server: typeof import('../api/server.js') | undefined): void {
   // Header fields and proxy URLs, including the environment's (docs/requests.md).
   try { requestOptions(config.requests); } catch (err) { throw new StartupError((err as Error).message); }
-  if (config.api.listen !== undefined) {
+  if (config.api.listen !== undefined && server !== undefined) {
     try {
-      const { host } = parseListen(config.api.listen);
-      assertListenAllowed(host, config.api.tokenFile !== undefined);
+      const { host } = server.parseListen(config.api.listen);
+      server.assertListenAllowed(host, config.api.tokenFile !== undefined);
       if (config.api.tokenFile !== undefined) readTokenFile(config.api.tokenFile);
     } catch (err) {
       throw new StartupError((err as Error).message);

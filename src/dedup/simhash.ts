@@ -60,14 +60,22 @@ for (let c = 65; c <= 90; c++) ASCII_WORD[c] = 1;
 for (let c = 97; c <= 122; c++) ASCII_WORD[c] = 1;
 
 const WORD_CHAR = /[\p{L}\p{M}\p{N}]/u;
-/** Bitmap of BMP code points in \p{L}\p{M}\p{N}, built on the first non-ASCII
- * character seen (~10 ms once), so the scan never runs a regex per character. */
+
+/** The BMP as one string, code point c at index c (surrogates, which cannot stand alone, as spaces). */
+function bmpString(): string {
+  const units = new Uint16Array(0x10000);
+  for (let c = 0; c < 0x10000; c++) units[c] = c >= 0xd800 && c < 0xe000 ? 0x20 : c;
+  return Buffer.from(units.buffer).toString('utf16le');
+}
+
+/** Bitmap of BMP code points in \p{L}\p{M}\p{N} (0x80 up), built on first use, so the scan never runs a regex
+ * per character. One regex pass over the whole BMP finds the runs of word characters: a test per code point
+ * cost 70–120 ms on the first page of every process (docs/performance.md "Start-up"), this a few. */
 let bmpWord: Uint8Array | null = null;
 function buildBmpWord(): Uint8Array {
   const bm = new Uint8Array(8192);
-  for (let c = 0x80; c < 0x10000; c++) {
-    if (c >= 0xd800 && c < 0xe000) continue;
-    if (WORD_CHAR.test(String.fromCharCode(c))) bm[c >> 3] |= 1 << (c & 7);
+  for (const m of bmpString().matchAll(/[\p{L}\p{M}\p{N}]+/gu)) {
+    for (let c = Math.max(m.index!, 0x80), end = m.index! + m[0].length; c < end; c++) bm[c >> 3] |= 1 << (c & 7);
   }
   return bm;
 }
@@ -170,16 +178,35 @@ const LW = new Uint16Array(65536);
 for (let c = 48; c <= 57; c++) LW[c] = c;
 for (let c = 65; c <= 90; c++) LW[c] = c + 32;
 for (let c = 97; c <= 122; c++) LW[c] = c;
+// The rest of the table is built on the first non-ASCII unit a scan meets (a text of ASCII only, such as a test's
+// pages, never needs it): until then every such unit reads as LW_SURR, which hands it to special(), which builds it.
+LW.fill(LW_SURR, 0x80);
 let lwFull = false;
-/** Fills the non-ASCII part of LW (~10 ms, once, on the first non-ASCII unit). */
+/**
+ * Fills the non-ASCII part of LW (once). Lower-cased a block of code points at a time: toLowerCase maps each
+ * code point on its own except Final_Sigma (Σ, taken apart here anyway) and the one-to-many mappings, which make
+ * a block's lower case longer; such a block is done one code point at a time. Per code point with a regex test,
+ * this took 30–120 CPU-ms at every start (docs/performance.md "Start-up").
+ */
 function buildLw(): void {
   lwFull = true;
-  for (let c = 0x80; c < 0x10000; c++) {
-    if (c >= 0xd800 && c < 0xe000) { LW[c] = LW_SURR; continue; }
-    const l = String.fromCharCode(c).toLowerCase();
-    if (l.length !== 1 || c === 0x03a3) { LW[c] = LW_SLOW; continue; } // U+0130 → 2 units; Σ: Final_Sigma
-    const lc = l.charCodeAt(0);
-    LW[c] = lc >= 0xd800 && lc < 0xe000 ? LW_SLOW : (lc < 0x80 ? ASCII_WORD[lc] === 1 : isWordCodePoint(lc)) ? lc : 0;
+  const bmp = bmpString();
+  const bm = bmpWord ?? (bmpWord = buildBmpWord());
+  const BLOCK = 256;
+  for (let b = 0; b < 0x10000; b += BLOCK) {
+    if (b >= 0xd800 && b < 0xe000) continue; // surrogates (whole blocks) stay LW_SURR
+    const lower = bmp.slice(b, b + BLOCK).toLowerCase();
+    const aligned = lower.length === BLOCK;
+    for (let c = Math.max(b, 0x80); c < b + BLOCK; c++) {
+      let lc: number;
+      if (aligned) lc = lower.charCodeAt(c - b);
+      else {
+        const l = String.fromCharCode(c).toLowerCase();
+        lc = l.length === 1 ? l.charCodeAt(0) : -1; // U+0130 → 2 units
+      }
+      LW[c] = lc < 0 || c === 0x03a3 || (lc >= 0xd800 && lc < 0xe000) ? LW_SLOW // Σ: Final_Sigma
+        : (lc < 0x80 ? ASCII_WORD[lc] === 1 : (bm[lc >> 3]! & (1 << (lc & 7))) !== 0) ? lc : 0;
+    }
   }
 }
 
@@ -204,7 +231,6 @@ let sH = 0;
 let sTa = tokA, sTb = tokB;
 
 function ensureTokens(maxTokens: number): void {
-  if (!lwFull) buildLw();
   let ta = tokA, tb = tokB;
   if (ta.length < maxTokens) {
     ta = new Int32Array(maxTokens);
@@ -281,6 +307,7 @@ function scanRun(s: string, i: number, end: number): number {
  * from, or -1 for the reference path.
  */
 function special(s: string, i: number, start: number, end: number, edges: boolean): number {
+  if (!lwFull) { buildLw(); return i; } // the first non-ASCII unit: scan it again with the whole table
   const c = s.charCodeAt(i);
   if (LW[c] === LW_SLOW) return -1;
   // A surrogate: a pair is one code point (lower-cased as one), a lone one separates.

@@ -104,3 +104,18 @@ export function limitHeapGrowth(percent: number, headroomBytes = DEFAULT_HEAP_HE
   apply(policy);
   return true;
 }
+
+/**
+ * fn's result, computed with V8's flags as they were at start: --heap-growing-percent back to its default for the
+ * moment, then the cap again. V8 refuses compiled code kept for a later start (bin/code-cache.js) unless it was
+ * made under the flags that start has.
+ */
+export function withStartFlags<T>(fn: () => T): T {
+  if (!policy || policy.applied <= 0) return fn();
+  setFlagsFromString('--heap-growing-percent=0');
+  try {
+    return fn();
+  } finally {
+    setFlagsFromString(`--heap-growing-percent=${policy.applied}`);
+  }
+}

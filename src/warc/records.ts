@@ -276,6 +276,23 @@ class ListHeaders extends HeadersMultiMap {
   }
 }
 
+/**
+ * warcio's StatusAndHeaders with the same toString() for a HeadersMultiMap (every header block we write: the
+ * WARC block warcio builds, our ListHeaders). warcio's own first asks `headers instanceof Headers` (to re-encode a
+ * fetch Headers' values), and reading the global `Headers` makes Node load its built-in copy of undici: about
+ * 30–80 CPU-ms on the first record of every process and of the WARC worker (docs/performance.md "Start-up").
+ */
+class PlainHead extends StatusAndHeaders {
+  constructor(statusline: string, headers: HeadersMultiMap) {
+    super({ statusline, headers });
+  }
+  override toString(): string {
+    const lines = [this.statusline];
+    for (const [name, value] of this.headers as HeadersMultiMap) lines.push(`${name}: ${value}`);
+    return lines.join('\r\n') + '\r\n';
+  }
+}
+
 function httpVersionLine(v: string | undefined): { proto: string; warcProtocol?: string } {
   const s = (v ?? '1.1').trim();
   if (s === '1.0') return { proto: 'HTTP/1.0' };
@@ -395,6 +412,8 @@ interface Member {
  * never indexes (cdxjLineOf), so there is nothing to read.
  */
 async function member(record: WARCRecord, level: number, indexed = true): Promise<Member> {
+  // WARCRecord.create's WARC header block is always a HeadersMultiMap: the same bytes, through PlainHead.
+  if (!(record.warcHeaders instanceof PlainHead)) record.warcHeaders = new PlainHead(record.warcHeaders.statusline, record.warcHeaders.headers as HeadersMultiMap);
   const raw = await WARCSerializer.serialize(record, SER_OPTS);
   const gz = gzipMember(raw, level);
   return { gz, cdxj: indexed ? cdxjLineHead(raw, gz.length) : null };
@@ -485,10 +504,10 @@ export async function encodeExchange(ex: ExchangeInput, level: number, algo: Dig
     resp.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, head, body));
   } else {
     resp = WARCRecord.create({ url: ex.url, date, type: 'response', warcVersion: WARC_1_1, warcHeaders: respWarc }, [body]);
-    resp.httpHeaders = new StatusAndHeaders({
-      statusline: statusLine(proto, ex.status, ex.statusText),
-      headers: new ListHeaders(storedResponseHeaders(ex.responseHeaders ?? [], body.length, ex.contentDecoded ?? true)),
-    });
+    resp.httpHeaders = new PlainHead(
+      statusLine(proto, ex.status, ex.statusText),
+      new ListHeaders(storedResponseHeaders(ex.responseHeaders ?? [], body.length, ex.contentDecoded ?? true)),
+    );
     resp.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, httpHeadBytes(resp), body));
   }
 
@@ -510,10 +529,10 @@ export async function encodeExchange(ex: ExchangeInput, level: number, algo: Dig
     const method = cleanHeaderValue(ex.method ?? 'GET').replace(/\s+/g, '') || 'GET';
     const path = u ? u.pathname + u.search : '/';
     req = WARCRecord.create({ url: ex.url, date, type: 'request', warcVersion: WARC_1_1, warcHeaders: reqWarc }, []);
-    req.httpHeaders = new StatusAndHeaders({
-      statusline: `${method} ${path} ${proto}`,
-      headers: new ListHeaders(requestHeaderList(ex, u)),
-    });
+    req.httpHeaders = new PlainHead(
+      `${method} ${path} ${proto}`,
+      new ListHeaders(requestHeaderList(ex, u)),
+    );
     req.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, httpHeadBytes(req)));
   }
 
@@ -548,16 +567,16 @@ export async function encodeRevisit(rv: RevisitInput, level: number, algo: Diges
     rec.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, head));
   } else {
     rec = WARCRecord.create({ url: rv.url, date, type: 'revisit', warcVersion: WARC_1_1, warcHeaders: warc }, []);
-    rec.httpHeaders = new StatusAndHeaders({
-      statusline: statusLine(proto, rv.status, rv.statusText),
-      headers: new ListHeaders(
+    rec.httpHeaders = new PlainHead(
+      statusLine(proto, rv.status, rv.statusText),
+      new ListHeaders(
         storedResponseHeaders(
           rv.responseHeaders ?? [],
           typeof rv.payloadLength === 'number' && rv.payloadLength >= 0 ? rv.payloadLength : null,
           rv.contentDecoded ?? true,
         ),
       ),
-    });
+    );
     rec.warcHeaders.headers.set('WARC-Block-Digest', labelledDigest(algo, httpHeadBytes(rec)));
   }
   // warcio presets the identical-payload-digest profile; set the one asked for.
