@@ -41,6 +41,11 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private handoffTimer: NodeJS.Timeout | undefined;
   /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
   private readonly settledOnly = new Map<string, Buffer>();
+  /**
+   * Hosts we hold replica seen entries for (we were a successor of their owner), with that owner: should it
+   * go, the entries go to the host's owner now — or, ours now, to our successors (`passReplicas`).
+   */
+  private readonly replicaHosts = new Map<string, { hk: Buffer; from: string }>();
   /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
   private readonly recentRings = new RecentRings();
   /** The last write of recentRings to the store (writes are chained, newest last). */
@@ -53,7 +58,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   handedOver = 0;
 
   constructor(private readonly c: OwnershipComponents<C, D>) {
-    this.intake = new PeerIntake({ ...c, mesh: () => this.mesh ?? this.intakeMesh, recentRings: this.recentRings, settledOnly: this.settledOnly });
+    this.intake = new PeerIntake({ ...c, mesh: () => this.mesh ?? this.intakeMesh, recentRings: this.recentRings, settledOnly: this.settledOnly, replicaHosts: this.replicaHosts });
   }
 
   /** Items taken from peers (all kinds). */
@@ -68,6 +73,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   saved(): Promise<void> { return this.ringsSaved; }
   /** Refusals by reason, of this component's own checks. */
   refusals(): Record<string, number> { return this.intake.refusals(); }
+  /** Hosts we hold seen entries for without frontier state (their successors are caught up like our queued hosts'). */
+  settledHosts(): Iterable<string> { return this.settledOnly.keys(); }
 
   /** Before the first batch can arrive: who owned what under the rings we had before a restart. */
   async restoreRings(): Promise<void> {
@@ -126,6 +133,9 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     const alive = this.markerPeers(mesh, true);
     gate.ringChanged(mesh.membership.ring, alive, c.added, now);
     log.info({ ring: gate.ringId.toString(16), waitingFor: gate.waitingFor().map(shortPeerId) }, 'handoff gate');
+    // Before the departed peers' queues are re-routed (their URLs may go to the same new owners). On every
+    // change: a leaver is gone from the table only some time after it left our ring.
+    this.passReplicas(mesh);
     // Hosts go back to earlier owners, which may have handed on URLs we sent them.
     if (c.removed.length) mesh.outbox.forgetRecent();
     for (const id of c.removed) this.rerouteOutbox(id);
@@ -136,6 +146,43 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     for (const h of moving) frontier.setPaused(h, true);
     this.sendSettled(moving).catch((err: Error) => log.error({ err: err.message }, 'sending seen entries failed'));
     this.scheduleRebalance();
+  }
+
+  /**
+   * The replica seen entries we hold of hosts whose owner is gone (declared dead, or left and no longer
+   * heard). Ours now: they are what we know of the host, and our successors learn them (the replicated
+   * frontier's next pass). Another member's now — one that joined after the owner last replicated, or whose
+   * view differs — they go to it, passed on (one hop): otherwise its new owner knew nothing of what the
+   * dead owner had fetched and fetched it all again (the mesh soak, docs/performance.md "Mesh soak").
+   * Queued before our outbox for the departed is re-routed and before held URLs are promoted (a dead-after
+   * period later), so they mostly come first; a URL that overtakes them is checked against the seen-set
+   * before its fetch once they are in (`checkSeen`).
+   */
+  private passReplicas(mesh: OwnershipMesh): void {
+    const byOwner = new Map<string, Buffer[]>();
+    let adopted = 0;
+    for (const [host, { hk, from }] of this.replicaHosts) {
+      if (mesh.membership.member(from)) continue;
+      this.replicaHosts.delete(host);
+      const owner = this.ownerOf(host);
+      if (owner === mesh.id) {
+        if (!this.c.frontier.host(host) && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
+        adopted++;
+        continue;
+      }
+      const l = byOwner.get(owner);
+      if (l) l.push(hk); else byOwner.set(owner, [hk]);
+    }
+    if (adopted) this.c.standby?.requestPass?.();
+    if (byOwner.size === 0) return;
+    this.c.log.info({ hosts: [...byOwner.values()].reduce((n, l) => n + l.length, 0), to: [...byOwner.keys()].map(shortPeerId) }, 'seen entries of a departed owner\'s hosts passed on to their new owners');
+    void (async () => {
+      for (const [owner, hks] of byOwner) {
+        const items: UrlItem[] = [];
+        for (const hk of hks) items.push(...await this.settledItems(hk, 1));
+        if (items.length) await mesh.forward(owner, items, true);
+      }
+    })().catch((err: Error) => this.c.log.error({ err: err.message }, 'passing on a departed owner\'s seen entries failed'));
   }
 
   /** Hands over every host we hold that another agent now owns (after any ring change). */
@@ -168,6 +215,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
         try {
           const items = await this.settledItems(hk);
           if (items.length) await mesh.forward(owner, items, true);
+          this.c.log.debug({ host, to: shortPeerId(owner), settled: items.length }, 'seen entries of a host handed over');
           this.settledOnly.delete(host);
         } catch (err) { failed = true; log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
       }
@@ -326,6 +374,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
         const state = (await this.c.handOffItems?.(h)) ?? [];
         const l = byOwner.get(owner);
         if (l) l.push(...state, ...settled, ...queued); else byOwner.set(owner, [...state, ...settled, ...queued]);
+        this.c.log.debug({ host: h.name, to: shortPeerId(owner), settled: settled.length, queued: queued.length }, 'host handed over');
         // Their seen entries go too: "queued" is no longer true here, and should the host come
         // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
         for (const [key] of entries) ops.push({ type: 'del', sublevel: store.frontier, key });
@@ -345,12 +394,12 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     this.handedOver += moved;
   }
 
-  /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
-  private async settledItems(hk: Buffer): Promise<UrlItem[]> {
+  /** The URLs of a host we fetched or settled, as seen entries for its next owner (`hops` 1: passed on, not handed over by its owner). */
+  private async settledItems(hk: Buffer, hops = 0): Promise<UrlItem[]> {
     const out: UrlItem[] = [];
     for (const [, v] of await this.c.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
       const r = decodeFetchRecord(v);
-      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops: 0 }));
+      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops }));
     }
     return out;
   }
