@@ -110,7 +110,9 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           if (!replica && !relayed) withoutUs ??= heard !== undefined || this.heldWithoutUs(mesh, from);
           // A queued replica hides nothing: it is held for its sender whatever our view of the host's owner
           // (views disagree under churn), and promoted once its sender is gone (src/crawl/held-replicas.ts).
-          if (w.kind === 'queued') { /* admitted: any member */ } else if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)) {
+          if (w.kind === 'queued') { /* admitted: any member */ } else if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)
+            // A departed owner's replica seen entries, from a member that held them (src/crawl/ownership.ts `passReplicas`).
+            && !this.c.recentRings.heldFor(from, host, depth + 1, (id) => id !== mesh.id && (!mesh.membership.member(id) || mesh.membership.isSuspect?.(id) === true))) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             this.c.log.debug({ url: it.url, from: shortPeerId(from), kind: w.kind }, 'seen entry refused');
             // It may still trim a queued replica the same sender asked us to hold (src/crawl/frontier-replica.ts `trimFrom`).

@@ -50,6 +50,8 @@ export interface OwnershipMesh {
     member(id: string): MemberInfo | undefined;
     isVouched(id: string): boolean;
     isExcluded(id: string): boolean;
+    /** Silent past the dead rule, within the takeover grace (docs/mesh.md "Suspicion before takeover"). */
+    isSuspect?(id: string): boolean;
     vouch(id: string): void;
     on(event: 'heartbeat', listener: (m: MemberInfo) => void): unknown;
   };
