@@ -13,7 +13,7 @@ import { queuedValue, seenStateOf } from '../src/seen/state.js';
 import { Frontier, type NewUrl, type UrlKind } from '../src/frontier/frontier.js';
 import { HostRing } from '../src/assign/ring.js';
 import { HandoffGate, ringIdOf, snapshotRing } from '../src/crawl/handoff.js';
-import { Ownership, HANDOFF_CHUNK, type OwnershipMesh, type OwnedHostData } from '../src/crawl/ownership.js';
+import { Ownership, HANDOFF_CHUNK, type OwnershipComponents, type OwnershipMesh, type OwnedHostData } from '../src/crawl/ownership.js';
 import { Promotions } from '../src/crawl/promotions.js';
 import type { Candidate, HostData } from '../src/crawl/candidate.js';
 import { encodeFetchRecord, decodeFetchRecord } from '../src/crawl/records.js';
@@ -92,7 +92,7 @@ function candidate(raw: string, depth: number, kind: UrlKind): Cand | null {
   return { host, hostKey: hk, url, depth, hops: 0, kind, key: seenKey(hk, url) };
 }
 
-async function rig(): Promise<Rig> {
+async function rig(extra: Partial<OwnershipComponents<Cand, OwnedHostData>> = {}): Promise<Rig> {
   const store = await openStore(tempDir('ubicrawl-ownership-'));
   const frontier = new Frontier<OwnedHostData>(store.frontier, store.hosts, store.meta, {
     maxActiveHosts: 4, headSize: 8, createData: () => ({ pendingAcks: 0, checkSeen: false }),
@@ -117,6 +117,7 @@ async function rig(): Promise<Rig> {
     attachGrants: async () => {},
     schedulePump: () => { r.pumps++; },
     lifecycle: () => 'active',
+    ...extra,
   });
   r.close = async () => { r.ownership.stop(); await r.ownership.rebalancing; await r.ownership.saved(); await store.close(); };
   return r;
@@ -352,14 +353,18 @@ test('ownership: a seen entry passed on by the member that had a host we just ga
     assert.equal(r.frontier.host(gained[0]!)?.data.checkSeen, true, 'its queued URLs are checked against the seen-set before a fetch');
     assert.equal(r.ownership.refusals()['seen-not-owner'], undefined);
 
-    // B may not hide pages of a host that has been ours all along, relayed or not, nor of a gained host first-hand.
+    // B may not hide pages of a host that has been ours all along, relayed or not.
     const forged = [`http://${always[0]}/hidden`, `http://${always[1]}/hidden`];
     await r.ownership.acceptFromPeer([
       encodeItem({ kind: 'seen', url: forged[0]!, hops: 1 }), encodeItem({ kind: 'seen', url: forged[1]!, hops: 0 }),
-      encodeItem({ kind: 'seen', url: `http://${gained[1]}/first-hand`, hops: 0 }),
     ], B);
-    assert.equal(r.ownership.refusals()['seen-not-owner'], 3);
-    for (const u of [...forged, `http://${gained[1]}/first-hand`]) assert.equal(await r.store.seen.get(seenKey(hostKey(hostOf(u)), u)), undefined, `${u} hides nothing`);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 2);
+    for (const u of forged) assert.equal(await r.store.seen.get(seenKey(hostKey(hostOf(u)), u)), undefined, `${u} hides nothing`);
+    // A gained host first-hand: its owner C is gone and B came after it (a holder of its replicas), so taken.
+    const firstHand = `http://${gained[1]}/first-hand`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: firstHand, hops: 0 })], B);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 2);
+    assert.ok(await r.store.seen.get(seenKey(hostKey(gained[1]!), firstHand)));
   } finally { await r.close(); }
 });
 
@@ -454,5 +459,121 @@ test('ownership: a member heard of after our start-up hands over the hosts it he
     await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: late, hops: 0 })], B);
     assert.equal(r.ownership.refusals()['seen-not-owner'], 1, 'after its handoff, refused');
     assert.equal(await r.store.seen.get(seenKey(hostKey(a[1]!), late)), undefined);
+  } finally { await r.close(); }
+});
+
+/** What ownership asks of the replicated frontier (src/crawl/frontier-replica.ts), recorded. */
+function fakeStandby() {
+  const calls = { seenOps: [] as string[][], passes: 0 };
+  return {
+    calls,
+    standby: {
+      hold: async () => {},
+      seenOps: (urls: readonly string[]) => { calls.seenOps.push([...urls]); return undefined; },
+      requestPass: () => { calls.passes++; },
+      replicas: 1,
+    },
+  };
+}
+
+// The mesh soak (docs/performance.md "Mesh soak"): a host whose owner died went to a member that joined after
+// the owner's last replication; the replica seen entries stayed with the successor that had them, and the new
+// owner fetched the host's pages again. Hosts handed to us with nothing queued were not replicated at all.
+test('ownership: the replica seen entries of a dead owner\'s hosts go to their new owner (passed on, one hop), or, ours now, to our successors; a live owner\'s stay', async () => {
+  const { calls, standby } = fakeStandby();
+  const r = await rig({ standby });
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    // Under {A, B, C} and then {A, C}: `toC` goes from B to C (C joined between B and us), `toUs` from B to us.
+    const ab = new HostRing({ replicas: 64 }); ab.add(A); ab.add(B);
+    const abc = new HostRing({ replicas: 64 }); abc.add(A); abc.add(B); abc.add(C);
+    const ac = new HostRing({ replicas: 64 }); ac.add(A); ac.add(C);
+    const names = Array.from({ length: 2000 }, (_, i) => `h${i}.example`);
+    const toC = names.find((h) => ab.ownerOf(h) === B && abc.ownerOf(h) === B && ac.ownerOf(h) === C)!;
+    const toUs = names.find((h) => ab.ownerOf(h) === B && abc.ownerOf(h) === B && ac.ownerOf(h) === A)!;
+    assert.ok(toC && toUs);
+    const pages = [`http://${toC}/`, `http://${toC}/p/1`, `http://${toUs}/`];
+    // B settles them; we are next: their replica seen entries.
+    await r.ownership.acceptFromPeer(pages.map((url) => encodeItem({ kind: 'replica', url })), B);
+    assert.equal(r.ownership.refusals()['replica-not-owner'], undefined);
+    assert.deepEqual(calls.seenOps, [], 'replicas are not replicated further');
+    // C joins; B, still alive, keeps its hosts: nothing moves.
+    r.mesh.ring.add(C); r.mesh.vouched.add(C); r.mesh.table.set(C, member(C));
+    r.ownership.onMembershipChange({ members: [A, B, C], added: [C], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    assert.deepEqual(r.mesh.sentTo(C).map(classifyItem).filter((w) => w.kind === 'seen'), []);
+    // B dies before it counted C in (it never re-replicated to it): C owns `toC` now, we own `toUs`.
+    r.mesh.ring.remove(B); r.mesh.table.delete(B);
+    r.ownership.onMembershipChange({ members: [A, C], added: [], removed: [B], dead: [B] });
+    await r.ownership.rebalancing;
+    assert.ok(await waitUntil(() => r.mesh.sentTo(C).some((it) => classifyItem(it).kind === 'seen'), 2000), 'C gets the entries');
+    const passed = r.mesh.sentTo(C).map(classifyItem).filter((w) => w.kind === 'seen').map((w) => w.kind === 'seen' && `${w.url} ${w.hops}`);
+    assert.deepEqual(passed.sort(), [`${pages[0]} 1`, `${pages[1]} 1`], 'the pages of C\'s new host, passed on');
+    assert.deepEqual([...r.ownership.settledHosts()], [toUs], 'ours now, known by its seen entries: a settled-only host');
+    assert.ok(calls.passes >= 1, 'our successors are caught up');
+    // Once passed on, not again at the next change.
+    const before = r.mesh.forwarded.length;
+    r.ownership.onMembershipChange({ members: [A, C], added: [], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    assert.equal(r.mesh.forwarded.slice(before).filter((f) => f.items.some((it) => classifyItem(it).kind === 'seen')).length, 0);
+  } finally { await r.close(); }
+});
+
+test('ownership: seen entries handed over for a host we own are replicated to its successors (in the write that stores them); passed-on ones are not', async () => {
+  const { calls, standby } = fakeStandby();
+  const r = await rig({ standby });
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const { b } = hostsByOwner(2);
+    // B leaves: its hosts are ours, and it hands over their settled pages.
+    r.mesh.table.set(B, member(B, 'leaving'));
+    r.mesh.ring.remove(B);
+    r.ownership.onMembershipChange({ members: [A], added: [], removed: [B], dead: [] });
+    await r.ownership.rebalancing;
+    const page = `http://${b[0]}/fetched-by-b`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: page, hops: 0 })], B);
+    assert.deepEqual(calls.seenOps, [[page]]);
+    assert.deepEqual([...r.ownership.settledHosts()], [b[0]], 'nothing of it queued here: a settled-only host');
+  } finally { await r.close(); }
+});
+
+// The mesh soak: the member that held a dead owner's replica seen entries passed them to the host's new owner,
+// which refused them (`seen-not-owner`: the holder never owned the host) and fetched the pages again.
+test('ownership: seen entries of a host whose owner is gone are taken from the member that held its replicas; while the owner lives, refused', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
+    r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    // B owns `host`; we come next, C after us: C held B's replicas (in a view without us, C was next).
+    const abc = new HostRing({ replicas: 64 }); abc.add(A); abc.add(B); abc.add(C);
+    const host = Array.from({ length: 2000 }, (_, i) => `h${i}.example`).find((h) => abc.nextOwnersOf(h, 3).join() === [B, A, C].join())!;
+    assert.ok(host);
+    const early = `http://${host}/while-b-lives`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: early, hops: 1 })], C);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1, 'B lives: C may not speak for its host');
+    // B dies: the host is ours; C passes on what it held.
+    r.mesh.ring.remove(B); r.mesh.table.delete(B);
+    r.ownership.onMembershipChange({ members: [A, C], added: [], removed: [B], dead: [B] });
+    await r.ownership.rebalancing;
+    const page = `http://${host}/fetched-by-b`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: page, hops: 1 })], C);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1, 'taken');
+    const stored = await r.store.seen.get(seenKey(hostKey(host), page));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'not fetched again here');
+    // A host of a live owner (C's own, or ours all along with C not a holder of a gone owner's) stays closed to C.
+    const ours = Array.from({ length: 2000 }, (_, i) => `h${i}.example`).find((h) => abc.nextOwnersOf(h, 3).join() === [A, C, B].join())!;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: `http://${ours}/hidden`, hops: 1 })], C);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 2);
   } finally { await r.close(); }
 });

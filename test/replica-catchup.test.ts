@@ -71,6 +71,64 @@ test('catch-up: a new successor gets the settled pages\' seen entries of a host,
   }
 });
 
+// The mesh soak (docs/performance.md "Mesh soak"): hosts handed to an agent with nothing left to queue were
+// known to it alone — no URL of theirs was ever queued there, so neither the per-URL replicas nor the catch-up
+// ran — and when it was killed the next owner fetched their pages again.
+test('catch-up: seen entries handed to the owner of a host with nothing queued reach its successor in the same write, and a settled-only host is caught up when its successors change', async () => {
+  const store = await openStore(tempDir());
+  const outbox = await Outbox.open({ db: store.replicas, recentSize: 0 });
+  try {
+    const C = '12D3KooWCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC';
+    const ring = new HostRing({ replicas: 64 });
+    ring.add(A); ring.add(B);
+    const three = new HostRing({ replicas: 64 });
+    three.add(A); three.add(B); three.add(C);
+    const names = Array.from({ length: 400 }, (_, i) => `h${i}.example`);
+    // handed: ours with B next; settledOnly: ours with B next now, with C next once C joins.
+    const handed = names.find((h) => ring.ownerOf(h) === A)!;
+    const settledOnly = names.find((h) => h !== handed && ring.ownerOf(h) === A && three.ownerOf(h) === A && three.nextOwnersOf(h, 2)[1] === C)!;
+    assert.ok(handed && settledOnly);
+    const record = async (host: string, path: string) => {
+      const url = `http://${host}${path}`;
+      await store.fetches.put(seenKey(hostKey(host), url), encodeFetchRecord({ url, at: 1, status: 0, failure: 'settled-elsewhere' }));
+      return url;
+    };
+    const settledHosts = new Set<string>();
+    const replica = new FrontierReplica({
+      store, frontier: { allHosts: () => [].values() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
+      replicas: 1, promoteAfterMs: 60_000, log: silentLogger, promote: async () => {}, settledHosts: () => settledHosts,
+    });
+    replica.attach({ id: A, membership: { ring }, replicas: outbox });
+    const drained = async (peer: string) => {
+      const out: string[] = [];
+      for await (const items of outbox.drainPeer(peer, { waitInflightMs: 0 })) for (const it of items) { const w = classifyItem(it); out.push(`${w.kind} ${'url' in w ? w.url : ''}`); }
+      return out.sort();
+    };
+    // The previous owner hands `handed` over: one page, stored with its replica for B in one batch (peer intake).
+    const page = await record(handed, '/');
+    const ops = replica.seenOps([page, `http://${names.find((h) => ring.ownerOf(h) === B)}/not-ours`]);
+    assert.ok(ops, 'replica writes for the host we own');
+    await store.db.batch(ops.ops);
+    ops.done();
+    await replica.settled;
+    // The page itself, and (a host new to us) the catch-up of its records: the same entry twice, harmless.
+    assert.deepEqual(await drained(B), [`replica ${page}`, `replica ${page}`]);
+    // A host known here only by its seen entries: C joins and becomes its successor.
+    const settled = [await record(settledOnly, '/'), await record(settledOnly, '/p/1')];
+    settledHosts.add(settledOnly);
+    replica.ringChanged();
+    await replica.settled;
+    assert.deepEqual(await drained(C), [], 'C is not in our ring yet');
+    ring.add(C);
+    replica.ringChanged();
+    await replica.settled;
+    assert.deepEqual(await drained(C), settled.map((u) => `replica ${u}`).sort(), 'its new successor has every page of it');
+  } finally {
+    await outbox.close();
+    await store.close();
+  }
+});
+
 test('outbox retainAckedMs: batches acknowledged before the window are not sent again (their replicas reached the successors long ago)', async () => {
   const store = await openStore(tempDir());
   let now = 1_000_000;

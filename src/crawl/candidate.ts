@@ -11,6 +11,8 @@ export interface Candidate extends NewUrl {
   inlink?: boolean;
   /** A sitemap's cross-submit grant (sitemap/grants.ts), travelling with it to its owner. */
   grant?: string;
+  /** Where it came from when not from one of our pages (a peer, a promotion, a seed): logged at debug when queued, to trace a page fetched twice. */
+  via?: string;
 }
 
 export interface HostData {

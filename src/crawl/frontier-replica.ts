@@ -63,6 +63,12 @@ export interface FrontierReplicaComponents {
   log: Logger;
   /** Promoted URLs go where any URL goes (ours now: the seen-set round); durable when this resolves. */
   promote(urls: Array<{ url: string; depth: number; kind: UrlKind }>): Promise<void>;
+  /**
+   * Hosts we hold seen entries for without frontier state (handed to us with nothing queued, or taken over
+   * from a dead owner whose replicas we held): their successors must know those entries too, although no
+   * URL of theirs is ever queued here (src/crawl/ownership.ts `settledOnly`).
+   */
+  settledHosts?(): Iterable<string>;
 }
 
 export interface FrontierReplicaStats {
@@ -216,6 +222,62 @@ export class FrontierReplica {
   }
 
   /**
+   * Seen entries a previous owner handed us (peer intake, in the batch that stores them): for the hosts we
+   * own, replica seen entries for their successors, in the same batch — as for a page we settle here
+   * (src/crawl/mesh-router.ts `replicate`). Without them a host handed to us with nothing left to queue
+   * was known to us alone: killed, we took its pages' entries with us and the next owner fetched them
+   * again (the mesh soak, docs/performance.md "Mesh soak"). A host new to us is caught up whole as well.
+   */
+  seenOps(urls: readonly string[]): ReplicaOps | undefined {
+    const mesh = this.mesh;
+    if (!mesh || urls.length === 0) return undefined;
+    const byPeer = new Map<string, UrlItem[]>();
+    for (const url of urls) {
+      const host = hostOf(url);
+      if (!host || mesh.membership.ring.ownerOf(host) !== mesh.id) continue;
+      const succ = this.successors(host);
+      if (!this.lastSuccessors.has(host)) {
+        this.lastSuccessors.set(host, succ);
+        if (succ.length) this.catchUpDue.add(host);
+      }
+      const item = encodeItem({ kind: 'replica', url });
+      for (const p of succ) {
+        const l = byPeer.get(p);
+        if (l) l.push(item); else byPeer.set(p, [item]);
+      }
+    }
+    if (byPeer.size === 0) return undefined;
+    const ops: BatchOp[] = [];
+    const written: Array<{ peer: string; n: number }> = [];
+    try {
+      for (const [peer, its] of byPeer) {
+        const q = mesh.replicas.queueOps(peer, its);
+        for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
+        written.push({ peer, n: q.n });
+      }
+    } catch (err) {
+      this.c.log.debug({ err: (err as Error).message }, 'replicating handed-over seen entries failed');
+      return undefined;
+    }
+    return {
+      ops,
+      done: () => {
+        for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.seenCaughtUp += w.n; }
+        if (this.catchUpDue.size) this.scheduleCatchUp();
+      },
+    };
+  }
+
+  /** A ring-change pass for hosts that became ours without a ring change of their own (taken over from replicas we held). */
+  requestPass(): void {
+    this.passes.request('pass', async () => {
+      if (!this.isMeshed()) return;
+      await this.replicateToNewSuccessors();
+      await this.catchUpNewHosts();
+    });
+  }
+
+  /**
    * Queued replicas admitted by peer intake (their sender owns the host and we
    * are one of its successors): stored unless our seen-set already knows the
    * URL (settled: its replica seen entry came first; or queued here).
@@ -287,11 +349,7 @@ export class FrontierReplica {
       if (promoteNow) this.promotable = false;
       await this.sweepStandby(promoteNow);
     });
-    this.passes.request('pass', async () => {
-      if (!this.isMeshed()) return;
-      await this.replicateToNewSuccessors();
-      await this.catchUpNewHosts();
-    });
+    this.requestPass();
   }
 
   private jobFailed(job: string, err: Error): void {
@@ -362,8 +420,8 @@ export class FrontierReplica {
     const { store, frontier, drum } = this.c;
     const ring = mesh.membership.ring;
     const live = new Set<string>();
-    for (const h of [...frontier.allHosts()]) {
-      const host = (h as { name: string }).name;
+    const queuedHosts = new Set([...frontier.allHosts()].map((h) => (h as { name: string }).name));
+    for (const host of [...queuedHosts, ...[...(this.c.settledHosts?.() ?? [])].filter((x) => !queuedHosts.has(x))]) {
       live.add(host);
       if (ring.ownerOf(host) !== mesh.id) continue;
       const now = this.successors(host);
@@ -373,7 +431,8 @@ export class FrontierReplica {
       if (fresh.length === 0) continue;
       const hk = hostKey(host);
       // With seen-set rounds held off: a round that commits URLs of this host replicates them to `now` itself.
-      await drum.exclusive(async () => {
+      // A host with nothing queued here has no queue to send (and no seen-set round to wait for).
+      if (queuedHosts.has(host)) await drum.exclusive(async () => {
         const items: UrlItem[] = [];
         for (const [, v] of await store.frontier.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
           const e = decodeEntry(v, host);

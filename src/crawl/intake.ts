@@ -24,6 +24,8 @@ export interface IntakeComponents<C extends PeerCandidate & { key: Buffer }, D e
   recentRings: RecentRings;
   /** Hosts we hold seen entries for but no frontier state (a later handoff must include them). */
   settledOnly: Map<string, Buffer>;
+  /** Hosts we hold replica seen entries for, with the owner that sent them (passed on should it go: src/crawl/ownership.ts). */
+  replicaHosts: Map<string, { hk: Buffer; from: string }>;
 }
 
 export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> {
@@ -68,6 +70,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const held: HeldUrl[] = [];
     const hostItems: HandedHostItem[] = [];
     const trims: Buffer[] = []; // replica seen entries: the queued replica of that URL is done with
+    const ownSeen: string[] = []; // seen entries handed over for hosts ours by our view: replicated to their successors
     const foreignTrims: Buffer[] = []; // refused replica seen entries: done with only if that sender's
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
     let withoutUs: boolean | undefined; // likewise (heldWithoutUs)
@@ -107,8 +110,11 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           if (!replica && !relayed) withoutUs ??= heard !== undefined || this.heldWithoutUs(mesh, from);
           // A queued replica hides nothing: it is held for its sender whatever our view of the host's owner
           // (views disagree under churn), and promoted once its sender is gone (src/crawl/held-replicas.ts).
-          if (w.kind === 'queued') { /* admitted: any member */ } else if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)) {
+          if (w.kind === 'queued') { /* admitted: any member */ } else if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)
+            // A departed owner's replica seen entries, from a member that held them (src/crawl/ownership.ts `passReplicas`).
+            && !this.c.recentRings.heldFor(from, host, depth + 1, (id) => id !== mesh.id && (!mesh.membership.member(id) || mesh.membership.isSuspect?.(id) === true))) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
+            this.c.log.debug({ url: it.url, from: shortPeerId(from), kind: w.kind }, 'seen entry refused');
             // It may still trim a queued replica the same sender asked us to hold (src/crawl/frontier-replica.ts `trimFrom`).
             if (w.kind === 'replica' && this.c.standby?.trimFrom) foreignTrims.push(seenKey(hostKey(host), it.url));
             bad++;
@@ -134,7 +140,8 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         settled.push(seenKey(hk, it.url));
         if (w.kind === 'replica' && this.c.standby) trims.push(settled[settled.length - 1]!);
         settledUrls.push(it.url);
-        if (w.kind === 'seen') handedOver++;
+        if (w.kind === 'seen') { handedOver++; if (!passed) ownSeen.push(it.url); }
+        if (w.kind === 'replica' && !local && this.c.replicaHosts.size < 1_000_000) this.c.replicaHosts.set(host, { hk, from });
         const h = frontier.host(host);
         if (h) h.data.checkSeen = true;
         else if (w.kind === 'seen' && !passed && this.c.settledOnly.size < 1_000_000) this.c.settledOnly.set(host, hk);
@@ -147,6 +154,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
       // A peer forwards the links its pages have to our hosts: in-links too.
       if (c.kind === 'page') c.inlink = true;
       if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
+      c.via = `${local ? 'rerouted' : 'peer'} ${shortPeerId(from)} h${w.hops}`;
       cands.push(c);
     }
     if (settled.length) {
@@ -160,9 +168,14 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         for (let i = 0; i < settled.length; i++) {
           if (!have[i]) ops.push({ type: 'put', sublevel: store.fetches, key: settled[i]!, value: encodeFetchRecord({ url: settledUrls[i]!, at: now, status: 0, failure: 'settled-elsewhere' }) });
         }
+        // Our successors for these hosts learn them in the same write, as they learn the pages we settle
+        // (docs/mesh.md "Replicated frontier"): should we die, the next owner fetches none of them again.
+        const replicas = ownSeen.length ? this.c.standby?.seenOps?.(ownSeen) : undefined;
+        if (replicas) ops.push(...replicas.ops);
         // Acknowledged to the peer next: synced, except replica entries alone, which only spare a second
         // fetch after a crash (a power loss that takes them costs that fetch) and must not lag (docs/mesh.md "Crashes").
         await store.db.batch(ops, { sync: handedOver > 0 });
+        replicas?.done();
         drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
       });
     }

@@ -98,7 +98,10 @@ export class MeshRouter implements Router {
       attachGrants: (items) => c.sitemaps.attachGrants(items),
       schedulePump: () => c.schedulePump(),
       lifecycle: () => c.lifecycle(),
-      standby: { hold: (urls) => this.frontierReplica.hold(urls), trimFrom: (from, keys) => this.frontierReplica.trimFrom(from, keys), replicas: config.mesh.replicas },
+      standby: {
+        hold: (urls) => this.frontierReplica.hold(urls), trimFrom: (from, keys) => this.frontierReplica.trimFrom(from, keys),
+        seenOps: (urls) => this.frontierReplica.seenOps(urls), requestPass: () => this.frontierReplica.requestPass(), replicas: config.mesh.replicas,
+      },
       hostItems: c.hostHandoff ? (items) => c.hostHandoff!.take(items) : undefined,
       handOffItems: c.hostHandoff ? (h) => c.hostHandoff!.itemsFor(h.name, h.key, h.data, h.data.operatorPaused === true) : undefined,
       handedOff: (host) => c.hostStates?.forget(host),
@@ -109,7 +112,8 @@ export class MeshRouter implements Router {
       store: c.store, frontier: c.frontier, drum: c.admission.drum, replicas: config.mesh.replicas, log: c.log,
       // One more dead-after period: a member declared dead by mistake is back in our ring by then.
       promoteAfterMs: config.mesh.deadAfterMs,
-      promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)), true, true),
+      settledHosts: () => this.ownership.settledHosts(),
+      promote: (urls) => this.route(urls.map((u) => c.admission.candidate(u.url, undefined, u.depth, u.kind)).filter((x): x is Candidate => x !== null && c.admission.followsFromPeer(x)).map((x) => { x.via = 'promoted'; return x; }), true, true),
     });
   }
 
@@ -211,7 +215,11 @@ export class MeshRouter implements Router {
    * replica is on its way or acknowledged, never missing. It leaves on the
    * replica lane at once (src/mesh/exchange.ts), not behind URL batches.
    */
-  replicateQueued(items: Candidate[]): ReplicaOps | undefined { return this.frontierReplica.queueOps(items); }
+  replicateQueued(items: Candidate[]): ReplicaOps | undefined {
+    // Where each newly queued URL came from: enough to trace a page fetched twice back to its path (debug only).
+    if (this.c.log.isLevelEnabled('debug')) for (const it of items) this.c.log.debug({ url: it.url, via: it.via ?? 'link', owner: this.owns(it.host) }, 'queued');
+    return this.frontierReplica.queueOps(items);
+  }
 
   replicate(host: string, url: string, ops: BatchOp[]): Replica | undefined {
     const mesh = this.mesh;

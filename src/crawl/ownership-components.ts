@@ -12,7 +12,7 @@ import type { AgentState } from '../api/backend.js';
 import type { AgentMesh } from './mesh.js';
 import type { HandoffGate } from './handoff.js';
 import type { OwnerRing } from '../assign/zones.js';
-import type { HeldUrl } from './frontier-replica.js';
+import type { HeldUrl, ReplicaOps } from './frontier-replica.js';
 import type { HandedHostItem } from './host-handoff.js';
 import type { UrlItem, MemberInfo, Outbox, UrlExchange } from '../mesh/index.js';
 import type { Logger } from '../util/log.js';
@@ -25,6 +25,8 @@ export interface PeerCandidate {
   inlink?: boolean;
   /** A sitemap's cross-submit grant (src/sitemap/grants.ts). */
   grant?: string;
+  /** Where it came from (logged at debug when queued). */
+  via?: string;
 }
 
 /** The per-host data ownership reads (the agent's HostData has more). */
@@ -48,6 +50,8 @@ export interface OwnershipMesh {
     member(id: string): MemberInfo | undefined;
     isVouched(id: string): boolean;
     isExcluded(id: string): boolean;
+    /** Silent past the dead rule, within the takeover grace (docs/mesh.md "Suspicion before takeover"). */
+    isSuspect?(id: string): boolean;
     vouch(id: string): void;
     on(event: 'heartbeat', listener: (m: MemberInfo) => void): unknown;
   };
@@ -79,7 +83,15 @@ export interface OwnershipComponents<C extends PeerCandidate & { key: Buffer }, 
   schedulePump(): void;
   lifecycle(): AgentState;
   /** Queued URLs held for their owners (src/crawl/frontier-replica.ts): peer intake stores and trims them. */
-  standby?: { hold(urls: HeldUrl[]): Promise<void>; trimFrom?(from: string, keys: readonly Buffer[]): Promise<void>; readonly replicas: number };
+  standby?: {
+    hold(urls: HeldUrl[]): Promise<void>;
+    trimFrom?(from: string, keys: readonly Buffer[]): Promise<void>;
+    /** Replica seen entries for our successors of the handed-over seen entries of hosts we own, written in the batch that stores them. */
+    seenOps?(urls: readonly string[]): ReplicaOps | undefined;
+    /** Hosts became ours without a ring change of their own: their successors are caught up. */
+    requestPass?(): void;
+    readonly replicas: number;
+  };
   /** A host's state and recrawl entries from its previous owner (src/crawl/host-handoff.ts), stored before the batch is acknowledged. */
   hostItems?(items: HandedHostItem[]): Promise<void>;
   /** What goes to a host's new owner before its URLs (its state, its recrawl entries), and the host left us. */

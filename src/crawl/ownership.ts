@@ -15,7 +15,8 @@ import { seenKey, prefixEnd } from '../store/keys.js';
 import { decodeEntry, type HostState } from '../frontier/frontier.js';
 import { hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
-import type { HandoffGate } from './handoff.js';
+import { snapshotRing, type HandoffGate } from './handoff.js';
+import type { OwnerRing } from '../assign/zones.js';
 import { RecentRings } from './recent-rings.js';
 import { PartitionReturns } from './reconcile.js';
 import { PeerIntake } from './intake.js';
@@ -41,6 +42,13 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private handoffTimer: NodeJS.Timeout | undefined;
   /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
   private readonly settledOnly = new Map<string, Buffer>();
+  /**
+   * Hosts we hold replica seen entries for (we were a successor of their owner), with that owner: should it
+   * go, the entries go to the host's owner now — or, ours now, to our successors (`passReplicas`).
+   */
+  private readonly replicaHosts = new Map<string, { hk: Buffer; from: string }>();
+  /** Our ring before the last membership change (whose hosts a member declared dead held). */
+  private lastRing: OwnerRing | undefined;
   /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
   private readonly recentRings = new RecentRings();
   /** The last write of recentRings to the store (writes are chained, newest last). */
@@ -53,7 +61,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   handedOver = 0;
 
   constructor(private readonly c: OwnershipComponents<C, D>) {
-    this.intake = new PeerIntake({ ...c, mesh: () => this.mesh ?? this.intakeMesh, recentRings: this.recentRings, settledOnly: this.settledOnly });
+    this.intake = new PeerIntake({ ...c, mesh: () => this.mesh ?? this.intakeMesh, recentRings: this.recentRings, settledOnly: this.settledOnly, replicaHosts: this.replicaHosts });
   }
 
   /** Items taken from peers (all kinds). */
@@ -68,6 +76,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   saved(): Promise<void> { return this.ringsSaved; }
   /** Refusals by reason, of this component's own checks. */
   refusals(): Record<string, number> { return this.intake.refusals(); }
+  /** Hosts we hold seen entries for without frontier state (their successors are caught up like our queued hosts'). */
+  settledHosts(): Iterable<string> { return this.settledOnly.keys(); }
 
   /** Before the first batch can arrive: who owned what under the rings we had before a restart. */
   async restoreRings(): Promise<void> {
@@ -126,6 +136,10 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     const alive = this.markerPeers(mesh, true);
     gate.ringChanged(mesh.membership.ring, alive, c.added, now);
     log.info({ ring: gate.ringId.toString(16), waitingFor: gate.waitingFor().map(shortPeerId) }, 'handoff gate');
+    // Before the departed peers' queues are re-routed (their URLs may go to the same new owners). On every
+    // change: a leaver is gone from the table only some time after it left our ring.
+    this.passReplicas(mesh, c.dead);
+    this.lastRing = snapshotRing(mesh.membership.ring);
     // Hosts go back to earlier owners, which may have handed on URLs we sent them.
     if (c.removed.length) mesh.outbox.forgetRecent();
     for (const id of c.removed) this.rerouteOutbox(id);
@@ -136,6 +150,46 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     for (const h of moving) frontier.setPaused(h, true);
     this.sendSettled(moving).catch((err: Error) => log.error({ err: err.message }, 'sending seen entries failed'));
     this.scheduleRebalance();
+  }
+
+  /**
+   * The replica seen entries we hold of hosts whose owner is gone (declared dead, or left and no longer
+   * heard). Ours now: they are what we know of the host, and our successors learn them (the replicated
+   * frontier's next pass). Another member's now — one that joined after the owner last replicated, or whose
+   * view differs — they go to it, passed on (one hop): otherwise its new owner knew nothing of what the
+   * dead owner had fetched and fetched it all again (the mesh soak, docs/performance.md "Mesh soak").
+   * Queued before our outbox for the departed is re-routed and before held URLs are promoted (a dead-after
+   * period later), so they mostly come first; a URL that overtakes them is checked against the seen-set
+   * before its fetch once they are in (`checkSeen`).
+   */
+  private passReplicas(mesh: OwnershipMesh, dead: readonly string[]): void {
+    const byOwner = new Map<string, Buffer[]>();
+    let adopted = 0;
+    const before = dead.length ? this.lastRing : undefined;
+    for (const [host, { hk, from }] of this.replicaHosts) {
+      // Its sender is gone, or the host's owner just died (our replicas may be from an earlier owner of it).
+      const ownerDied = before !== undefined && dead.includes(before.ownerOf(host) ?? '');
+      if (mesh.membership.member(from) && !ownerDied) continue;
+      this.replicaHosts.delete(host);
+      const owner = this.ownerOf(host);
+      if (owner === mesh.id) {
+        if (!this.c.frontier.host(host) && this.settledOnly.size < 1_000_000) this.settledOnly.set(host, hk);
+        adopted++;
+        continue;
+      }
+      const l = byOwner.get(owner);
+      if (l) l.push(hk); else byOwner.set(owner, [hk]);
+    }
+    if (adopted) this.c.standby?.requestPass?.();
+    if (byOwner.size === 0) return;
+    this.c.log.info({ hosts: [...byOwner.values()].reduce((n, l) => n + l.length, 0), to: [...byOwner.keys()].map(shortPeerId) }, 'seen entries of a departed owner\'s hosts passed on to their new owners');
+    void (async () => {
+      for (const [owner, hks] of byOwner) {
+        const items: UrlItem[] = [];
+        for (const hk of hks) items.push(...await this.settledItems(hk, 1));
+        if (items.length) await mesh.forward(owner, items, true);
+      }
+    })().catch((err: Error) => this.c.log.error({ err: err.message }, 'passing on a departed owner\'s seen entries failed'));
   }
 
   /** Hands over every host we hold that another agent now owns (after any ring change). */
@@ -168,6 +222,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
         try {
           const items = await this.settledItems(hk);
           if (items.length) await mesh.forward(owner, items, true);
+          this.c.log.debug({ host, to: shortPeerId(owner), settled: items.length }, 'seen entries of a host handed over');
           this.settledOnly.delete(host);
         } catch (err) { failed = true; log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
       }
@@ -255,6 +310,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     const { gate, config, log } = this.c;
     gate.setSelf(mesh.id);
     this.pushRing(mesh);
+    this.lastRing = snapshotRing(mesh.membership.ring);
     // Every member known at start is new to us: it may hold hosts we own (we were away, or never
     // here). Until it is in our ring (its marker came), it owns nothing in our view.
     const others = mesh.members().filter((m) => !m.self).map((m) => m.id);
@@ -326,6 +382,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
         const state = (await this.c.handOffItems?.(h)) ?? [];
         const l = byOwner.get(owner);
         if (l) l.push(...state, ...settled, ...queued); else byOwner.set(owner, [...state, ...settled, ...queued]);
+        this.c.log.debug({ host: h.name, to: shortPeerId(owner), settled: settled.length, queued: queued.length }, 'host handed over');
         // Their seen entries go too: "queued" is no longer true here, and should the host come
         // back to us with these URLs (a later ring change), they must be taken, not deduplicated.
         for (const [key] of entries) ops.push({ type: 'del', sublevel: store.frontier, key });
@@ -345,12 +402,12 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     this.handedOver += moved;
   }
 
-  /** The URLs of a host we fetched or settled, as seen entries for its next owner. */
-  private async settledItems(hk: Buffer): Promise<UrlItem[]> {
+  /** The URLs of a host we fetched or settled, as seen entries for its next owner (`hops` 1: passed on, not handed over by its owner). */
+  private async settledItems(hk: Buffer, hops = 0): Promise<UrlItem[]> {
     const out: UrlItem[] = [];
     for (const [, v] of await this.c.store.fetches.iterator({ gte: hk, lt: prefixEnd(hk) }).all()) {
       const r = decodeFetchRecord(v);
-      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops: 0 }));
+      if (r) out.push(encodeItem({ kind: 'seen', url: r.url, hops }));
     }
     return out;
   }

@@ -91,6 +91,22 @@ export class RecentRings {
     return false;
   }
 
+  /**
+   * Whether, under one of the recent rings, `peer` came after the owner of `host` (within `depth` successors)
+   * and that owner is `gone`: `peer` held the host's replica seen entries, and with the owner gone they are
+   * the host's record, which its new owner takes (src/crawl/ownership.ts `passReplicas`). The new owner is
+   * often itself the first of those successors in our view (it joined between the owner and the holder), so
+   * `depth` counts one more than the replicas. A hostile member can hide pages this way only of hosts whose
+   * owner just went and whose replicas it held — a host it would take over itself on the next loss.
+   */
+  heldFor(peer: string, host: string, depth: number, gone: (id: string) => boolean): boolean {
+    for (const r of this.rings) {
+      const o = r.nextOwnersOf(host, depth + 1);
+      if (o.length > 1 && o[0] !== peer && o.indexOf(peer, 1) > 0 && gone(o[0]!)) return true;
+    }
+    return false;
+  }
+
   /** Whether, under one of the recent rings (or `also`), `peer` owned `host` and `self` came next (within `depth` successors). */
   replicaFor(peer: string, self: string, host: string, also?: OwnerRing, depth = 1): boolean {
     for (const r of also ? [...this.rings, also] : this.rings) {

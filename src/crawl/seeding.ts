@@ -30,6 +30,7 @@ export async function seed(c: SeedingComponents, urls: string[]): Promise<number
     const cand = c.admission.candidate(u, undefined, 0);
     if (!cand) continue;
     c.admission.asSeed(cand);
+    cand.via = 'seed';
     // Queued all the same: the crawl records it as blocked-address without a request.
     const blocked = c.turns.blockedTarget(cand.url);
     if (blocked) c.log.warn({ url: cand.url, reason: blocked.reason }, 'seed is an internal address: not fetched (--allow-address opens a range)');
@@ -48,7 +49,7 @@ export async function seedUrls(c: SeedingComponents, urls: string[]): Promise<Se
     const cand = c.admission.candidate(u, undefined, 0);
     const blocked = cand && c.turns.blockedTarget(cand.url);
     if (blocked) rejected.push({ url: u, reason: BLOCKED, detail: `${blocked.reason}; --allow-address opens a range` });
-    else if (cand) { c.admission.asSeed(cand); cands.push(cand); }
+    else if (cand) { c.admission.asSeed(cand); cand.via = 'seed'; cands.push(cand); }
     else {
       const n = normalizeUrl(u);
       rejected.push({ url: u, reason: !n ? 'not a crawlable http(s) URL' : c.policy.blocked(n, hostOf(n)) ? 'blocked by the crawl policy' : 'out of scope' });
