@@ -183,42 +183,10 @@ export class FrontierReplica {
   queueOps(items: readonly QueuedCandidate[]): ReplicaOps | undefined {
     const mesh = this.mesh;
     if (!mesh || this.c.replicas <= 0 || items.length === 0) return undefined;
-    const byPeer = new Map<string, UrlItem[]>();
-    for (const it of items) {
-      // Kept past the hop limit on a host we do not own: handed on soon, its owner replicates it.
-      if (mesh.membership.ring.ownerOf(it.host) !== mesh.id) continue;
-      const succ = this.successors(it.host);
-      if (!this.lastSuccessors.has(it.host)) {
-        this.lastSuccessors.set(it.host, succ);
-        if (succ.length) this.catchUpDue.add(it.host);
-      }
-      const item = encodeItem({ kind: 'queued', url: it.url, depth: it.depth, sitemap: it.kind === 'sitemap' });
-      for (const p of succ) {
-        const l = byPeer.get(p);
-        if (l) l.push(item); else byPeer.set(p, [item]);
-      }
-    }
-    if (byPeer.size === 0) return undefined;
-    const ops: BatchOp[] = [];
-    const written: Array<{ peer: string; n: number }> = [];
-    try {
-      for (const [peer, its] of byPeer) {
-        const q = mesh.replicas.queueOps(peer, its);
-        for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-        written.push({ peer, n: q.n });
-      }
-    } catch (err) {
-      // The mesh is stopping (outbox closed): the URLs are queued here all the same.
-      this.c.log.debug({ err: (err as Error).message }, 'replicating queued URLs failed');
-      return undefined;
-    }
-    return {
-      ops,
-      done: () => {
-        for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.sent += w.n; }
-        if (this.catchUpDue.size) this.scheduleCatchUp();
-      },
-    };
+    // Kept past the hop limit on a host we do not own: handed on soon, its owner replicates it.
+    const owned = items.filter((it) => mesh.membership.ring.ownerOf(it.host) === mesh.id);
+    const entries = owned.map((it) => ({ host: it.host, item: encodeItem({ kind: 'queued', url: it.url, depth: it.depth, sitemap: it.kind === 'sitemap' }) }));
+    return this.successorOps(mesh, entries, (n) => { this.stats.sent += n; }, 'queued URLs');
   }
 
   /**
@@ -231,16 +199,26 @@ export class FrontierReplica {
   seenOps(urls: readonly string[]): ReplicaOps | undefined {
     const mesh = this.mesh;
     if (!mesh || urls.length === 0) return undefined;
-    const byPeer = new Map<string, UrlItem[]>();
+    const entries: Array<{ host: string; item: UrlItem }> = [];
     for (const url of urls) {
       const host = hostOf(url);
-      if (!host || mesh.membership.ring.ownerOf(host) !== mesh.id) continue;
+      if (host && mesh.membership.ring.ownerOf(host) === mesh.id) entries.push({ host, item: encodeItem({ kind: 'replica', url }) });
+    }
+    return this.successorOps(mesh, entries, (n) => { this.stats.seenCaughtUp += n; }, 'handed-over seen entries');
+  }
+
+  /**
+   * Each item queued for its host's successors, as outbox writes for the caller's batch; `done` after that
+   * batch is written (counted by `counted`). A host new to us gets its settled pages caught up too.
+   */
+  private successorOps(mesh: ReplicaMesh, entries: ReadonlyArray<{ host: string; item: UrlItem }>, counted: (n: number) => void, what: string): ReplicaOps | undefined {
+    const byPeer = new Map<string, UrlItem[]>();
+    for (const { host, item } of entries) {
       const succ = this.successors(host);
       if (!this.lastSuccessors.has(host)) {
         this.lastSuccessors.set(host, succ);
         if (succ.length) this.catchUpDue.add(host);
       }
-      const item = encodeItem({ kind: 'replica', url });
       for (const p of succ) {
         const l = byPeer.get(p);
         if (l) l.push(item); else byPeer.set(p, [item]);
@@ -256,13 +234,16 @@ export class FrontierReplica {
         written.push({ peer, n: q.n });
       }
     } catch (err) {
-      this.c.log.debug({ err: (err as Error).message }, 'replicating handed-over seen entries failed');
+      // The mesh is stopping (outbox closed): what the caller stores is kept all the same.
+      this.c.log.debug({ err: (err as Error).message }, `replicating ${what} failed`);
       return undefined;
     }
     return {
       ops,
       done: () => {
-        for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.seenCaughtUp += w.n; }
+        let n = 0;
+        for (const w of written) { mesh.replicas.written(w.peer, w.n); n += w.n; }
+        counted(n);
         if (this.catchUpDue.size) this.scheduleCatchUp();
       },
     };
