@@ -5,13 +5,12 @@
 //
 //   node dist/bench/small-crawl.js [--pages 50] [--runs 3] [--bin PATH/bin/ubicrawl.js ...]
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AddressInfo } from 'node:net';
 import { median } from './measure.js';
+import { startChainSite } from './chain-site.js';
 
 const USAGE = 'node dist/bench/small-crawl.js [--pages N] [--runs N] [--bin PATH ...]\n';
 const here = dirname(fileURLToPath(import.meta.url));
@@ -25,15 +24,7 @@ for (let i = 2; i < process.argv.length; i++) {
 }
 if (args.bins.length === 0) args.bins.push(join(here, '..', '..', 'bin', 'ubicrawl.js'));
 
-const text = 'lorem ipsum dolor sit amet '.repeat(400);
-const server = createServer((req, res) => {
-  if (req.url === '/robots.txt') { res.writeHead(404).end(); return; }
-  const n = Number(req.url?.slice(1)) || 0;
-  const next = n + 1 < args.pages ? `<a href="/${n + 1}">next</a>` : '';
-  res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body><p>${n} ${text}</p>${next}</body></html>`);
-});
-await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-const port = (server.address() as AddressInfo).port;
+const { server, port } = await startChainSite(args.pages);
 
 /** CPU-ms of one whole run. */
 async function once(bin: string): Promise<number> {

@@ -8,13 +8,12 @@
 //
 //   node dist/bench/startup.js [--pages 1] [--runs 5] [--bin PATH/bin/ubicrawl.js ...] [--node PATH] [--cpu-prof DIR]
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AddressInfo } from 'node:net';
 import { median } from './measure.js';
+import { startChainSite } from './chain-site.js';
 
 const USAGE = 'node dist/bench/startup.js [--pages N] [--runs N] [--bin PATH ...] [--node PATH] [--cpu-prof DIR]\n';
 const here = dirname(fileURLToPath(import.meta.url));
@@ -45,18 +44,8 @@ function childOf(pid: number): number {
   try { return Number(readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ')[0]); } catch { return NaN; }
 }
 
-const text = 'lorem ipsum dolor sit amet '.repeat(400);
 let onFirst: (() => void) | undefined;
-const server = createServer((req, res) => {
-  onFirst?.();
-  onFirst = undefined;
-  if (req.url === '/robots.txt') { res.writeHead(404).end(); return; }
-  const n = Number(req.url?.slice(1)) || 0;
-  const next = n + 1 < args.pages ? `<a href="/${n + 1}">next</a>` : '';
-  res.writeHead(200, { 'content-type': 'text/html' }).end(`<html><body><p>${n} ${text}</p>${next}</body></html>`);
-});
-await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-const port = (server.address() as AddressInfo).port;
+const { server, port } = await startChainSite(args.pages, () => { onFirst?.(); onFirst = undefined; });
 
 interface Run { firstMs: number; firstCpuMs: number; exitMs: number; cpuMs: number }
 
