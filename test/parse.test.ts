@@ -565,7 +565,7 @@ describe('malformed and hostile input', () => {
     const ms = performance.now() - t0;
     assert.equal(r.isHtml, true);
     assert.ok((r.text?.length ?? 0) <= 10_000);
-    assert.ok(ms < 2000, `took ${ms} ms`);
+    assert.ok(ms < 10_000, `took ${ms} ms`); // bounded, not a speed goal: bench/parse.ts measures speed
   });
 
   test('100,000 links are capped at maxLinks (default 2000) and counted', () => {

@@ -294,7 +294,8 @@ test('bad input never throws', () => {
   const hostile = 'http://a.example/p?' + '&sid=a1b2c3d4e5f6a7b8c9'.repeat(85);
   const t0 = performance.now();
   for (let i = 0; i < 20; i++) p.check(p.rewrite(hostile), 'a.example');
-  assert.ok(performance.now() - t0 < 500, 'hostile URL handled quickly');
+  // A bound for a blow-up (a backtracking pattern would take minutes), not a speed goal.
+  assert.ok(performance.now() - t0 < 5000, 'hostile URL handled quickly');
   assert.equal(p.rewrite(hostile), 'http://a.example/p');
   assert.equal(p.check('http://[::1]:8080/x', '[::1]:8080'), null);
 });
