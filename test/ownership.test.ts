@@ -322,14 +322,19 @@ function hostsMovedFromC(n: number): { gained: string[]; always: string[] } {
   return { gained: gained.slice(0, n), always: always.slice(0, n) };
 }
 
+/** B and C enter A's ring (members, their markers came), and the rebalance that follows is done. */
+async function bAndCJoin(r: Rig): Promise<void> {
+  for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
+  r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
+  await r.ownership.rebalancing;
+}
+
 /** A, alone, then B and C enter its ring (their markers came), then C leaves. */
 async function ringHistory(r: Rig): Promise<void> {
   await r.ownership.start(r.mesh); // alone: start-up ends at once
   await r.ownership.rebalancing;
   assert.equal(r.gate.startingUp, false);
-  for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
-  r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
-  await r.ownership.rebalancing;
+  await bAndCJoin(r);
   r.mesh.ring.remove(C);
   r.mesh.table.delete(C);
   r.ownership.onMembershipChange({ members: [A, B], added: [], removed: [C], dead: [] });
@@ -404,9 +409,7 @@ test('ownership: a leaver\'s late marker for a ring it still owned hosts in does
   try {
     await r.ownership.start(r.mesh);
     await r.ownership.rebalancing;
-    for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
-    r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
-    await r.ownership.rebalancing;
+    await bAndCJoin(r);
     const withC = snapshotRing(r.mesh.ring);
     for (const id of [B, C]) await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(withC))], id);
     assert.deepEqual(r.gate.waitingFor(), []);
@@ -552,9 +555,7 @@ test('ownership: seen entries of a host whose owner is gone are taken from the m
   try {
     await r.ownership.start(r.mesh);
     await r.ownership.rebalancing;
-    for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
-    r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
-    await r.ownership.rebalancing;
+    await bAndCJoin(r);
     // B owns `host`; we come next, C after us: C held B's replicas (in a view without us, C was next).
     const abc = new HostRing({ replicas: 64 }); abc.add(A); abc.add(B); abc.add(C);
     const host = Array.from({ length: 2000 }, (_, i) => `h${i}.example`).find((h) => abc.nextOwnersOf(h, 3).join() === [B, A, C].join())!;
