@@ -15,7 +15,7 @@ import { seenKey, prefixEnd } from '../store/keys.js';
 import { decodeEntry, type HostState } from '../frontier/frontier.js';
 import { hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
-import { snapshotRing, type HandoffGate } from './handoff.js';
+import type { HandoffGate } from './handoff.js';
 import type { OwnerRing } from '../assign/zones.js';
 import { RecentRings } from './recent-rings.js';
 import { PartitionReturns } from './reconcile.js';
@@ -47,8 +47,6 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
    * go, the entries go to the host's owner now — or, ours now, to our successors (`passReplicas`).
    */
   private readonly replicaHosts = new Map<string, { hk: Buffer; from: string }>();
-  /** Our ring before the last membership change (whose hosts a member declared dead held). */
-  private lastRing: OwnerRing | undefined;
   /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
   private readonly recentRings = new RecentRings();
   /** The last write of recentRings to the store (writes are chained, newest last). */
@@ -121,6 +119,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     const { log, metrics, frontier, gate, config } = this.c;
     log.info({ members: c.members.length, added: c.added.map(shortPeerId), removed: c.removed.map(shortPeerId) }, 'membership changed');
     metrics.setMembers({ active: c.members.length });
+    // Our ring before this change: whose hosts a member declared dead held.
+    const before = this.recentRings.latest();
     const incarnations = new Map(mesh.members().map((m) => [m.id, m.incarnation]));
     const back = this.returns.changed(c, mesh.membership.ring, Date.now(), (id) => incarnations.get(id));
     for (const r of back.rings) this.recentRings.push(r);
@@ -138,8 +138,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     log.info({ ring: gate.ringId.toString(16), waitingFor: gate.waitingFor().map(shortPeerId) }, 'handoff gate');
     // Before the departed peers' queues are re-routed (their URLs may go to the same new owners). On every
     // change: a leaver is gone from the table only some time after it left our ring.
-    this.passReplicas(mesh, c.dead);
-    this.lastRing = snapshotRing(mesh.membership.ring);
+    this.passReplicas(mesh, c.dead, before);
     // Hosts go back to earlier owners, which may have handed on URLs we sent them.
     if (c.removed.length) mesh.outbox.forgetRecent();
     for (const id of c.removed) this.rerouteOutbox(id);
@@ -162,10 +161,10 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
    * period later), so they mostly come first; a URL that overtakes them is checked against the seen-set
    * before its fetch once they are in (`checkSeen`).
    */
-  private passReplicas(mesh: OwnershipMesh, dead: readonly string[]): void {
+  private passReplicas(mesh: OwnershipMesh, dead: readonly string[], ringBefore: OwnerRing | undefined): void {
     const byOwner = new Map<string, Buffer[]>();
     let adopted = 0;
-    const before = dead.length ? this.lastRing : undefined;
+    const before = dead.length ? ringBefore : undefined;
     for (const [host, { hk, from }] of this.replicaHosts) {
       // Its sender is gone, or the host's owner just died (our replicas may be from an earlier owner of it).
       const ownerDied = before !== undefined && dead.includes(before.ownerOf(host) ?? '');
@@ -310,7 +309,6 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     const { gate, config, log } = this.c;
     gate.setSelf(mesh.id);
     this.pushRing(mesh);
-    this.lastRing = snapshotRing(mesh.membership.ring);
     // Every member known at start is new to us: it may hold hosts we own (we were away, or never
     // here). Until it is in our ring (its marker came), it owns nothing in our view.
     const others = mesh.members().filter((m) => !m.self).map((m) => m.id);

@@ -16,6 +16,11 @@ export class RecentRings {
 
   constructor(private readonly max = 16) {}
 
+  /** The ring recorded last (the current one, between changes); undefined before any. */
+  latest(): OwnerRing | undefined {
+    return this.rings[this.rings.length - 1];
+  }
+
   /** Records the ring as it is now (call on every change). */
   push(ring: OwnerRing): void {
     this.rings.push(snapshotRing(ring));
