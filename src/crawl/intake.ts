@@ -75,6 +75,8 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
     let withoutUs: boolean | undefined; // likewise (heldWithoutUs)
     let bad = 0;
+    // Where a URL came from is logged at debug only (src/crawl/mesh-router.ts): not built per URL otherwise.
+    const traceVia = this.c.log.isLevelEnabled('debug');
     for (const it of items) {
       const w = classifyItem(it);
       if (w.kind === 'bad') { bad++; continue; }
@@ -154,7 +156,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
       // A peer forwards the links its pages have to our hosts: in-links too.
       if (c.kind === 'page') c.inlink = true;
       if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
-      c.via = `${local ? 'rerouted' : 'peer'} ${shortPeerId(from)} h${w.hops}`;
+      if (traceVia) c.via = `${local ? 'rerouted' : 'peer'} ${shortPeerId(from)} h${w.hops}`;
       cands.push(c);
     }
     if (settled.length) {
