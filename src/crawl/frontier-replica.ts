@@ -183,9 +183,12 @@ export class FrontierReplica {
   queueOps(items: readonly QueuedCandidate[]): ReplicaOps | undefined {
     const mesh = this.mesh;
     if (!mesh || this.c.replicas <= 0 || items.length === 0) return undefined;
-    // Kept past the hop limit on a host we do not own: handed on soon, its owner replicates it.
-    const owned = items.filter((it) => mesh.membership.ring.ownerOf(it.host) === mesh.id);
-    const entries = owned.map((it) => ({ host: it.host, item: encodeItem({ kind: 'queued', url: it.url, depth: it.depth, sitemap: it.kind === 'sitemap' }) }));
+    const entries: Array<{ host: string; item: UrlItem }> = [];
+    for (const it of items) {
+      // Kept past the hop limit on a host we do not own: handed on soon, its owner replicates it.
+      if (mesh.membership.ring.ownerOf(it.host) !== mesh.id) continue;
+      entries.push({ host: it.host, item: encodeItem({ kind: 'queued', url: it.url, depth: it.depth, sitemap: it.kind === 'sitemap' }) });
+    }
     return this.successorOps(mesh, entries, (n) => { this.stats.sent += n; }, 'queued URLs');
   }
 
