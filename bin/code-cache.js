@@ -4,20 +4,24 @@
 //
 // The cache is a file per bundle (its path, size and mtime) and Node version, in NODE_COMPILE_CACHE or
 // <tmpdir>/ubicrawl-compile-cache-<uid>: a directory of this user's only (mode 0700), since what is in it runs.
+// Its name is <checkout>-<build>: a new build of the same checkout (path, Node version) removes the files of the
+// builds before it when it writes its own, and files nobody has written for STALE_DAYS (a removed checkout) go
+// too, so the directory holds about one build's cache per checkout instead of growing by ≈ 4 MB a build.
 // V8 itself refuses data made for another source length or other V8 flags (cachedDataRejected); it is then
 // written again. Written through a temporary file and a rename (agents start together), in two kinds: a run
 // that lasts 1.5 s writes the code it has compiled by then (an agent's start: the crawl, the mesh), once; a
 // shorter one (`--version`, `status`) writes at exit what it compiled, when there is no cache at all. A start
 // reads the first kind if there is one. NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 import Module, { createRequire } from 'node:module';
-import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { isAscii } from 'node:buffer';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import vm from 'node:vm';
 
 const WRITE_AFTER_MS = 1500;
+const STALE_DAYS = 30;
 
 /**
  * The exports of the CommonJS file at `file` (an absolute path), its compiled code cached. `around(exports, make)`
@@ -61,12 +65,15 @@ function cachePath(file) {
     const d = statSync(dir);
     if (!d.isDirectory() || d.uid !== uid || (d.mode & 0o022) !== 0) return undefined;
     const f = statSync(file);
-    const key = createHash('sha256').update([process.version, process.arch, file, f.size, f.mtimeMs].join('\0')).digest('hex').slice(0, 20);
-    return join(dir, `ubicrawl-${key}`);
+    const checkout = hash([process.version, process.arch, file]).slice(0, 16);
+    const build = hash([f.size, f.mtimeMs]).slice(0, 12);
+    return join(dir, `ubicrawl-${checkout}-${build}`);
   } catch {
     return undefined;
   }
 }
+
+const hash = (parts) => createHash('sha256').update(parts.join('\0')).digest('hex');
 
 let saved = false;
 
@@ -78,5 +85,25 @@ function save(make, cacheFile) {
     renameSync(tmp, cacheFile);
   } catch {
     try { unlinkSync(tmp); } catch { /* not written */ }
+    return;
+  }
+  removeOutdated(cacheFile);
+}
+
+/** Removes the files of this checkout's earlier builds, and any loader file not written for STALE_DAYS. */
+function removeOutdated(cacheFile) {
+  const dir = dirname(cacheFile);
+  const name = basename(cacheFile);
+  const checkout = name.slice(0, name.lastIndexOf('-') + 1); // 'ubicrawl-<checkout>-'
+  const build = name.slice(0, name.indexOf('.'));
+  const staleBefore = Date.now() - STALE_DAYS * 86_400_000;
+  let names;
+  try { names = readdirSync(dir); } catch { return; }
+  for (const other of names) {
+    if (!other.startsWith('ubicrawl-') || other.startsWith(build)) continue;
+    const path = join(dir, other);
+    try {
+      if (other.startsWith(checkout) || statSync(path).mtimeMs < staleBefore) unlinkSync(path);
+    } catch { /* gone already, or another process's temporary file */ }
   }
 }

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import vm from 'node:vm';
@@ -45,7 +45,7 @@ test('a short run leaves a cache that the next run reads without writing it agai
   assert.equal(await load(file, { NODE_COMPILE_CACHE: cache }), '42');
   const first = files(cache);
   assert.equal(first.length, 1);
-  assert.match(first[0]!, /^ubicrawl-[0-9a-f]{20}\.short\.v8cache$/);
+  assert.match(first[0]!, /^ubicrawl-[0-9a-f]{16}-[0-9a-f]{12}\.short\.v8cache$/);
   const written = statSync(join(cache, first[0]!)).mtimeMs;
   assert.equal(statSync(cache).mode & 0o022, 0); // nobody else may write what will run (made 0700 unless Node ≥ 22.1 made it first)
   assert.equal(await load(file, { NODE_COMPILE_CACHE: cache }), '42');
@@ -58,11 +58,33 @@ test('a run that lasts 1.5 s keeps the code of its start, once', async () => {
   assert.equal(await load(file, { NODE_COMPILE_CACHE: cache }, 1700), '42');
   const after = files(cache);
   assert.equal(after.length, 1);
-  assert.match(after[0]!, /^ubicrawl-[0-9a-f]{20}\.v8cache$/);
+  assert.match(after[0]!, /^ubicrawl-[0-9a-f]{16}-[0-9a-f]{12}\.v8cache$/);
   const written = statSync(join(cache, after[0]!)).mtimeMs;
   assert.equal(await load(file, { NODE_COMPILE_CACHE: cache }, 1700), '42');
   assert.deepEqual(files(cache), after);
   assert.equal(statSync(join(cache, after[0]!)).mtimeMs, written);
+});
+
+test('a new build of the same file replaces the cache of the build before; long-unwritten files of others go too', async () => {
+  const { file, cache } = fixture();
+  assert.equal(await load(file, { NODE_COMPILE_CACHE: cache }), '42');
+  const [before] = files(cache);
+  // Another checkout's file, last written 40 days ago, and one written today: only the first is outdated.
+  const old = 'ubicrawl-00000000000000aa-000000000000.v8cache', recent = 'ubicrawl-00000000000000bb-000000000000.v8cache';
+  writeFileSync(join(cache, old), 'x');
+  writeFileSync(join(cache, recent), 'x');
+  const fortyDaysAgo = (Date.now() - 40 * 86_400_000) / 1000;
+  utimesSync(join(cache, old), fortyDaysAgo, fortyDaysAgo);
+  // The rebuild: same path, other contents and mtime.
+  writeFileSync(file, 'function answer() { return 7 * 6; }\nexports.answer = answer;\n');
+  utimesSync(file, new Date(), new Date(Date.now() + 5000));
+  assert.equal(await load(file, { NODE_COMPILE_CACHE: cache }), '42');
+  const after = files(cache);
+  assert.equal(after.length, 2, after.join(', '));
+  assert.ok(after.includes(recent));
+  const mine = after.find((f) => f !== recent)!;
+  assert.notEqual(mine, before);
+  assert.equal(mine.split('-')[1], before!.split('-')[1]); // same checkout, another build
 });
 
 test('NODE_DISABLE_COMPILE_CACHE=1, or a directory others can write to, keeps nothing', async () => {
