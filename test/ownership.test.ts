@@ -465,6 +465,58 @@ test('ownership: a member heard of after our start-up hands over the hosts it he
   } finally { await r.close(); }
 });
 
+// Three agents started together (bench/mesh-cpu.ts): the first member crawled alone for a second, then counted
+// the two joiners in at once and handed each host straight to its owner under the ring of three. A joiner for
+// which the sender was not the owner "without us" (that was the other joiner, which never held the host)
+// refused the entries, and fetched the mesh's first pages again (≈ 50 of 10,200). docs/mesh.md "Admission".
+test('ownership: a member of the mesh before us may hand us any host of ours in its first handoff; one that came after us, or after its first handoff, may not', async () => {
+  const config = defaultConfig();
+  config.mesh.enabled = true;
+  config.mesh.peers = ['127.0.0.1:4001']; // a joiner: start-up holds until a member is in our ring
+  const r = await rig({ config });
+  try {
+    // B was in the mesh when we joined; C joined with us. Under the ring of three, hosts ours whose next owner
+    // is C: B never owned them in a ring we had, nor without us — it held them under a ring of its own, alone.
+    for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.table.set(id, member(id)); }
+    const three = new HostRing({ replicas: 64 });
+    three.add(A); three.add(B); three.add(C);
+    const ours: string[] = [];
+    for (let i = 0; ours.length < 2; i++) {
+      const h = `h${i}.example`;
+      const [owner, next] = three.nextOwnersOf(h, 2);
+      if (owner === A && next === C) ours.push(h);
+    }
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    assert.ok(r.gate.waitingFor().includes(B), 'B may hold our hosts: waited for');
+    const early = `http://${ours[0]}/fetched-by-b-alone`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: early, hops: 0 })], B);
+    const stored = await r.store.seen.get(seenKey(hostKey(ours[0]!), early));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'the page B fetched before we joined is not fetched again');
+    assert.equal(r.ownership.refusals()['seen-not-owner'], undefined);
+
+    // D came after us: it held none of our hosts, and gets no such credit.
+    r.mesh.ring.add(D); r.mesh.vouched.add(D); r.mesh.table.set(D, member(D));
+    r.ownership.onMembershipChange({ members: [A, B, C, D], added: [D], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const withD = new HostRing({ replicas: 64 });
+    withD.add(A); withD.add(B); withD.add(C); withD.add(D);
+    let byD = '';
+    for (let i = 0; !byD; i++) if (withD.ownerOf(`d${i}.example`) === A && withD.nextOwnersOf(`d${i}.example`, 2)[1] !== D) byD = `d${i}.example`;
+    const forged = `http://${byD}/hidden-by-d`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: forged, hops: 0 })], D);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1, 'a member that came after us is refused');
+    assert.equal(await r.store.seen.get(seenKey(hostKey(byD), forged)), undefined);
+
+    // Once B has handed us our hosts (its marker for our ring), it may no longer hide pages of ours.
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(r.gate.ringId)], B);
+    const late = `http://${ours[1]}/hidden-later`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: late, hops: 0 })], B);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 2, 'after its first handoff, refused');
+    assert.equal(await r.store.seen.get(seenKey(hostKey(ours[1]!), late)), undefined);
+  } finally { await r.close(); }
+});
+
 /** What ownership asks of the replicated frontier (src/crawl/frontier-replica.ts), recorded. */
 function fakeStandby() {
   const calls = { seenOps: [] as string[][], passes: 0 };

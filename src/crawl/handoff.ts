@@ -114,6 +114,8 @@ export class HandoffGate {
   private lastNow = 0;
   /** Peers whose marker for a ring of ours (us in it) came: they have handed us our hosts at least once. */
   private readonly handedToUs = new Set<string>();
+  /** Members active in the mesh when we joined it (holdUntilJoined): they may have held any host of ours. */
+  private readonly knownAtJoin = new Set<string>();
 
   /**
    * `self` may be set later (`setSelf`): the agent creates the gate before its
@@ -137,6 +139,7 @@ export class HandoffGate {
     // Start-up also lasts until each member we knew at the start has handed us our hosts (its
     // marker for our ring): one that joins our ring after our gates cleared still hands over.
     for (const p of known) if (p !== this.self && this.lastMarker.get(p)?.ring !== this.rid) this.startupExpects.add(p);
+    for (const p of known) if (p !== this.self) this.knownAtJoin.add(p);
     this.startupUntil = until;
     // Members whose markers came while we started may be in our ring already: nothing to hold for.
     if (this.ring?.members().some((m) => m !== this.self)) return;
@@ -268,6 +271,7 @@ export class HandoffGate {
     for (const p of this.incarnations.keys()) if (!isMember(p)) this.incarnations.delete(p);
     for (const p of this.silent) if (!isMember(p)) this.silent.delete(p);
     for (const p of this.handedToUs) if (!isMember(p)) this.handedToUs.delete(p);
+    for (const p of this.knownAtJoin) if (!isMember(p)) this.knownAtJoin.delete(p);
     for (const p of this.startupExpects) if (!isMember(p)) this.startupExpects.delete(p);
     for (const p of this.waitedFor.keys()) if (!isMember(p)) this.waitedFor.delete(p);
     this.sweep(now);
@@ -325,6 +329,9 @@ export class HandoffGate {
     if (peer === this.self || this.handedToUs.has(peer)) return false;
     return this.gates.some((g) => Number.isNaN(g.clearedAt) && g.waiting.has(peer));
   }
+
+  /** Whether `peer` was an active member of the mesh when we joined it (or came back to it): see holdUntilJoined. */
+  wasMemberAtJoin(peer: string): boolean { return this.knownAtJoin.has(peer); }
 
   /** Peers still waited for (status, logs). */
   waitingFor(): string[] {

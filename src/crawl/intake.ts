@@ -74,6 +74,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const foreignTrims: Buffer[] = []; // refused replica seen entries: done with only if that sender's
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
     let withoutUs: boolean | undefined; // likewise (heldWithoutUs)
+    let beforeUs: boolean | undefined; // likewise (heldBeforeUs)
     let bad = 0;
     // Where a URL came from is logged at debug only (src/crawl/mesh-router.ts): not built per URL otherwise.
     const traceVia = this.c.log.isLevelEnabled('debug');
@@ -91,7 +92,8 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         if (!local && mesh) {
           startupRing ??= this.c.gate.startingUp ? this.heardRing(mesh) : null;
           const heard = startupRing ?? undefined;
-          if (!this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)) { this.refuse('state-not-owner', from, 1); bad++; continue; }
+          if (!this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)
+            && !((beforeUs ??= this.heldBeforeUs(from)) && (mesh.ownerOf(host) === mesh.id || heard?.ownerOf(host) === mesh.id))) { this.refuse('state-not-owner', from, 1); bad++; continue; }
         }
         hostItems.push(w.kind === 'host-state' ? { kind: 'host-state', host, state: w.state } : { kind: 'recrawl', host, url: w.url, depth: w.depth, state: w.state });
         continue;
@@ -114,7 +116,9 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           // (views disagree under churn), and promoted once its sender is gone (src/crawl/held-replicas.ts).
           if (w.kind === 'queued') { /* admitted: any member */ } else if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)
             // A departed owner's replica seen entries, from a member that held them (src/crawl/ownership.ts `passReplicas`).
-            && !this.c.recentRings.heldFor(from, host, depth + 1, (id) => id !== mesh.id && (!mesh.membership.member(id) || mesh.membership.isSuspect?.(id) === true))) {
+            && !this.c.recentRings.heldFor(from, host, depth + 1, (id) => id !== mesh.id && (!mesh.membership.member(id) || mesh.membership.isSuspect?.(id) === true))
+            // A member of the mesh before us, in its first handoff to us, for a host ours (heldBeforeUs).
+            && !((beforeUs ??= this.heldBeforeUs(from)) && (mesh.ownerOf(host) === mesh.id || heard?.ownerOf(host) === mesh.id))) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             this.c.log.debug({ url: it.url, from: shortPeerId(from), kind: w.kind }, 'seen entry refused');
             // It may still trim a queued replica the same sender asked us to hold (src/crawl/frontier-replica.ts `trimFrom`).
@@ -230,6 +234,20 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const their = mesh.membership.member(from)?.seq ?? 0;
     const ours = mesh.members().find((m) => m.self)?.seq ?? Infinity;
     return their > ours;
+  }
+
+  /**
+   * Whether `from` may hand us, in its first handoff to us, seen entries of any host we own: it was an active
+   * member when we joined (src/crawl/handoff.ts `wasMemberAtJoin`). Before us the mesh went through rings we
+   * never had — members joining one by one, the first crawling alone — and a member that counts several of
+   * us in at once hands each host straight to its owner under its latest ring, skipping the owner between
+   * (who never held it): so the owner "without us" is not always the one that held the host, and checking
+   * it refused the entries of pages fetched at the mesh's start (3 agents started together: ≈ 50 pages
+   * fetched twice of 10,200). The cost: a member already in the mesh could hide pages of a joiner's hosts,
+   * once per join, until its marker for the joiner's ring (docs/mesh.md "Admission").
+   */
+  private heldBeforeUs(from: string): boolean {
+    return this.c.gate.firstHandoffFrom(from) && this.c.gate.wasMemberAtJoin(from);
   }
 
   private refuse(reason: string, from: string, n: number): void {
