@@ -10,9 +10,12 @@
 //
 //   node dist/bench/mesh-cpu.js [--runs 3] [--agents 3] [--hosts 200] [--pages 50] [--concurrency 32] [--cpu-prof DIR]
 //
+// Each run also counts the pages fetched by more than one agent (their WARC indexes, robots.txt aside): every page
+// should be fetched once, by its host's owner.
+//
 // --cpu-prof DIR writes each agent's V8 CPU profiles (one per thread) into DIR/agents<N>-a<i>/ (the last pair's).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { freePort } from './ports.js';
 import { loadavg, tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
@@ -74,7 +77,25 @@ function runAgent(args: string[], dir: string, prof: string[]): Promise<AgentRun
   });
 }
 
-interface RunResult { agents: number; pages: number; wallS: number; cpuMsPerPage: number; maxRssMb: number }
+interface RunResult { agents: number; pages: number; wallS: number; cpuMsPerPage: number; maxRssMb: number; twice: number }
+
+/** Pages (robots.txt aside) recorded by more than one of the agents whose data directories are `dirs`. */
+function fetchedTwice(dirs: string[]): number {
+  const by = new Map<string, number>();
+  for (const [i, dir] of dirs.entries()) {
+    const warc = join(dir, 'warc');
+    for (const f of readdirSync(warc).filter((n) => n.endsWith('.cdxj'))) {
+      for (const l of readFileSync(join(warc, f), 'utf8').split('\n')) {
+        const url = /"url": "([^"]+)"/.exec(l)?.[1];
+        if (!url || url.endsWith('/robots.txt')) continue;
+        by.set(url, (by.get(url) ?? 0) | (1 << i));
+      }
+    }
+  }
+  let n = 0;
+  for (const agents of by.values()) if ((agents & (agents - 1)) !== 0) n++;
+  return n;
+}
 
 async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
   const base = mkdtempSync(join(tmpdir(), 'ubicrawl-meshcpu-'));
@@ -95,7 +116,8 @@ async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
     const wallS = (performance.now() - t0) / 1000;
     const pages = runs.reduce((s, r) => s + r.pages, 0);
     const cpuS = runs.reduce((s, r) => s + r.cpuS, 0);
-    return { agents, pages, wallS, cpuMsPerPage: (cpuS * 1000) / pages, maxRssMb: Math.max(...runs.map((r) => r.maxRssKb)) / 1024 };
+    const twice = fetchedTwice(Array.from({ length: agents }, (_, i) => join(base, `a${i}`)));
+    return { agents, pages, wallS, cpuMsPerPage: (cpuS * 1000) / pages, maxRssMb: Math.max(...runs.map((r) => r.maxRssKb)) / 1024, twice };
   } finally {
     rmSync(base, { recursive: true, force: true });
   }
@@ -103,7 +125,7 @@ async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
 
 const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
 const line = (r: RunResult): string =>
-  `${r.agents} agent(s): ${r.pages} pages  ${r.wallS.toFixed(1)} s  ${(r.pages / r.wallS).toFixed(0)} pages/s  ${r.cpuMsPerPage.toFixed(2)} CPU-ms/page (all agents)  peak RSS ${r.maxRssMb.toFixed(0)} MB per agent`;
+  `${r.agents} agent(s): ${r.pages} pages  ${r.wallS.toFixed(1)} s  ${(r.pages / r.wallS).toFixed(0)} pages/s  ${r.cpuMsPerPage.toFixed(2)} CPU-ms/page (all agents)  peak RSS ${r.maxRssMb.toFixed(0)} MB per agent${r.agents > 1 ? `  fetched by two agents: ${r.twice}` : ''}`;
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
