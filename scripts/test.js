@@ -42,7 +42,7 @@ const testDir = join(root, 'dist', 'test');
  */
 const HEAVY = new Set([
   'hostile-peer-stranger', 'hostile-peer-garbage', 'hostile-peer-churn', 'hostile-peer-flood', 'mesh-crawl', 'mesh-crash', 'mesh-scope',
-  'mesh-integration', 'mesh-replica', 'mesh-block', 'api-mesh', 'mesh-sitemaps', 'join-order', 'graph', 'wan', 'render', 'render-crawl',
+  'mesh-admission', 'mesh-integration', 'mesh-replica', 'mesh-block', 'api-mesh', 'mesh-sitemaps', 'join-order', 'graph', 'wan', 'render', 'render-crawl',
   'mesh-policy', 'zones-wan', 'partition-wan', 'host-state', 'partition-heal', 'slow-first-dial', 'mesh-connections',
 ]);
 /**
@@ -52,7 +52,7 @@ const HEAVY = new Set([
  * page twice, the fourth agent of mesh-crawl missed the join, and zones-wan starts seven agent processes; each
  * passes beside a process spinning on one core (docs/performance.md "Test suite").
  */
-const SENSITIVE = new Set(['hostile-peer-stranger', 'hostile-peer-garbage', 'hostile-peer-churn', 'hostile-peer-flood', 'mesh-crawl', 'zones-wan']);
+const SENSITIVE = new Set(['hostile-peer-stranger', 'hostile-peer-garbage', 'hostile-peer-churn', 'hostile-peer-flood', 'mesh-crawl', 'zones-wan', 'mesh-crash']);
 /**
  * Files that keep more than one core busy at times, never beside a SENSITIVE file: memory's child processes
  * mark their heaps on helper threads while their main threads allocate.
@@ -170,27 +170,34 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 }
 
 /**
- * The next file of `queue` (SENSITIVE first, then longest first) that may start, or -1. `s.cores` is what the
- * running files other than the SENSITIVE one keep busy (coresOf). While a SENSITIVE file runs or waits, the others
- * together stay within --beside-cores (none of BUSY), so that the next SENSITIVE one starts as soon as it is its
- * turn and never has more than that beside it; they run one after the other from the start of the run. After
- * them, the files running keep at most --cores busy. A heavy file (other than the SENSITIVE one) needs a free
- * heavy slot. A file that would break a bound starts anyway when nothing else runs.
+ * The next file of `queue` (SENSITIVE first, then longest first) that may start, or -1. `s.running` holds what
+ * each running file keeps busy (coresOf). Beside every SENSITIVE file the others, together, keep at most
+ * --beside-cores busy (none of BUSY): a SENSITIVE file starts only then, and no file starts that would break it
+ * for one running. While SENSITIVE files wait, the others start only within --beside-cores too, so that those are
+ * not starved (the files other than SENSITIVE ones stay within it): they run from the start of the run, two at
+ * once where each is light enough for the other. Besides, the files
+ * running keep at most --cores busy, and a heavy file (not SENSITIVE) needs a free heavy slot. A file that would
+ * break a bound starts anyway when nothing else runs.
  */
 function nextStartable(queue, s, opts) {
-  const sensitivePhase = s.sensitiveRunning || queue.some(isSensitive);
+  const eps = 1e-9;
+  const total = s.running.reduce((n, r) => n + r.cores, 0);
+  const sensitive = s.running.filter((r) => r.sensitive);
+  const others = total - sensitive.reduce((n, r) => n + r.cores, 0);
+  const fitsBesideRunning = (c) => sensitive.every((r) => total - r.cores + c <= opts.besideCores + eps);
+  const waiting = queue.some(isSensitive);
   for (let i = 0; i < queue.length; i++) {
     const f = queue[i];
+    const c = coresOf(f);
+    if (s.running.length === 0) return i;
+    if (total + c > opts.cores + eps) continue;
     if (isSensitive(f)) {
-      if (!s.sensitiveRunning && !s.busyRunning && s.cores <= opts.besideCores + 1e-9) return i;
+      if (!s.running.some((r) => r.busy) && total <= opts.besideCores + eps && fitsBesideRunning(c)) return i;
       continue;
     }
-    if (s.active === 0) return i;
-    if (isHeavy(f) && s.heavyRunning >= opts.heavyJobs) continue;
-    if (sensitivePhase) {
-      if (isBusy(f) || s.cores + coresOf(f) > opts.besideCores + 1e-9) continue;
-    } else if (s.cores + coresOf(f) > opts.cores + 1e-9) {
-      continue;
+    if (isHeavy(f) && s.running.filter((r) => r.heavy).length >= opts.heavyJobs) continue;
+    if (sensitive.length || waiting) {
+      if (isBusy(f) || !fitsBesideRunning(c) || (waiting && others + c > opts.besideCores + eps)) continue;
     }
     return i;
   }
@@ -210,31 +217,20 @@ async function main() {
   process.stdout.write(`# ${queue.length} test files, at most ${opts.jobs} at a time keeping at most ${opts.cores} cores busy (at most ${opts.heavyJobs} `
     + `mesh/agent-heavy; ${[...SENSITIVE].join(', ')} one at a time, first, with at most ${opts.besideCores} cores busy beside), node ${process.version}\n`);
   const results = [];
-  const s = { active: 0, heavyRunning: 0, sensitiveRunning: false, busyRunning: 0, cores: 0 };
+  const s = { running: [] };
   await new Promise((resolveAll) => {
     const pump = () => {
-      while (s.active < opts.jobs) {
+      while (s.running.length < opts.jobs) {
         const i = nextStartable(queue, s, opts);
         if (i < 0) break;
         const [file] = queue.splice(i, 1);
-        const sensitive = isSensitive(file);
-        const heavy = isHeavy(file) && !sensitive;
-        const busy = isBusy(file);
-        const cores = sensitive ? 0 : coresOf(file);
-        s.active++;
-        if (heavy) s.heavyRunning++;
-        if (busy) s.busyRunning++;
-        if (sensitive) s.sensitiveRunning = true;
-        s.cores += cores;
+        const entry = { file, sensitive: isSensitive(file), heavy: isHeavy(file) && !isSensitive(file), busy: isBusy(file), cores: coresOf(file) };
+        s.running.push(entry);
         void runFile(file, opts.timeoutS).then((r) => {
-          s.active--;
-          if (heavy) s.heavyRunning--;
-          if (busy) s.busyRunning--;
-          if (sensitive) s.sensitiveRunning = false;
-          s.cores -= cores;
+          s.running.splice(s.running.indexOf(entry), 1);
           results.push(r);
           report(r);
-          if (!queue.length && !s.active) resolveAll();
+          if (!queue.length && !s.running.length) resolveAll();
           else pump();
         });
       }
