@@ -228,7 +228,7 @@ async function main() {
     process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --require ${join(root, 'scripts', 'process-cpu.cjs')}`.trim();
   }
   process.stdout.write(`# ${queue.length} test files, at most ${opts.jobs} at a time keeping at most ${opts.cores} cores busy (at most ${opts.heavyJobs} `
-    + `mesh/agent-heavy; ${[...SENSITIVE].join(', ')} one at a time, first, with at most ${opts.besideCores} cores busy beside), node ${process.version}\n`);
+    + `mesh/agent-heavy; ${[...SENSITIVE].join(', ')} first, with at most ${opts.besideCores} cores busy beside each), node ${process.version}\n`);
   const results = [];
   const s = { running: [] };
   await new Promise((resolveAll) => {
