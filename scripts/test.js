@@ -73,7 +73,7 @@ const BUSY = new Set(['memory']);
  * file not listed: 5 s, 1 CPU-s.
  */
 const PROFILES = new Map(Object.entries({
-  'hostile-peer-stranger': [32, 14], 'hostile-peer-garbage': [27, 12], 'hostile-peer-churn': [17, 9], 'hostile-peer-flood': [29, 13],
+  'hostile-peer-stranger': [32, 14], 'hostile-peer-garbage': [27, 12], 'hostile-peer-churn': [17, 9], 'hostile-peer-flood': [36, 21],
   'mesh-crawl': [39, 32], 'zones-wan': [26, 24],
   memory: [89, 22], crawl: [73, 22], 'mesh-crash': [71, 39], 'partition-heal': [66, 20], 'mesh-scope': [63, 19], ending: [52, 7],
   'join-order': [51, 13], 'scope-crawl': [49, 10], 'mesh-replica': [49, 20], 'host-state': [48, 7], crash: [46, 11],
