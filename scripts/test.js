@@ -181,14 +181,14 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 /**
  * The next file of `queue` (SENSITIVE first, then longest first) that may start, or -1. `s.running` holds what
  * each running file keeps busy (coresOf). Beside every SENSITIVE file the others, together, keep at most
- * --beside-cores busy (less for those in BESIDE_LIMIT; none of BUSY): a SENSITIVE file starts only then, and no file starts that would break it
- * for one running. Two SENSITIVE files run together only if they keep at most --beside-cores busy between them
- * (mesh-crash beside mesh-crawl, each within the other's bound, failed twice at load 20-30: mesh-crawl's four
- * agents crawl in bursts of more than its share). While SENSITIVE files wait, the others start only within --beside-cores too, so that those are
- * not starved (the files other than SENSITIVE ones stay within it): they run from the start of the run, two at
- * once where each is light enough for the other. Besides, the files
- * running keep at most --cores busy, and a heavy file (not SENSITIVE) needs a free heavy slot. A file that would
- * break a bound starts anyway when nothing else runs.
+ * --beside-cores busy (less for those in BESIDE_LIMIT; none of BUSY): a SENSITIVE file starts only then, and no
+ * file starts that would break it for one running. Two SENSITIVE files run together only if they keep at most
+ * --beside-cores busy between them (mesh-crash beside mesh-crawl, each within the other's bound, failed twice at
+ * load 20-30: mesh-crawl's four agents crawl in bursts of more than its share). While SENSITIVE files wait, the
+ * files other than SENSITIVE ones stay within --beside-cores, so that those are not starved: they run from the
+ * start of the run, two at once where each is light enough for the other. Besides, the files running keep at
+ * most --cores busy, and a heavy file (not SENSITIVE) needs a free heavy slot. A file that would break a bound
+ * starts anyway when nothing else runs.
  */
 function nextStartable(queue, s, opts) {
   const eps = 1e-9;
@@ -219,7 +219,7 @@ function nextStartable(queue, s, opts) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  // The SENSITIVE files first, one after the other (others beside them within --beside-cores), then the rest: longest first.
+  // The SENSITIVE files first (others beside them within --beside-cores), then the rest: longest first.
   const queue = [...opts.files].sort((a, b) => Number(isSensitive(b)) - Number(isSensitive(a)) || wallOf(b) - wallOf(a) || a.localeCompare(b));
   const t0 = Date.now();
   const cpuStart = childCpuSeconds();
