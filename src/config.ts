@@ -490,6 +490,14 @@ export const DEFAULT_WARC: Readonly<WarcConfig> = Object.freeze({
  */
 export const INLINE_PAGES_BEFORE_THREADS = 256;
 
+/**
+ * Young generation (MB) of the encoder and fingerprint threads' heaps. Their garbage is per record and per page and
+ * dies at once, so a small new space costs them nothing measurable, where V8's default (up to 3 × 16 MB semi-space
+ * pages per isolate) let the encoder thread's heap reach 43 MB for 23 MB used and held the bodies transferred to it
+ * until a scavenge came: peak RSS of the crawl bench 331–333 → 291–297 MB (docs/performance.md "Crawl").
+ */
+export const WORKER_YOUNG_GENERATION_MB = 6;
+
 /** A sender may burst this many seconds' worth of its URL rate (`--peer-rate`; docs/mesh.md "Admission"). */
 export const RECEIVE_BURST_SECONDS = 5;
 /** Without its own dead-after setting, a member is dead after this many silent heartbeat intervals. */
