@@ -14,6 +14,7 @@
 // depend on where they were computed.
 import { Worker } from 'node:worker_threads';
 import type { FingerprintJob } from './simhash.js';
+import { WORKER_YOUNG_GENERATION_MB } from '../config.js';
 import type { FingerprintReply, FingerprintRequest } from './fingerprint-worker.js';
 
 interface Pending { resolve(fp: bigint | null): void; deadline: number }
@@ -78,7 +79,7 @@ export class Fingerprinter {
 
   private start(): Worker | undefined {
     try {
-      const w = new Worker(new URL('./fingerprint-worker.js', import.meta.url));
+      const w = new Worker(new URL('./fingerprint-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
       w.unref(); // an idle fingerprint thread must not keep the process alive
       w.on('message', (replies: FingerprintReply[]) => {
         for (const r of replies) {

@@ -8,7 +8,7 @@
 // what Heritrix and Common Crawl write for sha1. Hashing uses node:crypto (OpenSSL,
 // SHA-NI here): ~10 µs for 15 KB, against ~55 µs for the hash-wasm hasher warcio
 // would otherwise instantiate.
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
@@ -56,6 +56,8 @@ export type DigestAlgo = (typeof DIGEST_ALGOS)[number];
 
 /** `<algo>:<BASE32>` of the concatenation of `parts` (WARC/1.1 §5.8 labelled-digest). */
 export function labelledDigest(algo: DigestAlgo, ...parts: Uint8Array[]): string {
+  // One part (a payload, a request head): the one-shot form, without a Hash object (1–2 µs less a call).
+  if (parts.length === 1) return algo + ':' + base32(hash(algo, parts[0]!, 'buffer'));
   const h = createHash(algo);
   for (const p of parts) h.update(p);
   return algo + ':' + base32(h.digest());

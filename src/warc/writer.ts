@@ -14,7 +14,7 @@ import type { DigestAlgo } from './digest.js';
 import type { ConversionInput, EncodeJob, Encoded, ExchangeInput, HeaderList, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
 import { cdxjLineTail, cdxjPathFor } from './cdxj.js';
-import { DEFAULT_WARC } from '../config.js';
+import { DEFAULT_WARC, WORKER_YOUNG_GENERATION_MB } from '../config.js';
 
 export type { ConversionInput, ExchangeInput, RevisitInput, HeaderList, RevisitProfile, TruncatedReason } from './records.js';
 
@@ -173,7 +173,7 @@ class WorkerEncoder implements Encoder {
   get threaded(): boolean { return this.w !== undefined; }
 
   private start(): Worker {
-    const w = this.w = new Worker(new URL('./worker.js', import.meta.url));
+    const w = this.w = new Worker(new URL('./worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
     w.unref();
     w.on('message', (results: WorkerResult[]) => {
       for (const m of results) {
