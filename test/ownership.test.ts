@@ -578,3 +578,72 @@ test('ownership: seen entries of a host whose owner is gone are taken from the m
     assert.equal(r.ownership.refusals()['seen-not-owner'], 2);
   } finally { await r.close(); }
 });
+
+// The mesh soak (docs/performance.md "Mesh soak"): a member whose handoff passes kept being cut short by joins
+// handed a newcomer its hosts' seen entries 16–23 s before its first marker reached it; the newcomer, which had
+// not counted it in, refused them (`seen-not-owner`) and fetched those pages again a minute later.
+test('ownership: hosts handed to a member we never sent a marker to go behind an introduction (a marker for our ring without it), sent once', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh); // alone: every host is ours
+    await r.ownership.rebalancing;
+    const solo = r.gate.ringId;
+    const { b } = hostsByOwner(2);
+    await r.drum.submit(b.map((h) => candidate(`http://${h}/1`, 1, 'page')!), false);
+    const fetched = `http://${b[0]}/done`;
+    await r.store.fetches.put(seenKey(hostKey(b[0]!), fetched), encodeFetchRecord({ url: fetched, at: 1, status: 200 }));
+    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const sent = r.mesh.sentTo(B).map(classifyItem);
+    assert.equal(sent[0]?.kind, 'marker', 'an introduction first');
+    assert.equal(sent[0]?.kind === 'marker' && sent[0].ringId, solo, 'for our ring without B: it clears no gate of B\'s');
+    assert.notEqual(solo, r.gate.ringId);
+    assert.ok(sent.findIndex((w) => w.kind === 'seen' && w.url === fetched) > 0, 'the seen entries after it');
+    assert.deepEqual(sent.filter((w) => w.kind === 'marker').map((w) => w.kind === 'marker' && w.ringId), [solo, r.gate.ringId], 'then the pass\'s own marker, last');
+    // Introduced once: a later handoff to B goes without one.
+    r.mesh.ring.remove(B); r.mesh.table.set(B, member(B, 'leaving'));
+    r.ownership.onMembershipChange({ members: [A], added: [], removed: [B], dead: [] });
+    await r.ownership.rebalancing;
+    const c = await r.ownership.introduce(r.mesh, [B, A]);
+    assert.deepEqual(c, [], 'B was introduced already; we never introduce ourselves');
+    assert.equal(r.mesh.sentTo(B).map(classifyItem).filter((w) => w.kind === 'marker' && w.ringId === solo).length, 1);
+  } finally { await r.close(); }
+});
+
+test('ownership: an introduction lets a member older than us into our ring as it is read, so the seen entries behind it in the same batch are kept; a younger member\'s stay refused', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh); // alone: start-up ends at once
+    await r.ownership.rebalancing;
+    assert.equal(r.gate.startingUp, false);
+    // As Membership does: a vouch puts an active member in our ring, and the ring change reaches ownership at once.
+    r.mesh.membership.vouch = (id: string) => {
+      if (r.mesh.vouched.has(id) || !r.mesh.table.get(id)) return;
+      r.mesh.vouched.add(id); r.mesh.ring.add(id);
+      r.ownership.onMembershipChange({ members: r.mesh.ring.members(), added: [id], removed: [], dead: [] });
+    };
+    // B: in the mesh before us (more heartbeats), heard, but no marker of it yet: not in our ring.
+    r.mesh.table.set(B, { ...member(B), seq: 400 });
+    const { a } = hostsByOwner(3); // ours under {A, B}; B's without us
+    const early = `http://${a[0]}/before-any-marker`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: early, hops: 0 })], B);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1, 'a member we do not count yet: refused, as before');
+    const onlyB = new HostRing({ replicas: 64 }); onlyB.add(B);
+    const page = `http://${a[1]}/fetched-by-b`;
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(onlyB)), encodeItem({ kind: 'seen', url: page, hops: 0 })], B);
+    assert.ok(r.mesh.vouched.has(B), 'vouched for by its introduction');
+    const stored = await r.store.seen.get(seenKey(hostKey(a[1]!), page));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'B held the host before it counted us: its page is not fetched again');
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1);
+    assert.deepEqual(r.gate.waitingFor(), [B], 'an introduction clears no gate: our hosts wait for B\'s marker for our ring');
+    // C came after us (fewer heartbeats): it held none of our hosts, introduced or not.
+    r.mesh.table.set(C, member(C));
+    const abc = new HostRing({ replicas: 64 }); abc.add(A); abc.add(B); abc.add(C);
+    const ours = Array.from({ length: 2000 }, (_, i) => `h${i}.example`).find((h) => abc.nextOwnersOf(h, 2).join() === [A, C].join())!;
+    const onlyC = new HostRing({ replicas: 64 }); onlyC.add(C);
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(onlyC)), encodeItem({ kind: 'seen', url: `http://${ours}/hidden`, hops: 0 })], C);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 2, 'a younger member: refused');
+    assert.equal(await r.store.seen.get(seenKey(hostKey(ours), `http://${ours}/hidden`)), undefined);
+  } finally { await r.close(); }
+});

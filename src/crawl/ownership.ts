@@ -186,7 +186,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       for (const [owner, hks] of byOwner) {
         const items: UrlItem[] = [];
         for (const hk of hks) items.push(...await this.settledItems(hk, 1));
-        if (items.length) await mesh.forward(owner, items, true);
+        if (items.length) await this.handTo(mesh, owner, items);
       }
     })().catch((err: Error) => this.c.log.error({ err: err.message }, 'passing on a departed owner\'s seen entries failed'));
   }
@@ -220,7 +220,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
         if (owner === mesh.id || frontier.host(host)) continue;
         try {
           const items = await this.settledItems(hk);
-          if (items.length) await mesh.forward(owner, items, true);
+          if (items.length) await this.handTo(mesh, owner, items);
           this.c.log.debug({ host, to: shortPeerId(owner), settled: items.length }, 'seen entries of a host handed over');
           this.settledOnly.delete(host);
         } catch (err) { failed = true; log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
@@ -323,6 +323,11 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       // A peer restarted without a ring change waits for our marker again; a member new to us gets
       // our marker (its way into our peers' rings) without waiting for a ring change.
       const restarted = gate.heard(m.id, m.incarnation);
+      // Introduced at once, not at the end of a pass that joins may keep cutting short: until our first marker
+      // reaches it, a member refuses what we hand it (handTo).
+      if (m.state === 'active' && !m.self && !gate.introduced(m.id) && !mesh.membership.isExcluded(m.id)) {
+        this.introduce(mesh, [m.id]).catch((err: Error) => log.warn({ peer: shortPeerId(m.id), err: err.message }, 'introduction not queued'));
+      }
       if (restarted || (m.state === 'active' && this.c.lifecycle() !== 'leaving' && gate.markersDue([m.id]).length > 0 && !mesh.membership.isExcluded(m.id))) this.scheduleRebalance();
     });
     const startedAt = Date.now();
@@ -388,7 +393,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
         dropped.push({ h, entries: entries.length });
         queuedUrls += queued.length;
       }
-      await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
+      await Promise.all([...byOwner].map(([owner, items]) => this.handTo(mesh, owner, items)));
       await store.db.batch(ops);
       if (queuedUrls) drum.forgetCached();
       for (const { h, entries } of dropped) {
@@ -421,7 +426,39 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       const l = byOwner.get(owner);
       if (l) l.push(...items); else byOwner.set(owner, items);
     }
-    await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
+    await Promise.all([...byOwner].map(([owner, items]) => this.handTo(mesh, owner, items)));
+  }
+
+  /**
+   * Hands `items` (seen entries, a host's state, its queued URLs) to `peer`, introduced first: a member
+   * that has never had a marker from us has not counted us in, and refuses our seen entries as a
+   * stranger's (`seen-not-owner`) — in the mesh soak a member whose passes kept being cut short by
+   * joins sent its first marker to a newcomer 23 s after handing it hosts, and the newcomer fetched their
+   * settled pages again (docs/performance.md "Mesh soak"). The introduction is queued ahead of the items
+   * on the same ordered stream, and the receiver vouches for us as it reads it (src/crawl/intake.ts).
+   */
+  private async handTo(mesh: OwnershipMesh, peer: string, items: UrlItem[]): Promise<void> {
+    await this.introduce(mesh, [peer]);
+    await mesh.forward(peer, items, true);
+  }
+
+  /**
+   * An introduction (docs/mesh.md "Handoff protocol"): a marker for our ring without the peer, to each of
+   * `peers` that has had no marker from us yet. It claims nothing the receiver could act on — a ring
+   * without it is never its own, so no gate of its clears — but it vouches for us: we enter its ring,
+   * and what we hand it next is taken from a member it counts. Returns the peers introduced now.
+   */
+  async introduce(mesh: OwnershipMesh, peers: Iterable<string>): Promise<string[]> {
+    const gate = this.c.gate;
+    const due = [...new Set(peers)].filter((p) => p !== mesh.id && !gate.introduced(p));
+    await Promise.all(due.map(async (p) => {
+      const rid = gate.introRingId(p);
+      await mesh.forward(p, [encodeHandoffMarker(rid)], true);
+      // A pass's marker for our ring may have gone meanwhile: it is the later word, keep it.
+      if (!gate.introduced(p)) gate.markerSent(p, rid);
+    }));
+    if (due.length) this.c.log.debug({ to: due.map(shortPeerId) }, 'introduced to members');
+    return due;
   }
 
   /** Admission figures (docs/mesh.md "Admission"): every refusal by reason, rate limiting, members left out. */
