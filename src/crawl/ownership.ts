@@ -11,13 +11,14 @@
 // it starts, before it exists (markers that arrive meanwhile are kept: the gate
 // exists before the node).
 import type { BatchOp } from '../store/db.js';
-import { seenKey, prefixEnd } from '../store/keys.js';
+import { seenKey, prefixEnd, hostKey } from '../store/keys.js';
 import { decodeEntry, type HostState } from '../frontier/frontier.js';
 import { hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
 import type { HandoffGate } from './handoff.js';
 import type { OwnerRing } from '../assign/zones.js';
 import { RecentRings } from './recent-rings.js';
+import { DurableHostMap } from './held-hosts.js';
 import { PartitionReturns } from './reconcile.js';
 import { PeerIntake } from './intake.js';
 import { parseZoneRule } from '../assign/zones.js';
@@ -31,6 +32,9 @@ export type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData }
 export const RECENT_RINGS_KEY = Buffer.from('recent-rings');
 /** Hosts handed over per exclusive section of the seen-set (their queues are read into memory together). */
 export const HANDOFF_CHUNK = 256;
+/** store.meta key prefixes of the hosts known only by seen entries, and of those whose replica seen entries we hold (src/crawl/held-hosts.ts). */
+export const SETTLED_ONLY_PREFIX = 'settled-only/';
+export const REPLICA_HOSTS_PREFIX = 'replica-host/';
 
 export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> {
   private mesh: OwnershipMesh | undefined;
@@ -40,13 +44,17 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private rebalancingP: Promise<void> = Promise.resolve();
   private pending = false;
   private handoffTimer: NodeJS.Timeout | undefined;
-  /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
-  private readonly settledOnly = new Map<string, Buffer>();
+  /**
+   * Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include
+   * them. Kept in the store (src/crawl/held-hosts.ts): a restarted agent still hands them on.
+   */
+  private readonly settledOnly: DurableHostMap<Buffer>;
   /**
    * Hosts we hold replica seen entries for (we were a successor of their owner), with that owner: should it
-   * go, the entries go to the host's owner now — or, ours now, to our successors (`passReplicas`).
+   * go, the entries go to the host's owner now — or, ours now, to our successors (`passReplicas`). Kept in the
+   * store too.
    */
-  private readonly replicaHosts = new Map<string, { hk: Buffer; from: string }>();
+  private readonly replicaHosts: DurableHostMap<{ hk: Buffer; from: string }>;
   /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
   private readonly recentRings = new RecentRings();
   /** The last write of recentRings to the store (writes are chained, newest last). */
@@ -59,6 +67,16 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   handedOver = 0;
 
   constructor(private readonly c: OwnershipComponents<C, D>) {
+    const onError = (err: Error) => c.log.warn({ err: err.message }, 'held hosts not saved: a restart may fetch some settled pages again');
+    this.settledOnly = new DurableHostMap<Buffer>({
+      sublevel: c.store.meta, prefix: SETTLED_ONLY_PREFIX, onError,
+      encode: () => Buffer.alloc(0), decode: (host) => hostKey(host),
+    });
+    this.replicaHosts = new DurableHostMap<{ hk: Buffer; from: string }>({
+      sublevel: c.store.meta, prefix: REPLICA_HOSTS_PREFIX, onError,
+      encode: (_host, v) => Buffer.from(v.from, 'utf8'),
+      decode: (host, b) => (b.length ? { hk: hostKey(host), from: b.toString('utf8') } : undefined),
+    });
     this.intake = new PeerIntake({ ...c, mesh: () => this.mesh ?? this.intakeMesh, recentRings: this.recentRings, settledOnly: this.settledOnly, replicaHosts: this.replicaHosts });
   }
 
@@ -71,14 +89,22 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   /** The handoff passes queued so far, done. */
   get rebalancing(): Promise<void> { return this.rebalancingP; }
   /** The recent rings' last write (awaited before the store closes). */
-  saved(): Promise<void> { return this.ringsSaved; }
+  saved(): Promise<void> { return Promise.all([this.ringsSaved, this.settledOnly.flush(), this.replicaHosts.flush()]).then(() => {}); }
   /** Refusals by reason, of this component's own checks. */
   refusals(): Record<string, number> { return this.intake.refusals(); }
   /** Hosts we hold seen entries for without frontier state (their successors are caught up like our queued hosts'). */
   settledHosts(): Iterable<string> { return this.settledOnly.keys(); }
 
-  /** Before the first batch can arrive: who owned what under the rings we had before a restart. */
+  /**
+   * Before the first batch can arrive: who owned what under the rings we had before a restart, and the hosts
+   * we held seen entries for without a queue, or as a successor's replicas.
+   */
   async restoreRings(): Promise<void> {
+    try {
+      const settled = await this.settledOnly.restore();
+      const replicas = await this.replicaHosts.restore();
+      if (settled || replicas) this.c.log.info({ settledOnly: settled, replicaHosts: replicas }, 'held hosts restored');
+    } catch (err) { this.c.log.warn({ err: (err as Error).message }, 'saved held hosts unreadable'); }
     try {
       const saved = await this.c.store.meta.get(RECENT_RINGS_KEY);
       if (saved) this.recentRings.restore(JSON.parse(saved.toString('utf8')), { maxCapacity: this.c.config.mesh.admission.maxCapacity, rules: this.c.config.mesh.zoneRules.map(parseZoneRule) });
@@ -169,6 +195,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       // Its sender is gone, or the host's owner just died (our replicas may be from an earlier owner of it).
       const ownerDied = before !== undefined && dead.includes(before.ownerOf(host) ?? '');
       if (mesh.membership.member(from) && !ownerDied) continue;
+      // Kept from before a restart: while we start up, a sender we have not heard of yet may well be alive.
+      if (!ownerDied && this.c.gate.startingUp) continue;
       this.replicaHosts.delete(host);
       const owner = this.ownerOf(host);
       if (owner === mesh.id) {
