@@ -63,6 +63,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private readonly intake: PeerIntake<C, D>;
   /** Members back after we declared them dead (docs/mesh.md "Partitions longer than the window"). */
   private readonly returns = new PartitionReturns({ keepMs: 24 * 3600_000 });
+  /** Introductions being queued, per peer (`introduce`). */
+  private readonly intros = new Map<string, Promise<void>>();
   /** Queued URLs handed over to their new owners. */
   handedOver = 0;
 
@@ -478,13 +480,17 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
    */
   async introduce(mesh: OwnershipMesh, peers: Iterable<string>): Promise<string[]> {
     const gate = this.c.gate;
-    const due = [...new Set(peers)].filter((p) => p !== mesh.id && !gate.introduced(p));
-    await Promise.all(due.map(async (p) => {
+    const wanted = [...new Set(peers)].filter((p) => p !== mesh.id && !gate.introduced(p));
+    // One introduction per peer: a caller that finds one on its way waits until it is queued (its data must come after).
+    const due = wanted.filter((p) => !this.intros.has(p));
+    for (const p of due) {
       const rid = gate.introRingId(p);
-      await mesh.forward(p, [encodeHandoffMarker(rid)], true);
-      // A pass's marker for our ring may have gone meanwhile: it is the later word, keep it.
-      if (!gate.introduced(p)) gate.markerSent(p, rid);
-    }));
+      this.intros.set(p, mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => {
+        // A pass's marker for our ring may have gone meanwhile: it is the later word, keep it.
+        if (!gate.introduced(p)) gate.markerSent(p, rid);
+      }).finally(() => this.intros.delete(p)));
+    }
+    await Promise.all(wanted.map((p) => this.intros.get(p)));
     if (due.length) this.c.log.debug({ to: due.map(shortPeerId) }, 'introduced to members');
     return due;
   }
