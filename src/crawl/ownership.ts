@@ -476,7 +476,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
    * An introduction (docs/mesh.md "Handoff protocol"): a marker for our ring without the peer, to each of
    * `peers` that has had no marker from us yet. It claims nothing the receiver could act on — a ring
    * without it is never its own, so no gate of its clears — but it vouches for us: we enter its ring,
-   * and what we hand it next is taken from a member it counts. Returns the peers introduced now.
+   * and what we hand it next is taken from a member it counts. Returns the peers introduced by this call
+   * or by one still on its way (queued now, not yet acknowledged).
    */
   async introduce(mesh: OwnershipMesh, peers: Iterable<string>): Promise<string[]> {
     const gate = this.c.gate;
@@ -492,7 +493,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     }
     await Promise.all(wanted.map((p) => this.intros.get(p)));
     if (due.length) this.c.log.debug({ to: due.map(shortPeerId) }, 'introduced to members');
-    return due;
+    return wanted;
   }
 
   /** Admission figures (docs/mesh.md "Admission"): every refusal by reason, rate limiting, members left out. */
