@@ -27,6 +27,7 @@ const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'; // self
 const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
 const C = '12D3KooWCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC';
 const D = '12D3KooWDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD'; // never a member
+const E = '12D3KooWEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEE';
 
 interface Cand extends NewUrl { key: Buffer; inlink?: boolean; grant?: string }
 
@@ -92,8 +93,8 @@ function candidate(raw: string, depth: number, kind: UrlKind): Cand | null {
   return { host, hostKey: hk, url, depth, hops: 0, kind, key: seenKey(hk, url) };
 }
 
-async function rig(extra: Partial<OwnershipComponents<Cand, OwnedHostData>> = {}): Promise<Rig> {
-  const store = await openStore(tempDir('ubicrawl-ownership-'));
+async function rig(extra: Partial<OwnershipComponents<Cand, OwnedHostData>> = {}, dir = tempDir('ubicrawl-ownership-')): Promise<Rig> {
+  const store = await openStore(dir);
   const frontier = new Frontier<OwnedHostData>(store.frontier, store.hosts, store.meta, {
     maxActiveHosts: 4, headSize: 8, createData: () => ({ pendingAcks: 0, checkSeen: false }),
   });
@@ -629,4 +630,154 @@ test('ownership: seen entries of a host whose owner is gone are taken from the m
     await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: `http://${ours}/hidden`, hops: 1 })], C);
     assert.equal(r.ownership.refusals()['seen-not-owner'], 2);
   } finally { await r.close(); }
+});
+
+// The mesh soak (docs/performance.md "Mesh soak"): a member whose handoff passes kept being cut short by joins
+// handed a newcomer its hosts' seen entries 16–23 s before its first marker reached it; the newcomer, which had
+// not counted it in, refused them (`seen-not-owner`) and fetched those pages again a minute later.
+test('ownership: hosts handed to a member we never sent a marker to go behind an introduction (a marker for our ring without it), sent once', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh); // alone: every host is ours
+    await r.ownership.rebalancing;
+    const solo = r.gate.ringId;
+    const { b } = hostsByOwner(2);
+    await r.drum.submit(b.map((h) => candidate(`http://${h}/1`, 1, 'page')!), false);
+    const fetched = `http://${b[0]}/done`;
+    await r.store.fetches.put(seenKey(hostKey(b[0]!), fetched), encodeFetchRecord({ url: fetched, at: 1, status: 200 }));
+    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const sent = r.mesh.sentTo(B).map(classifyItem);
+    assert.equal(sent[0]?.kind, 'marker', 'an introduction first');
+    assert.equal(sent[0]?.kind === 'marker' && sent[0].ringId, solo, 'for our ring without B: it clears no gate of B\'s');
+    assert.notEqual(solo, r.gate.ringId);
+    assert.ok(sent.findIndex((w) => w.kind === 'seen' && w.url === fetched) > 0, 'the seen entries after it');
+    assert.deepEqual(sent.filter((w) => w.kind === 'marker').map((w) => w.kind === 'marker' && w.ringId), [solo, r.gate.ringId], 'then the pass\'s own marker, last');
+    // Introduced once: a later handoff to B goes without one.
+    r.mesh.ring.remove(B); r.mesh.table.set(B, member(B, 'leaving'));
+    r.ownership.onMembershipChange({ members: [A], added: [], removed: [B], dead: [] });
+    await r.ownership.rebalancing;
+    const c = await r.ownership.introduce(r.mesh, [B, A]);
+    assert.deepEqual(c, [], 'B was introduced already; we never introduce ourselves');
+    assert.equal(r.mesh.sentTo(B).map(classifyItem).filter((w) => w.kind === 'marker' && w.ringId === solo).length, 1);
+  } finally { await r.close(); }
+});
+
+test('ownership: an introduction lets a member older than us into our ring as it is read, so the seen entries behind it in the same batch are kept; a younger member\'s stay refused', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh); // alone: start-up ends at once
+    await r.ownership.rebalancing;
+    assert.equal(r.gate.startingUp, false);
+    // As Membership does: a vouch puts an active member in our ring, and the ring change reaches ownership at once.
+    r.mesh.membership.vouch = (id: string) => {
+      if (r.mesh.vouched.has(id) || !r.mesh.table.get(id)) return;
+      r.mesh.vouched.add(id); r.mesh.ring.add(id);
+      r.ownership.onMembershipChange({ members: r.mesh.ring.members(), added: [id], removed: [], dead: [] });
+    };
+    // B: in the mesh before us (more heartbeats), heard, but no marker of it yet: not in our ring.
+    r.mesh.table.set(B, { ...member(B), seq: 400 });
+    const { a } = hostsByOwner(3); // ours under {A, B}; B's without us
+    const early = `http://${a[0]}/before-any-marker`;
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: early, hops: 0 })], B);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1, 'a member we do not count yet: refused, as before');
+    const onlyB = new HostRing({ replicas: 64 }); onlyB.add(B);
+    const page = `http://${a[1]}/fetched-by-b`;
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(onlyB)), encodeItem({ kind: 'seen', url: page, hops: 0 })], B);
+    assert.ok(r.mesh.vouched.has(B), 'vouched for by its introduction');
+    const stored = await r.store.seen.get(seenKey(hostKey(a[1]!), page));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'B held the host before it counted us: its page is not fetched again');
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 1);
+    assert.deepEqual(r.gate.waitingFor(), [B], 'an introduction clears no gate: our hosts wait for B\'s marker for our ring');
+    // C came after us (fewer heartbeats): it held none of our hosts, introduced or not.
+    r.mesh.table.set(C, member(C));
+    const abc = new HostRing({ replicas: 64 }); abc.add(A); abc.add(B); abc.add(C);
+    const ours = Array.from({ length: 2000 }, (_, i) => `h${i}.example`).find((h) => abc.nextOwnersOf(h, 2).join() === [A, C].join())!;
+    const onlyC = new HostRing({ replicas: 64 }); onlyC.add(C);
+    await r.ownership.acceptFromPeer([encodeHandoffMarker(ringIdOf(onlyC)), encodeItem({ kind: 'seen', url: `http://${ours}/hidden`, hops: 0 })], C);
+    assert.equal(r.ownership.refusals()['seen-not-owner'], 2, 'a younger member: refused');
+    assert.equal(await r.store.seen.get(seenKey(hostKey(ours), `http://${ours}/hidden`)), undefined);
+  } finally { await r.close(); }
+});
+
+/** Rings over `ids` (64 points each, as the fake mesh's). */
+function ringOf(...ids: string[]): HostRing {
+  const r = new HostRing({ replicas: 64 });
+  for (const id of ids) r.add(id);
+  return r;
+}
+
+// passReplicas' second case: the replicas we hold came from an earlier owner (alive still), the host moved on
+// to a member that then died. Its new owner must learn what the earlier owner had settled.
+test('ownership: the owner just declared dead, replica seen entries held from an earlier owner of its host go to the host\'s new owner', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    // Under {A, B} the host is B's and we come next; C and E join and it is C's; C dies and it is E's.
+    const ab = ringOf(A, B); const abce = ringOf(A, B, C, E); const abe = ringOf(A, B, E);
+    const host = Array.from({ length: 5000 }, (_, i) => `h${i}.example`)
+      .find((h) => ab.nextOwnersOf(h, 2).join() === [B, A].join() && abce.ownerOf(h) === C && abe.ownerOf(h) === E)!;
+    assert.ok(host, 'such a host exists');
+    const pages = [`http://${host}/`, `http://${host}/p/1`];
+    await r.ownership.acceptFromPeer(pages.map((url) => encodeItem({ kind: 'replica', url })), B);
+    assert.equal(r.ownership.refusals()['replica-not-owner'], undefined);
+    for (const id of [C, E]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
+    r.ownership.onMembershipChange({ members: [A, B, C, E], added: [C, E], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    assert.deepEqual(r.mesh.sentTo(E).map(classifyItem).filter((w) => w.kind === 'seen'), [], 'their sender B lives, the host\'s owner C too: they stay');
+    // C is declared dead; B, the sender, lives on.
+    r.mesh.ring.remove(C); r.mesh.table.delete(C);
+    r.ownership.onMembershipChange({ members: [A, B, E], added: [], removed: [C], dead: [C] });
+    await r.ownership.rebalancing;
+    assert.ok(await waitUntil(() => r.mesh.sentTo(E).some((it) => classifyItem(it).kind === 'seen'), 2000), 'E gets them');
+    const passed = r.mesh.sentTo(E).map(classifyItem).filter((w) => w.kind === 'seen').map((w) => w.kind === 'seen' && `${w.url} ${w.hops}`);
+    assert.deepEqual(passed.sort(), pages.map((u) => `${u} 1`).sort(), 'passed on, one hop');
+    assert.deepEqual(r.mesh.sentTo(B).map(classifyItem).filter((w) => w.kind === 'seen'), [], 'nothing back to B');
+  } finally { await r.close(); }
+});
+
+test('ownership: hosts known only by seen entries, and hosts whose replica seen entries we hold, survive a restart', async () => {
+  const dir = tempDir('ubicrawl-ownership-');
+  const { b } = hostsByOwner(3);
+  const ab = ringOf(A, B);
+  const replicaHost = Array.from({ length: 2000 }, (_, i) => `r${i}.example`).find((h) => ab.nextOwnersOf(h, 2).join() === [B, A].join())!;
+  const r1 = await rig({}, dir);
+  try {
+    await r1.ownership.start(r1.mesh);
+    await r1.ownership.rebalancing;
+    r1.mesh.ring.add(B); r1.mesh.vouched.add(B); r1.mesh.table.set(B, member(B));
+    r1.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r1.ownership.rebalancing;
+    await r1.ownership.acceptFromPeer([encodeItem({ kind: 'replica', url: `http://${replicaHost}/` })], B);
+    // B leaves and hands us b[0]'s settled page: a host we know only by its seen entry.
+    r1.mesh.table.set(B, member(B, 'leaving')); r1.mesh.ring.remove(B);
+    r1.ownership.onMembershipChange({ members: [A], added: [], removed: [B], dead: [] });
+    await r1.ownership.rebalancing;
+    await r1.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: `http://${b[0]}/fetched-by-b`, hops: 0 })], B);
+    assert.deepEqual([...r1.ownership.settledHosts()], [b[0]]);
+  } finally { await r1.close(); }
+  // Restarted with its data dir, in a mesh with B (back, and its replicas' sender) in our ring.
+  const r2 = await rig({}, dir);
+  try {
+    await r2.ownership.restoreRings();
+    assert.deepEqual([...r2.ownership.settledHosts()], [b[0]], 'the settled-only host, from the store');
+    r2.mesh.ring.add(B); r2.mesh.vouched.add(B); r2.mesh.table.set(B, member(B));
+    await r2.ownership.start(r2.mesh);
+    await r2.ownership.rebalancing;
+    r2.ownership.onMembershipChange({ members: [A, B], added: [], removed: [], dead: [] });
+    await r2.ownership.rebalancing;
+    const toB = r2.mesh.sentTo(B).map(classifyItem).filter((w) => w.kind === 'seen').map((w) => w.kind === 'seen' && w.url);
+    assert.deepEqual(toB, [`http://${b[0]}/fetched-by-b`], 'the settled-only host is B\'s under {A, B}: handed on, as before the restart');
+    assert.deepEqual([...r2.ownership.settledHosts()], []);
+    // B dies: the host is ours now, known by the replica entry we held before the restart.
+    r2.mesh.ring.remove(B); r2.mesh.table.delete(B);
+    r2.ownership.onMembershipChange({ members: [A], added: [], removed: [B], dead: [B] });
+    await r2.ownership.rebalancing;
+    assert.deepEqual([...r2.ownership.settledHosts()], [replicaHost], 'B lived until now: its replicas stayed here; ours now, adopted (our successors will be caught up on it)');
+  } finally { await r2.close(); }
 });

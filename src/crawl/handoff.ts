@@ -308,6 +308,26 @@ export class HandoffGate {
 
   markerSent(peer: string, ringId: bigint): void { this.sent.set(peer, ringId); }
 
+  /**
+   * Whether we have sent `peer` a marker (for any ring) since we heard of it (or of its restart): its
+   * first marker from us is what lets us into its ring (docs/mesh.md "Joining"), so until then it
+   * refuses our seen entries as a stranger's.
+   */
+  introduced(peer: string): boolean { return this.sent.has(peer); }
+
+  /**
+   * The ring id an introduction to `peer` carries: our ring without it. "Handoff complete" for a ring
+   * without the receiver is true of any sender (the receiver owns nothing in it), and it is never the
+   * receiver's own ring (an active member is in its own), so it clears none of its gates: it only
+   * vouches for us (docs/mesh.md "Handoff protocol", introductions).
+   */
+  introRingId(peer: string): bigint {
+    if (!this.ring?.members().includes(peer)) return this.rid;
+    const r = snapshotRing(this.ring);
+    r.remove(peer);
+    return ringIdOf(r);
+  }
+
   /** A heartbeat's incarnation; true when the peer restarted (it waits for our marker again). */
   heard(peer: string, incarnation: number): boolean {
     const known = this.incarnations.get(peer);

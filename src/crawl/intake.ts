@@ -83,6 +83,14 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
       if (w.kind === 'bad') { bad++; continue; }
       if (w.kind === 'marker') {
         markers.push(w.ringId);
+        // The sender's first marker lets it into our ring as we read it, not after the batch: an introduction
+        // comes right before what its sender hands us (src/crawl/ownership.ts `handTo`), often in the same
+        // batch, and those seen entries are checked against the ring it enters (docs/mesh.md "Handoff protocol").
+        if (!local && mesh && !mesh.membership.isVouched(from)) {
+          mesh.membership.vouch(from);
+          startupRing = undefined;
+          withoutUs = undefined;
+        }
         continue;
       }
       if (w.kind === 'host-state' || w.kind === 'recrawl') {

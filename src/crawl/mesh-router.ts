@@ -285,6 +285,15 @@ export class MeshRouter implements Router {
     const drum = this.c.admission.drum;
     const ownership = this.ownership;
     log.info('leaving the mesh: handing hosts over');
+    // Counted in first: a member that has had no marker from us has not put us in its ring, and once we
+    // announce the leave it never will (a leaver owns nothing), so it would refuse every seen entry we hand it
+    // (`seen-not-owner`) and fetch those pages again. Our introduction, acknowledged while we are still active,
+    // puts us in its ring with the hosts we own (docs/mesh.md "Graceful leave"); bounded, a slow peer costs time only.
+    const active = mesh.members().filter((m) => !m.self && m.state === 'active' && !mesh.membership.isExcluded(m.id)).map((m) => m.id);
+    const introduced = await ownership.introduce(mesh, active);
+    if (introduced.length && !await mesh.outbox.waitEmpty({ peers: introduced, timeoutMs: Math.min(10_000, config.mesh.leaveTimeoutMs / 6) })) {
+      log.warn({ peers: introduced.map(shortPeerId) }, 'leaving before every member acknowledged our introduction');
+    }
     await mesh.leave();
     // Our own ring no longer holds us: with nobody else in it, and no other member heard of, every host maps back to us.
     const nobodyToHandTo = () => mesh.membership.ring.members().length === 0 && !this.leaveReceivers.ring(mesh);

@@ -11,13 +11,14 @@
 // it starts, before it exists (markers that arrive meanwhile are kept: the gate
 // exists before the node).
 import type { BatchOp } from '../store/db.js';
-import { seenKey, prefixEnd } from '../store/keys.js';
+import { seenKey, prefixEnd, hostKey } from '../store/keys.js';
 import { decodeEntry, type HostState } from '../frontier/frontier.js';
 import { hostOf } from '../url/normalize.js';
 import { decodeFetchRecord } from './records.js';
 import type { HandoffGate } from './handoff.js';
 import type { OwnerRing } from '../assign/zones.js';
 import { RecentRings } from './recent-rings.js';
+import { DurableHostMap } from './held-hosts.js';
 import { PartitionReturns } from './reconcile.js';
 import { PeerIntake } from './intake.js';
 import { parseZoneRule } from '../assign/zones.js';
@@ -31,6 +32,9 @@ export type { OwnershipComponents, OwnershipMesh, PeerCandidate, OwnedHostData }
 export const RECENT_RINGS_KEY = Buffer.from('recent-rings');
 /** Hosts handed over per exclusive section of the seen-set (their queues are read into memory together). */
 export const HANDOFF_CHUNK = 256;
+/** store.meta key prefixes of the hosts known only by seen entries, and of those whose replica seen entries we hold (src/crawl/held-hosts.ts). */
+export const SETTLED_ONLY_PREFIX = 'settled-only/';
+export const REPLICA_HOSTS_PREFIX = 'replica-host/';
 
 export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends OwnedHostData> {
   private mesh: OwnershipMesh | undefined;
@@ -40,13 +44,17 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private rebalancingP: Promise<void> = Promise.resolve();
   private pending = false;
   private handoffTimer: NodeJS.Timeout | undefined;
-  /** Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include them. */
-  private readonly settledOnly = new Map<string, Buffer>();
+  /**
+   * Hosts we hold seen entries for (received in a handoff) but no frontier state: a later handoff must include
+   * them. Kept in the store (src/crawl/held-hosts.ts): a restarted agent still hands them on.
+   */
+  private readonly settledOnly: DurableHostMap<Buffer>;
   /**
    * Hosts we hold replica seen entries for (we were a successor of their owner), with that owner: should it
-   * go, the entries go to the host's owner now — or, ours now, to our successors (`passReplicas`).
+   * go, the entries go to the host's owner now — or, ours now, to our successors (`passReplicas`). Kept in the
+   * store too.
    */
-  private readonly replicaHosts = new Map<string, { hk: Buffer; from: string }>();
+  private readonly replicaHosts: DurableHostMap<{ hk: Buffer; from: string }>;
   /** Our last rings: who may send us seen entries for a host (docs/mesh.md "Admission"). */
   private readonly recentRings = new RecentRings();
   /** The last write of recentRings to the store (writes are chained, newest last). */
@@ -55,10 +63,22 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private readonly intake: PeerIntake<C, D>;
   /** Members back after we declared them dead (docs/mesh.md "Partitions longer than the window"). */
   private readonly returns = new PartitionReturns({ keepMs: 24 * 3600_000 });
+  /** Introductions being queued, per peer (`introduce`). */
+  private readonly intros = new Map<string, Promise<void>>();
   /** Queued URLs handed over to their new owners. */
   handedOver = 0;
 
   constructor(private readonly c: OwnershipComponents<C, D>) {
+    const onError = (err: Error) => c.log.warn({ err: err.message }, 'held hosts not saved: a restart may fetch some settled pages again');
+    this.settledOnly = new DurableHostMap<Buffer>({
+      sublevel: c.store.meta, prefix: SETTLED_ONLY_PREFIX, onError,
+      encode: () => Buffer.alloc(0), decode: (host) => hostKey(host),
+    });
+    this.replicaHosts = new DurableHostMap<{ hk: Buffer; from: string }>({
+      sublevel: c.store.meta, prefix: REPLICA_HOSTS_PREFIX, onError,
+      encode: (_host, v) => Buffer.from(v.from, 'utf8'),
+      decode: (host, b) => (b.length ? { hk: hostKey(host), from: b.toString('utf8') } : undefined),
+    });
     this.intake = new PeerIntake({ ...c, mesh: () => this.mesh ?? this.intakeMesh, recentRings: this.recentRings, settledOnly: this.settledOnly, replicaHosts: this.replicaHosts });
   }
 
@@ -71,14 +91,22 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   /** The handoff passes queued so far, done. */
   get rebalancing(): Promise<void> { return this.rebalancingP; }
   /** The recent rings' last write (awaited before the store closes). */
-  saved(): Promise<void> { return this.ringsSaved; }
+  saved(): Promise<void> { return Promise.all([this.ringsSaved, this.settledOnly.flush(), this.replicaHosts.flush()]).then(() => {}); }
   /** Refusals by reason, of this component's own checks. */
   refusals(): Record<string, number> { return this.intake.refusals(); }
   /** Hosts we hold seen entries for without frontier state (their successors are caught up like our queued hosts'). */
   settledHosts(): Iterable<string> { return this.settledOnly.keys(); }
 
-  /** Before the first batch can arrive: who owned what under the rings we had before a restart. */
+  /**
+   * Before the first batch can arrive: who owned what under the rings we had before a restart, and the hosts
+   * we held seen entries for without a queue, or as a successor's replicas.
+   */
   async restoreRings(): Promise<void> {
+    try {
+      const settled = await this.settledOnly.restore();
+      const replicas = await this.replicaHosts.restore();
+      if (settled || replicas) this.c.log.info({ settledOnly: settled, replicaHosts: replicas }, 'held hosts restored');
+    } catch (err) { this.c.log.warn({ err: (err as Error).message }, 'saved held hosts unreadable'); }
     try {
       const saved = await this.c.store.meta.get(RECENT_RINGS_KEY);
       if (saved) this.recentRings.restore(JSON.parse(saved.toString('utf8')), { maxCapacity: this.c.config.mesh.admission.maxCapacity, rules: this.c.config.mesh.zoneRules.map(parseZoneRule) });
@@ -169,6 +197,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       // Its sender is gone, or the host's owner just died (our replicas may be from an earlier owner of it).
       const ownerDied = before !== undefined && dead.includes(before.ownerOf(host) ?? '');
       if (mesh.membership.member(from) && !ownerDied) continue;
+      // Kept from before a restart: while we start up, a sender we have not heard of yet may well be alive.
+      if (!ownerDied && this.c.gate.startingUp) continue;
       this.replicaHosts.delete(host);
       const owner = this.ownerOf(host);
       if (owner === mesh.id) {
@@ -186,7 +216,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       for (const [owner, hks] of byOwner) {
         const items: UrlItem[] = [];
         for (const hk of hks) items.push(...await this.settledItems(hk, 1));
-        if (items.length) await mesh.forward(owner, items, true);
+        if (items.length) await this.handTo(mesh, owner, items);
       }
     })().catch((err: Error) => this.c.log.error({ err: err.message }, 'passing on a departed owner\'s seen entries failed'));
   }
@@ -220,7 +250,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
         if (owner === mesh.id || frontier.host(host)) continue;
         try {
           const items = await this.settledItems(hk);
-          if (items.length) await mesh.forward(owner, items, true);
+          if (items.length) await this.handTo(mesh, owner, items);
           this.c.log.debug({ host, to: shortPeerId(owner), settled: items.length }, 'seen entries of a host handed over');
           this.settledOnly.delete(host);
         } catch (err) { failed = true; log.error({ host, err: (err as Error).message }, 'handing over seen entries failed'); }
@@ -323,6 +353,11 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       // A peer restarted without a ring change waits for our marker again; a member new to us gets
       // our marker (its way into our peers' rings) without waiting for a ring change.
       const restarted = gate.heard(m.id, m.incarnation);
+      // Introduced at once, not at the end of a pass that joins may keep cutting short: until our first marker
+      // reaches it, a member refuses what we hand it (handTo).
+      if (m.state === 'active' && !m.self && !gate.introduced(m.id) && !mesh.membership.isExcluded(m.id)) {
+        this.introduce(mesh, [m.id]).catch((err: Error) => log.warn({ peer: shortPeerId(m.id), err: err.message }, 'introduction not queued'));
+      }
       if (restarted || (m.state === 'active' && this.c.lifecycle() !== 'leaving' && gate.markersDue([m.id]).length > 0 && !mesh.membership.isExcluded(m.id))) this.scheduleRebalance();
     });
     const startedAt = Date.now();
@@ -388,7 +423,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
         dropped.push({ h, entries: entries.length });
         queuedUrls += queued.length;
       }
-      await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
+      await Promise.all([...byOwner].map(([owner, items]) => this.handTo(mesh, owner, items)));
       await store.db.batch(ops);
       if (queuedUrls) drum.forgetCached();
       for (const { h, entries } of dropped) {
@@ -421,7 +456,44 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
       const l = byOwner.get(owner);
       if (l) l.push(...items); else byOwner.set(owner, items);
     }
-    await Promise.all([...byOwner].map(([owner, items]) => mesh.forward(owner, items, true)));
+    await Promise.all([...byOwner].map(([owner, items]) => this.handTo(mesh, owner, items)));
+  }
+
+  /**
+   * Hands `items` (seen entries, a host's state, its queued URLs) to `peer`, introduced first: a member
+   * that has never had a marker from us has not counted us in, and refuses our seen entries as a
+   * stranger's (`seen-not-owner`) — in the mesh soak a member whose passes kept being cut short by
+   * joins sent its first marker to a newcomer 23 s after handing it hosts, and the newcomer fetched their
+   * settled pages again (docs/performance.md "Mesh soak"). The introduction is queued ahead of the items
+   * on the same ordered stream, and the receiver vouches for us as it reads it (src/crawl/intake.ts).
+   */
+  private async handTo(mesh: OwnershipMesh, peer: string, items: UrlItem[]): Promise<void> {
+    await this.introduce(mesh, [peer]);
+    await mesh.forward(peer, items, true);
+  }
+
+  /**
+   * An introduction (docs/mesh.md "Handoff protocol"): a marker for our ring without the peer, to each of
+   * `peers` that has had no marker from us yet. It claims nothing the receiver could act on — a ring
+   * without it is never its own, so no gate of its clears — but it vouches for us: we enter its ring,
+   * and what we hand it next is taken from a member it counts. Returns the peers introduced by this call
+   * or by one still on its way (queued now, not yet acknowledged).
+   */
+  async introduce(mesh: OwnershipMesh, peers: Iterable<string>): Promise<string[]> {
+    const gate = this.c.gate;
+    const wanted = [...new Set(peers)].filter((p) => p !== mesh.id && !gate.introduced(p));
+    // One introduction per peer: a caller that finds one on its way waits until it is queued (its data must come after).
+    const due = wanted.filter((p) => !this.intros.has(p));
+    for (const p of due) {
+      const rid = gate.introRingId(p);
+      this.intros.set(p, mesh.forward(p, [encodeHandoffMarker(rid)], true).then(() => {
+        // A pass's marker for our ring may have gone meanwhile: it is the later word, keep it.
+        if (!gate.introduced(p)) gate.markerSent(p, rid);
+      }).finally(() => this.intros.delete(p)));
+    }
+    await Promise.all(wanted.map((p) => this.intros.get(p)));
+    if (due.length) this.c.log.debug({ to: due.map(shortPeerId) }, 'introduced to members');
+    return wanted;
   }
 
   /** Admission figures (docs/mesh.md "Admission"): every refusal by reason, rate limiting, members left out. */
