@@ -22,6 +22,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { median } from './measure.js';
+import { parseCdxjLine } from '../src/warc/cdxj.js';
 
 interface Args { runs: number; agents: number; hosts: number; pages: number; concurrency: number; cpuProf?: string }
 const USAGE = 'node dist/bench/mesh-cpu.js [--runs N] [--agents N] [--hosts N] [--pages N] [--concurrency N] [--cpu-prof DIR]\n';
@@ -86,7 +87,7 @@ function fetchedTwice(dirs: string[]): number {
     const warc = join(dir, 'warc');
     for (const f of readdirSync(warc).filter((n) => n.endsWith('.cdxj'))) {
       for (const l of readFileSync(join(warc, f), 'utf8').split('\n')) {
-        const url = /"url": "([^"]+)"/.exec(l)?.[1];
+        const url = parseCdxjLine(l)?.url;
         if (!url || url.endsWith('/robots.txt')) continue;
         by.set(url, (by.get(url) ?? 0) | (1 << i));
       }

@@ -74,7 +74,6 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const foreignTrims: Buffer[] = []; // refused replica seen entries: done with only if that sender's
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
     let withoutUs: boolean | undefined; // likewise (heldWithoutUs)
-    let beforeUs: boolean | undefined; // likewise (heldBeforeUs)
     let bad = 0;
     // Where a URL came from is logged at debug only (src/crawl/mesh-router.ts): not built per URL otherwise.
     const traceVia = this.c.log.isLevelEnabled('debug');
@@ -101,7 +100,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           startupRing ??= this.c.gate.startingUp ? this.heardRing(mesh) : null;
           const heard = startupRing ?? undefined;
           if (!this.c.recentRings.owned(from, host, heard ? mesh.id : undefined, heard)
-            && !((beforeUs ??= this.heldBeforeUs(from)) && (mesh.ownerOf(host) === mesh.id || heard?.ownerOf(host) === mesh.id))) { this.refuse('state-not-owner', from, 1); bad++; continue; }
+            && !this.heldBeforeUs(mesh, from, host, heard)) { this.refuse('state-not-owner', from, 1); bad++; continue; }
         }
         hostItems.push(w.kind === 'host-state' ? { kind: 'host-state', host, state: w.state } : { kind: 'recrawl', host, url: w.url, depth: w.depth, state: w.state });
         continue;
@@ -126,7 +125,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
             // A departed owner's replica seen entries, from a member that held them (src/crawl/ownership.ts `passReplicas`).
             && !this.c.recentRings.heldFor(from, host, depth + 1, (id) => id !== mesh.id && (!mesh.membership.member(id) || mesh.membership.isSuspect?.(id) === true))
             // A member of the mesh before us, in its first handoff to us, for a host ours (heldBeforeUs).
-            && !((beforeUs ??= this.heldBeforeUs(from)) && (mesh.ownerOf(host) === mesh.id || heard?.ownerOf(host) === mesh.id))) {
+            && !this.heldBeforeUs(mesh, from, host, heard)) {
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             this.c.log.debug({ url: it.url, from: shortPeerId(from), kind: w.kind }, 'seen entry refused');
             // It may still trim a queued replica the same sender asked us to hold (src/crawl/frontier-replica.ts `trimFrom`).
@@ -254,8 +253,10 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
    * fetched twice of 10,200). The cost: a member already in the mesh could hide pages of a joiner's hosts,
    * once per join, until its marker for the joiner's ring (docs/mesh.md "Admission").
    */
-  private heldBeforeUs(from: string): boolean {
-    return this.c.gate.firstHandoffFrom(from) && this.c.gate.wasMemberAtJoin(from);
+  private heldBeforeUs(mesh: OwnershipMesh, from: string, host: string, heard: ZonedRing | undefined): boolean {
+    // Asked only once the other rules have refused (rare): the gates' scan comes last.
+    return this.c.gate.wasMemberAtJoin(from) && (mesh.ownerOf(host) === mesh.id || heard?.ownerOf(host) === mesh.id)
+      && this.c.gate.firstHandoffFrom(from);
   }
 
   private refuse(reason: string, from: string, n: number): void {
