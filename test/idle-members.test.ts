@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ignoredForIdle, type IdleMemberFacts } from '../src/crawl/idle-members.js';
+import { awaitedJoiner, ignoredForIdle, joinerWaitMs, type IdleMemberFacts } from '../src/crawl/idle-members.js';
 
 const timing = { heartbeatMs: 200, deadAfterMs: 1000 };
 /** dead-after + 2 heartbeats: how long a member must have been heard before the idle check waits for it. */
 const YOUTH_MS = 1400;
-const member = (over: Partial<IdleMemberFacts>): IdleMemberFacts => ({ excluded: false, vouched: false, heardForMs: 0, joiningForMs: 0, ...over });
+const member = (over: Partial<IdleMemberFacts>): IdleMemberFacts => ({ excluded: false, vouched: false, heardForMs: 0, joiningForMs: 0, silentForMs: 0, ...over });
 
 test('idle members: a vouched member always counts, an excluded one never does', () => {
   assert.equal(ignoredForIdle(member({ vouched: true, heardForMs: 0 }), timing), false, 'a restarted agent holds a frontier');
@@ -33,4 +33,20 @@ test('idle members: an identity heard for a second, then silent until declared d
   }
   // The same identity speaking on past the youth period counts, as any member would.
   assert.equal(ignoredForIdle(member({ heardForMs: YOUTH_MS, joiningForMs: YOUTH_MS }), timing), false);
+});
+
+test('idle members: the end waits for a young joiner still heard, not for a silent one, a vouched one or one joining too long', () => {
+  // A joiner listening for the mesh (heard, not vouched yet): the end waits, though the idle rounds ignore it.
+  assert.equal(awaitedJoiner(member({ heardForMs: 600, silentForMs: 100 }), timing), true);
+  assert.equal(ignoredForIdle(member({ heardForMs: 600, silentForMs: 100 }), timing), true);
+  assert.equal(awaitedJoiner(member({ heardForMs: 600, silentForMs: 2 * 200 }), timing), true);
+  // Silent for more than two heartbeats (a one-second identity gone): not waited for.
+  assert.equal(awaitedJoiner(member({ heardForMs: 600, silentForMs: 2 * 200 + 1 }), timing), false);
+  // Past its youth it counts in the idle rounds instead; vouched, excluded or joining too long: never waited for.
+  assert.equal(awaitedJoiner(member({ heardForMs: YOUTH_MS }), timing), false);
+  assert.equal(awaitedJoiner(member({ heardForMs: 600, vouched: true }), timing), false);
+  assert.equal(awaitedJoiner(member({ heardForMs: 600, excluded: true }), timing), false);
+  assert.equal(awaitedJoiner(member({ heardForMs: 600, joiningForMs: 20 * 200 + 1001 }), timing), false);
+  // The wait is bounded per idle period: a youth and two heartbeats.
+  assert.equal(joinerWaitMs(timing), 1000 + 4 * 200);
 });

@@ -7,7 +7,8 @@ import { joinBackoffMs, joinThroughPeers, JoinError } from '../src/mesh/join.js'
 import type { MeshLogger } from '../src/mesh/node.js';
 import { spawnAgent, tempDir, waitUntil } from './helpers.js';
 import { join } from 'node:path';
-import { startAgentProcess, pageCounts, meshWeb, waitFor, whoFetched, agentOf, waitMembers, seedThroughApi } from './mesh-agents.js';
+import { readFileSync } from 'node:fs';
+import { startAgentProcess, pageCounts, meshWeb, waitFor, whoFetched, agentOf, waitMembers, seedThroughApi, listeningOn, membershipEvents } from './mesh-agents.js';
 
 /** A logger that keeps the messages. */
 function recorder(): MeshLogger & { lines: string[] } {
@@ -149,6 +150,35 @@ test('a chain started backwards (a2 seeds a1, a1 seeds a0, a0 last): a2 and a1 m
     const twice = [...counts].filter(([, n]) => n > 1).map(([u]) => u);
     assert.deepEqual(twice.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'no page fetched twice');
     assert.deepEqual([...new Set(web.requests().map((r) => agentOf(r.userAgent)))].sort(), ['a0', 'a1', 'a2'], 'one mesh: every agent crawled its share');
+  } finally {
+    await web.close();
+  }
+});
+
+test('a member done before the joiners counted it in waits for them: a small web, every agent given the seeds, no page fetched twice', async () => {
+  // Joiners listen for the mesh 2.5 heartbeats before they count anyone in (src/mesh/join.ts). A first member
+  // that crawls the whole web meanwhile and ends takes its seen-set with it, and the joiners, given the same
+  // seeds, crawl everything again (src/crawl/idle-members.ts `awaitedJoiner`). Heartbeats of 2 s
+  // make that window 5 s, which the first member's crawl of 80 pages fits in (at 1 s it did in 1 run of 3).
+  const { web, dir, seeds, expected } = await meshWeb(16, 5);
+  try {
+    const timing = ['--heartbeat', '2000', '--dead-after', '10000', '--min-delay', '0'];
+    const a0 = startAgentProcess(web, dir, 'a0', ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', ...timing]);
+    const first = await listeningOn(a0, { api: true });
+    const joiners = ['a1', 'a2'].map((n) => startAgentProcess(web, dir, n,
+      ['--listen', '/ip4/127.0.0.1/tcp/0', '--seed', `127.0.0.1:${first.mesh}`, '--seed', seeds, '--join-timeout', '60s', ...timing]));
+    // Its introductions to the joiners (its marker, sent on a member's first heartbeat): it heard both, and they
+    // are still listening for the mesh.
+    const introduced = () => new Set(a0.log().split('\n').filter((l) => l.includes('"msg":"handoff markers sent"')).flatMap((l) => (JSON.parse(l) as { to: string[] }).to)).size;
+    await waitFor(() => introduced() >= 2, 60_000, 'the first member to hear both joiners');
+    const roots = readFileSync(seeds, 'utf8').trim().split('\n');
+    await seedThroughApi(first.api, roots, join(dir, 'a0'));
+    const results = await Promise.all([a0, ...joiners].map((a) => a.done));
+    for (const r of results) assert.equal(r.code, 0, r.err.slice(-2000));
+    const counts = pageCounts(web);
+    assert.deepEqual([...expected].filter((u) => !counts.has(u)), [], 'every reachable page fetched');
+    const twice = [...counts].filter(([, n]) => n > 1).map(([u]) => u);
+    assert.deepEqual(twice.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], `no page fetched twice (${twice.length} were)\n${membershipEvents([a0, ...joiners])}`);
   } finally {
     await web.close();
   }

@@ -10,6 +10,8 @@ export interface IdleMemberFacts {
   heardForMs: number;
   /** How long it has been a member without vouching (undefined: not tracked yet). */
   joiningForMs: number | undefined;
+  /** How long since its latest heartbeat. */
+  silentForMs: number;
 }
 
 export interface IdleTiming { heartbeatMs: number; deadAfterMs: number }
@@ -25,7 +27,30 @@ export interface IdleTiming { heartbeatMs: number; deadAfterMs: number }
 export function ignoredForIdle(m: IdleMemberFacts, t: IdleTiming): boolean {
   if (m.excluded) return true;
   if (m.vouched) return false;
-  const joiningTooLong = m.joiningForMs !== undefined && m.joiningForMs > 20 * t.heartbeatMs + t.deadAfterMs;
-  const young = m.heardForMs < t.deadAfterMs + 2 * t.heartbeatMs;
-  return joiningTooLong || young;
+  return joiningTooLong(m, t) || young(m, t);
+}
+
+/**
+ * Whether the end waits for a member to finish joining: a young one, not vouched yet, still heard. A joiner
+ * listens for the mesh a few heartbeats before it counts anyone in (src/mesh/join.ts), and it holds seeds of
+ * its own; a member that ended meanwhile, done with a small web, would take its seen-set with it, and the
+ * joiners would crawl its hosts again. Once heard past its youth, such a member counts (ignoredForIdle).
+ * A stream of short-lived identities would keep this true: the caller bounds the wait (`joinerWaitMs`).
+ */
+export function awaitedJoiner(m: IdleMemberFacts, t: IdleTiming): boolean {
+  if (m.excluded || m.vouched) return false;
+  return young(m, t) && !joiningTooLong(m, t) && m.silentForMs <= 2 * t.heartbeatMs;
+}
+
+/** The longest the end of a run waits for joiners (awaitedJoiner) in one idle period: a youth and two heartbeats. */
+export function joinerWaitMs(t: IdleTiming): number {
+  return t.deadAfterMs + 4 * t.heartbeatMs;
+}
+
+function young(m: IdleMemberFacts, t: IdleTiming): boolean {
+  return m.heardForMs < t.deadAfterMs + 2 * t.heartbeatMs;
+}
+
+function joiningTooLong(m: IdleMemberFacts, t: IdleTiming): boolean {
+  return m.joiningForMs !== undefined && m.joiningForMs > 20 * t.heartbeatMs + t.deadAfterMs;
 }

@@ -10,7 +10,7 @@ import type { Logger } from '../util/log.js';
 import { DEFAULT_MESH_EXCHANGE, type MeshConfig } from '../config.js';
 import { parseZoneRule } from '../assign/zones.js';
 import { ZoneView } from './zone-view.js';
-import { ignoredForIdle } from './idle-members.js';
+import { awaitedJoiner, ignoredForIdle, joinerWaitMs, type IdleMemberFacts } from './idle-members.js';
 import { LinkWatch } from '../mesh/link-watch.js';
 
 /** How often a member alone in its mesh checks whether its run is done (between its heartbeat-paced checks). */
@@ -54,6 +54,8 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   /** The crawl has begun somewhere in the mesh: an agent waiting for peers and seeds is not "idle". */
   private sawWork = false;
   private lastSignature = '';
+  /** Since when the end of this idle period has waited for joiners (awaitedJoiner); undefined: not waiting. */
+  private joinerWaitSince: number | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private aloneIdleTimer: NodeJS.Timeout | undefined;
   private linkWatch: LinkWatch | undefined;
@@ -231,7 +233,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     // Members we left out of our ring, members that never finish joining and members younger than a
     // dead-after period (a stream of fresh identities) do not hold the crawl open, nor do our queues for them.
     const ignored = (id: string) => this.ignoredForIdle(id);
-    if (!h.localIdle() || this.pendingOutbox() > 0) { reset(); return; }
+    if (!h.localIdle() || this.pendingOutbox() > 0) { reset(); this.joinerWaitSince = undefined; return; }
     const members = this.membership.members();
     if (!this.sawWork) {
       const own = h.counters();
@@ -241,6 +243,13 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
       // A seed whose host failed at once is work too: it may have settled between two checks (docs/politeness.md "Ending a run").
       this.sawWork = own.fetched > 0 || own.queued > 0 || own.began === true || members.some((m) => !m.self && !ignored(m.id) && m.counters.fetched > 0);
       if (!this.sawWork) return;
+    }
+    // Joiners we heard that have not counted us in yet hold seeds of their own, and need our seen-set: the end
+    // waits for them, once per idle period and bounded (src/crawl/idle-members.ts `awaitedJoiner`).
+    const now = Date.now();
+    if (members.some((m) => !m.self && awaitedJoiner(this.idleFacts(m.id, now), this.cfg))) {
+      this.joinerWaitSince ??= now;
+      if (now - this.joinerWaitSince < joinerWaitMs(this.cfg)) { reset(); return; }
     }
     const counted = members.filter((m) => m.self || !ignored(m.id));
     for (const m of counted) {
@@ -268,13 +277,19 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
   }
 
   private ignoredForIdle(id: string): boolean {
+    return ignoredForIdle(this.idleFacts(id, Date.now()), this.cfg);
+  }
+
+  private idleFacts(id: string, now: number): IdleMemberFacts {
     const joining = this.joiningSince.get(id);
-    return ignoredForIdle({
+    const lastHeard = this.membership.member(id)?.lastHeard;
+    return {
       excluded: this.membership.isExcluded(id),
       vouched: this.membership.isVouched(id),
       heardForMs: this.membership.heardForMs(id),
-      joiningForMs: joining === undefined ? undefined : Date.now() - joining,
-    }, this.cfg);
+      joiningForMs: joining === undefined ? undefined : now - joining,
+      silentForMs: lastHeard === undefined ? Infinity : now - lastHeard,
+    };
   }
 
   async leave(): Promise<void> { this.leavingSince = Date.now(); await this.membership.leave(); }
