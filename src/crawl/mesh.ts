@@ -247,7 +247,7 @@ export class AgentMesh extends EventEmitter<{ idle: []; forget: [peer: string] }
     // Joiners we heard that have not counted us in yet hold seeds of their own, and need our seen-set: the end
     // waits for them, once per idle period and bounded (src/crawl/idle-members.ts `awaitedJoiner`).
     const now = Date.now();
-    if (members.some((m) => !m.self && awaitedJoiner(this.idleFacts(m.id, now), this.cfg))) {
+    if (members.some((m) => !m.self && m.state === 'active' && awaitedJoiner(this.idleFacts(m.id, now), this.cfg))) {
       this.joinerWaitSince ??= now;
       if (now - this.joinerWaitSince < joinerWaitMs(this.cfg)) { reset(); return; }
     }
