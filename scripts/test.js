@@ -75,7 +75,7 @@ const BUSY = new Set(['memory']);
 const PROFILES = new Map(Object.entries({
   'hostile-peer-stranger': [32, 14], 'hostile-peer-garbage': [27, 12], 'hostile-peer-churn': [17, 9], 'hostile-peer-flood': [36, 21],
   'mesh-crawl': [39, 32], 'zones-wan': [26, 24],
-  memory: [89, 22], crawl: [73, 22], 'mesh-crash': [71, 39], 'partition-heal': [66, 20], 'mesh-scope': [63, 19], ending: [52, 7],
+  memory: [16, 6], crawl: [73, 22], 'mesh-crash': [71, 39], 'partition-heal': [66, 20], 'mesh-scope': [63, 19], ending: [52, 7],
   'join-order': [51, 13], 'scope-crawl': [49, 10], 'mesh-replica': [49, 20], 'host-state': [48, 7], crash: [46, 11],
   'politeness-crawl': [42, 4], 'recrawl-crawl': [38, 9], frontier: [33, 9], 'mesh-admission': [31, 9], simhash: [28, 11],
   'api-auth': [28, 9], 'mesh-block': [26, 10], 'render-crawl': [25, 9], 'config-file': [24, 8], 'dedup-store': [21, 7],
@@ -146,7 +146,7 @@ const isHeavy = (file) => !isBatch(file) && HEAVY.has(nameOf(file));
 const isSensitive = (file) => !isBatch(file) && SENSITIVE.has(nameOf(file));
 const isBusy = (file) => !isBatch(file) && BUSY.has(nameOf(file));
 const fileProfile = (file) => PROFILES.get(nameOf(file)) ?? [5, 1];
-/** A file's profile, or a batch's: the sum of its files' (they run one after the other). */
+/** A file's profile, or a batch's (batchesOf). */
 const profileOf = (unit) => (isBatch(unit) ? unit.profile : fileProfile(unit));
 const wallOf = (file) => profileOf(file)[0];
 /** The cores a file keeps busy on average (its CPU over its wall). */
@@ -155,16 +155,24 @@ const coresOf = (file) => profileOf(file)[1] / profileOf(file)[0];
 const besideOf = (file, opts) => Math.min(opts.besideCores, BESIDE_LIMIT.get(nameOf(file)) ?? Infinity);
 
 /**
- * The SHARED files in at most `n` batches of about equal wall (their PROFILES; longest first, each into the batch
+ * The cores a batch of SHARED files keeps busy: its files compute more than they wait, one after the other (the
+ * two batches of a run measured 0.46 and 0.54 core side by side at load 7-14, in line with PROFILES' loads). A
+ * batch is profiled as its files' CPU over this, not as their walls' sum: each file's wall in PROFILES is mostly
+ * its own process's start and its waits beside other files.
+ */
+const BATCH_CORES = 0.5;
+/**
+ * The SHARED files in at most `n` batches of about equal CPU (their PROFILES; the most first, each into the batch
  * with the least so far), each file in its own process if only one would be in a batch.
  */
 function batchesOf(files, n) {
   const batches = Array.from({ length: Math.min(n, Math.floor(files.length / 2)) }, (_, i) => ({ name: `shared process ${i + 1}`, files: [], profile: [0, 0] }));
   if (!batches.length) return files;
-  for (const f of [...files].sort((a, b) => wallOf(b) - wallOf(a) || a.localeCompare(b))) {
-    const b = batches.reduce((min, x) => (x.profile[0] < min.profile[0] ? x : min));
+  const cpuOf = (f) => fileProfile(f)[1];
+  for (const f of [...files].sort((a, b) => cpuOf(b) - cpuOf(a) || a.localeCompare(b))) {
+    const b = batches.reduce((min, x) => (x.profile[1] < min.profile[1] ? x : min));
     b.files.push(f);
-    b.profile = [b.profile[0] + wallOf(f), b.profile[1] + profileOf(f)[1]];
+    b.profile = [(b.profile[1] + cpuOf(f)) / BATCH_CORES, b.profile[1] + cpuOf(f)];
   }
   for (const b of batches) b.files.sort();
   return batches;
