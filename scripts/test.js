@@ -155,12 +155,13 @@ const coresOf = (file) => profileOf(file)[1] / profileOf(file)[0];
 const besideOf = (file, opts) => Math.min(opts.besideCores, BESIDE_LIMIT.get(nameOf(file)) ?? Infinity);
 
 /**
- * The cores a batch of SHARED files keeps busy: its files compute more than they wait, one after the other (the
- * two batches of a run measured 0.46 and 0.54 core side by side at load 7-14, in line with PROFILES' loads). A
- * batch is profiled as its files' CPU over this, not as their walls' sum: each file's wall in PROFILES is mostly
- * its own process's start and its waits beside other files.
+ * The cores a batch of SHARED files keeps busy: its files compute more than they wait, one after the other, so
+ * counted as a whole core (on a loaded machine it gets less: two batches side by side took 0.46 and 0.54 core at
+ * load 7-14). A batch is profiled as its files' CPU over this, not as their walls' sum (each file's wall in
+ * PROFILES is mostly its own process's start and its waits beside other files). Counted so, one batch runs
+ * beside a SENSITIVE file as the process spinning on one core did that each passed beside, and never two.
  */
-const BATCH_CORES = 0.5;
+const BATCH_CORES = 1;
 /**
  * The SHARED files in at most `n` batches of about equal CPU (their PROFILES; the most first, each into the batch
  * with the least so far), each file in its own process if only one would be in a batch.
