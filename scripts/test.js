@@ -15,15 +15,19 @@
 // then passes does not fail the run, but it is never hidden: the summary names it as flaky and its first,
 // failed output is printed again. A file that fails alone too fails the run. Files that are not mesh
 // files are never re-run: they have no deadlines that load alone explains.
+// The unit test files (SHARED below) do not each get a process: they run in --batches Node processes (default:
+// the machine's cores, at least 2) through scripts/test-batch.js, one file after the other, which saves the half
+// CPU-second each spent starting Node, node:test and its imports. A batch is reported as one (its files named);
+// when it fails, the files whose tests failed are named from node:test's summary. `--batches 0` gives each its own.
 // At the end: the slowest files, then the whole output of every failed and every flaky file again (a CI log is
 // often read from its tail only). Ports: every test listens on port 0.
 //
 // --cpu-report: every Node process of the run records its CPU time at exit (scripts/process-cpu.cjs), and the
 // summary splits the run's CPU between the test files' own processes and the agent processes each file started.
 //
-//   node scripts/test.js [--jobs N] [--cores X] [--heavy-jobs N] [--beside-cores X] [--retries N] [--cpu-report] [file.test.js ...]
+//   node scripts/test.js [--jobs N] [--cores X] [--heavy-jobs N] [--beside-cores X] [--retries N] [--batches N] [--cpu-report] [file.test.js ...]
 //
-// Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_CORES, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_BESIDE_CORES, UBICRAWL_TEST_RETRIES
+// Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_CORES, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_BESIDE_CORES, UBICRAWL_TEST_RETRIES, UBICRAWL_TEST_BATCHES
 // (the same as the flags), UBICRAWL_TEST_FILE_TIMEOUT (seconds a file may take before it is killed and failed;
 // default 420: the slowest file takes about 100 s alone and twice that on a loaded machine; a file whose process
 // outlives its last test, held open by a handle, is killed and, if a mesh file, run again).
