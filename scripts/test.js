@@ -15,22 +15,26 @@
 // then passes does not fail the run, but it is never hidden: the summary names it as flaky and its first,
 // failed output is printed again. A file that fails alone too fails the run. Files that are not mesh
 // files are never re-run: they have no deadlines that load alone explains.
+// The unit test files (SHARED below) do not each get a process: they run in --batches Node processes (default:
+// the machine's cores, at least 2) through scripts/test-batch.js, one file after the other, which saves the half
+// CPU-second each spent starting Node, node:test and its imports. A batch is reported as one (its files named);
+// when it fails, the files whose tests failed are named from node:test's summary. `--batches 0` gives each its own.
 // At the end: the slowest files, then the whole output of every failed and every flaky file again (a CI log is
 // often read from its tail only). Ports: every test listens on port 0.
 //
 // --cpu-report: every Node process of the run records its CPU time at exit (scripts/process-cpu.cjs), and the
 // summary splits the run's CPU between the test files' own processes and the agent processes each file started.
 //
-//   node scripts/test.js [--jobs N] [--cores X] [--heavy-jobs N] [--beside-cores X] [--retries N] [--cpu-report] [file.test.js ...]
+//   node scripts/test.js [--jobs N] [--cores X] [--heavy-jobs N] [--beside-cores X] [--retries N] [--batches N] [--cpu-report] [file.test.js ...]
 //
-// Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_CORES, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_BESIDE_CORES, UBICRAWL_TEST_RETRIES
+// Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_CORES, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_BESIDE_CORES, UBICRAWL_TEST_RETRIES, UBICRAWL_TEST_BATCHES
 // (the same as the flags), UBICRAWL_TEST_FILE_TIMEOUT (seconds a file may take before it is killed and failed;
 // default 420: the slowest file takes about 100 s alone and twice that on a loaded machine; a file whose process
 // outlives its last test, held open by a handle, is killed and, if a mesh file, run again).
 import { spawn } from 'node:child_process';
 import { availableParallelism, tmpdir } from 'node:os';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { basename, dirname, join, relative } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -75,7 +79,7 @@ const BUSY = new Set(['memory']);
 const PROFILES = new Map(Object.entries({
   'hostile-peer-stranger': [32, 14], 'hostile-peer-garbage': [27, 12], 'hostile-peer-churn': [17, 9], 'hostile-peer-flood': [36, 21],
   'mesh-crawl': [39, 32], 'zones-wan': [26, 24],
-  memory: [89, 22], crawl: [73, 22], 'mesh-crash': [71, 39], 'partition-heal': [66, 20], 'mesh-scope': [63, 19], ending: [52, 7],
+  memory: [16, 6], crawl: [73, 22], 'mesh-crash': [71, 39], 'partition-heal': [66, 20], 'mesh-scope': [63, 19], ending: [52, 7],
   'join-order': [51, 13], 'scope-crawl': [49, 10], 'mesh-replica': [49, 20], 'host-state': [48, 7], crash: [46, 11],
   'politeness-crawl': [42, 4], 'recrawl-crawl': [38, 9], frontier: [33, 9], 'mesh-admission': [31, 9], simhash: [28, 11],
   'api-auth': [28, 9], 'mesh-block': [26, 10], 'render-crawl': [25, 9], 'config-file': [24, 8], 'dedup-store': [21, 7],
@@ -84,7 +88,29 @@ const PROFILES = new Map(Object.entries({
   'politeness-paths': [15, 2], dashboard: [14, 3], parse: [14, 3], 'address-guard': [13, 4], 'mesh-integration': [13, 3], requests: [13, 4],
   'mesh-membership': [13, 3], 'import-cycles': [12, 3], 'paused-ending': [11, 2], 'mesh-exchange': [10, 3], 'slow-first-dial': [9, 2],
   directives: [9, 2], 'code-cache': [8, 1], ring: [8, 3], cdxj: [8, 2],
+  // SHARED files, each in its own process one at a time at load 20-25 (2026-11-27, session 15).
+  seen: [15, 3], sitemap: [11, 2], 'seen-state': [11, 2], 'zones-wiring': [10, 3], 'write-failure': [10, 3], 'mesh-node': [9, 2],
+  'policy-gate': [9, 3], ownership: [9, 2], 'config-defaults': [9, 2], api: [8, 1], 'gossip-fast-path': [8, 2],
 }));
+
+/**
+ * Files that share a Node process with others (scripts/test-batch.js), --batches processes in all, rather than one
+ * process each: starting Node, node:test and a file's imports costs about half a CPU-second, more than many of
+ * these files' own tests (docs/performance.md "Test suite"). Each starts no child process, sets nothing
+ * process-wide that another file reads, and stops what it starts; the files of a batch run one after the other,
+ * so none is timed beside another of its batch. Not here: files that start agents or other child processes,
+ * files of HEAVY or BUSY, and files whose tests take seconds of waiting (they are better beside others).
+ */
+const SHARED = new Set([
+  'address', 'admission', 'api', 'api-policy', 'cdxj', 'citations', 'cli-doc', 'completion', 'config-defaults',
+  'cookies', 'crawl-scope', 'dedup-store', 'derive', 'directives', 'dns', 'fingerprinter', 'gossip-fast-path',
+  'group-commit', 'hash', 'held-replicas', 'host-state-record', 'host-turn', 'idle-members', 'import-cycles',
+  'leave-receivers', 'left-empty', 'library', 'link-watch', 'media', 'mesh-exchange', 'mesh-handoff',
+  'mesh-membership', 'mesh-node', 'mesh-outbox', 'ownership', 'page', 'parse', 'policy', 'policy-gate', 'politeness',
+  'promotions', 'reconcile', 'recrawl', 'recrawl-store', 'relay-recent', 'render-decide', 'replica-catchup',
+  'robots', 'router', 'scope', 'seen', 'seen-state', 'serial-lane', 'simhash', 'sitemap', 'storage', 'suspicion',
+  'units', 'url', 'url-host', 'version', 'wire-items', 'write-failure', 'zones', 'zones-wiring',
+]);
 
 function parseArgs(argv) {
   const opts = {
@@ -94,6 +120,7 @@ function parseArgs(argv) {
     cores: Number(process.env.UBICRAWL_TEST_CORES ?? availableParallelism()),
     timeoutS: Number(process.env.UBICRAWL_TEST_FILE_TIMEOUT ?? 420),
     retries: Number(process.env.UBICRAWL_TEST_RETRIES ?? 1),
+    batches: Number(process.env.UBICRAWL_TEST_BATCHES ?? Math.max(2, availableParallelism())),
     cpuReport: false,
     files: [],
   };
@@ -104,34 +131,66 @@ function parseArgs(argv) {
     else if (a === '--beside-cores') opts.besideCores = Number(argv[++i]);
     else if (a === '--cores') opts.cores = Number(argv[++i]);
     else if (a === '--retries') opts.retries = Number(argv[++i]);
+    else if (a === '--batches') opts.batches = Number(argv[++i]);
     else if (a === '--cpu-report') opts.cpuReport = true;
     else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else opts.files.push(a);
   }
   for (const k of ['jobs', 'heavyJobs', 'timeoutS']) if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new Error(`${k} must be a positive integer`);
-  if (!Number.isInteger(opts.retries) || opts.retries < 0) throw new Error('retries must be a non-negative integer');
+  for (const k of ['retries', 'batches']) if (!Number.isInteger(opts[k]) || opts[k] < 0) throw new Error(`${k} must be a non-negative integer`);
   for (const k of ['besideCores', 'cores']) if (!(opts[k] >= 0)) throw new Error(`${k} must be a non-negative number`);
   if (!opts.files.length) opts.files = readdirSync(testDir).filter((f) => f.endsWith('.test.js')).sort().map((f) => join(testDir, f));
   return opts;
 }
 
 const nameOf = (file) => basename(file).replace(/\.test\.js$/, '');
-const isHeavy = (file) => HEAVY.has(nameOf(file));
-const isSensitive = (file) => SENSITIVE.has(nameOf(file));
-const isBusy = (file) => BUSY.has(nameOf(file));
-const profileOf = (file) => PROFILES.get(nameOf(file)) ?? [5, 1];
+const isBatch = (unit) => typeof unit !== 'string';
+const isShared = (file) => SHARED.has(nameOf(file));
+const isHeavy = (file) => !isBatch(file) && HEAVY.has(nameOf(file));
+const isSensitive = (file) => !isBatch(file) && SENSITIVE.has(nameOf(file));
+const isBusy = (file) => !isBatch(file) && BUSY.has(nameOf(file));
+const fileProfile = (file) => PROFILES.get(nameOf(file)) ?? [5, 1];
+/** A file's profile, or a batch's (batchesOf). */
+const profileOf = (unit) => (isBatch(unit) ? unit.profile : fileProfile(unit));
 const wallOf = (file) => profileOf(file)[0];
 /** The cores a file keeps busy on average (its CPU over its wall). */
 const coresOf = (file) => profileOf(file)[1] / profileOf(file)[0];
 /** The cores other files may keep busy beside a SENSITIVE file. */
 const besideOf = (file, opts) => Math.min(opts.besideCores, BESIDE_LIMIT.get(nameOf(file)) ?? Infinity);
 
+/**
+ * The cores a batch of SHARED files keeps busy: its files compute more than they wait, one after the other, so
+ * counted as a whole core (on a loaded machine it gets less: two batches side by side took 0.46 and 0.54 core at
+ * load 7-14). A batch is profiled as its files' CPU over this, not as their walls' sum (each file's wall in
+ * PROFILES is mostly its own process's start and its waits beside other files). Counted so, one batch runs
+ * beside a SENSITIVE file as the process spinning on one core did that each passed beside, and never two.
+ */
+const BATCH_CORES = 1;
+/**
+ * The SHARED files in at most `n` batches of about equal CPU (their PROFILES; the most first, each into the batch
+ * with the least so far), each file in its own process if only one would be in a batch.
+ */
+function batchesOf(files, n) {
+  const batches = Array.from({ length: Math.min(n, Math.floor(files.length / 2)) }, (_, i) => ({ name: `shared process ${i + 1}`, files: [], profile: [0, 0] }));
+  if (!batches.length) return files;
+  const cpuOf = (f) => fileProfile(f)[1];
+  for (const f of [...files].sort((a, b) => cpuOf(b) - cpuOf(a) || a.localeCompare(b))) {
+    const b = batches.reduce((min, x) => (x.profile[1] < min.profile[1] ? x : min));
+    b.files.push(f);
+    b.profile = [(b.profile[1] + cpuOf(f)) / BATCH_CORES, b.profile[1] + cpuOf(f)];
+  }
+  for (const b of batches) b.files.sort();
+  return batches;
+}
+
 /** Runs one file; resolves with its exit, output and wall time. Killed (its whole process group) after the timeout. */
 function runFile(file, timeoutS) {
   const started = Date.now();
   // The file runs in this child itself (not under `--test`, which would start one more process per file: a
   // second of wall and a fifth of a second of CPU each); node:test still reports it and sets the exit code.
-  const args = ['--import', join(root, 'dist', 'src', 'polyfill.js'), '--test-force-exit', '--test-reporter=spec', file];
+  // A batch runs in scripts/test-batch.js, which imports its files (SHARED, above).
+  const what = isBatch(file) ? [join(root, 'scripts', 'test-batch.js'), ...file.files] : [file];
+  const args = ['--import', join(root, 'dist', 'src', 'polyfill.js'), '--test-force-exit', '--test-reporter=spec', ...what];
   // Its own process group, so that a hung file's agents go with it.
   const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   running.add(child);
@@ -220,14 +279,17 @@ function nextStartable(queue, s, opts) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   // The SENSITIVE files first (others beside them within --beside-cores), then the rest: longest first.
-  const queue = [...opts.files].sort((a, b) => Number(isSensitive(b)) - Number(isSensitive(a)) || wallOf(b) - wallOf(a) || a.localeCompare(b));
+  const units = opts.batches ? [...opts.files.filter((f) => !isShared(f)), ...batchesOf(opts.files.filter(isShared), opts.batches)] : [...opts.files];
+  const queue = units.sort((a, b) => Number(isSensitive(b)) - Number(isSensitive(a)) || wallOf(b) - wallOf(a) || rel(a).localeCompare(rel(b)));
   const t0 = Date.now();
   const cpuStart = childCpuSeconds();
   if (opts.cpuReport) {
     process.env.UBICRAWL_CPU_REPORT = join(mkdtempSync(join(tmpdir(), 'ubicrawl-cpu-')), 'processes.jsonl');
     process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --require ${join(root, 'scripts', 'process-cpu.cjs')}`.trim();
   }
-  process.stdout.write(`# ${queue.length} test files, at most ${opts.jobs} at a time keeping at most ${opts.cores} cores busy (at most ${opts.heavyJobs} `
+  const batched = queue.filter(isBatch);
+  const sharing = batched.reduce((n, b) => n + b.files.length, 0);
+  process.stdout.write(`# ${opts.files.length} test files${batched.length ? ` (${sharing} of them in ${batched.length} shared processes)` : ''}, at most ${opts.jobs} at a time keeping at most ${opts.cores} cores busy (at most ${opts.heavyJobs} `
     + `mesh/agent-heavy; ${[...SENSITIVE].join(', ')} first, with at most ${opts.besideCores} cores busy beside each), node ${process.version}\n`);
   const results = [];
   const s = { running: [] };
@@ -278,9 +340,9 @@ async function main() {
   }
   const cpuEnd = childCpuSeconds();
   const cpu = cpuEnd !== null && cpuStart !== null ? `, CPU ${(cpuEnd - cpuStart).toFixed(1)} s` : '';
-  process.stdout.write(`\n# ${results.length} files, ${failed.length} failed, ${flaky.length} flaky; wall ${((Date.now() - t0) / 1000).toFixed(1)} s, sum of file times ${(sumMs / 1000).toFixed(1)} s${cpu}\n`);
+  process.stdout.write(`\n# ${opts.files.length} files in ${results.length} processes, ${failed.length} failed, ${flaky.length} flaky; wall ${((Date.now() - t0) / 1000).toFixed(1)} s, sum of file times ${(sumMs / 1000).toFixed(1)} s${cpu}\n`);
   for (const r of flaky) process.stdout.write(`# FLAKY ${rel(r.file)}: failed beside other files, passed alone (its output above)\n`);
-  for (const r of failed) process.stdout.write(`# FAILED ${rel(r.file)}${r.timedOut ? ` (killed after ${opts.timeoutS} s)` : ''}\n`);
+  for (const r of failed) process.stdout.write(`# FAILED ${rel(r.file)}${r.timedOut ? ` (killed after ${opts.timeoutS} s)` : ''}${failedInBatch(r)}\n`);
   if (opts.cpuReport) printCpuReport(process.env.UBICRAWL_CPU_REPORT);
   process.exitCode = failed.length ? 1 : 0;
 }
@@ -295,7 +357,7 @@ function printCpuReport(file) {
     return;
   }
   const byPid = new Map(rows.map((r) => [r.pid, r]));
-  const isTestFile = (r) => r.argv.endsWith('.test.js');
+  const isTestFile = (r) => r.argv.endsWith('.test.js') || r.argv.includes('test-batch.js');
   const isAgent = (r) => !isTestFile(r) && /ubicrawl/.test(r.argv);
   const kinds = [['test file processes', isTestFile], ['agent processes', isAgent], ['other', (r) => !isTestFile(r) && !isAgent(r)]];
   process.stdout.write(`\n# CPU by process (${rows.length} processes reported; SIGKILLed ones are missing):\n`);
@@ -317,14 +379,25 @@ function printCpuReport(file) {
   }
 }
 
-const rel = (file) => relative(root, file);
+/** A file's path, or what a batch holds. */
+const rel = (unit) => (isBatch(unit) ? `${unit.name} (${unit.files.map(nameOf).join(', ')})` : relative(root, unit));
+/**
+ * The files of a failed batch that failed, from node:test's summary of failed tests ("test at FILE:LINE:COL"),
+ * or the reason none is named (killed, or a failure outside any test).
+ */
+function failedInBatch(r) {
+  if (!isBatch(r.file)) return '';
+  const named = new Set();
+  for (const m of r.output.matchAll(/^test at (\S+?):\d+:\d+$/gm)) named.add(relative(root, m[1].startsWith('file:') ? fileURLToPath(m[1]) : resolve(root, m[1])));
+  return named.size ? `: failed in ${[...named].join(', ')}` : ': no failed test named (see its output)';
+}
 const passed = (r) => r.code === 0 && !r.timedOut;
 const cpuText = (r) => (r.cpu === null ? '' : `(CPU ${r.cpu.toFixed(1).padStart(5)} s)  `);
 
 function report(r) {
   const ok = r.code === 0 && !r.timedOut;
   const cpu = r.cpu === null ? '' : `, CPU ${r.cpu.toFixed(1)} s`;
-  process.stdout.write(`\n# ${ok ? 'ok' : 'FAILED'} ${rel(r.file)} (${(r.ms / 1000).toFixed(1)} s${cpu}${r.timedOut ? ', timed out' : ''}${r.signal ? `, ${r.signal}` : ''})\n`);
+  process.stdout.write(`\n# ${ok ? 'ok' : 'FAILED'} ${rel(r.file)} (${(r.ms / 1000).toFixed(1)} s${cpu}${r.timedOut ? ', timed out' : ''}${r.signal ? `, ${r.signal}` : ''})${ok ? '' : failedInBatch(r)}\n`);
   process.stdout.write(r.output.endsWith('\n') || !r.output ? r.output : r.output + '\n');
 }
 
