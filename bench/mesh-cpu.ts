@@ -117,24 +117,40 @@ function runAgent(args: string[], dir: string, prof: string[], sampleThreads: bo
   });
 }
 
-interface RunResult { agents: number; pages: number; wallS: number; cpuMsPerPage: number; maxRssMb: number; twice: number; threads: Map<string, number> }
+interface RunResult {
+  agents: number; pages: number; wallS: number; cpuMsPerPage: number; maxRssMb: number; twice: number; threads: Map<string, number>;
+  /** Seconds from the start to the first page captured, and from the last one to the end (whole seconds ±1). */
+  firstS: number; tailS: number;
+}
 
-/** Pages (robots.txt aside) recorded by more than one of the agents whose data directories are `dirs`. */
-function fetchedTwice(dirs: string[]): number {
+/** 14-digit UTC WARC timestamp → ms since the epoch. */
+const warcMs = (t: string): number => Date.UTC(+t.slice(0, 4), +t.slice(4, 6) - 1, +t.slice(6, 8), +t.slice(8, 10), +t.slice(10, 12), +t.slice(12, 14));
+
+/**
+ * Pages (robots.txt aside) recorded by more than one of the agents whose data directories are `dirs`, and the
+ * first and last capture's time (WARC timestamps: whole seconds).
+ */
+function captures(dirs: string[]): { twice: number; firstMs: number; lastMs: number } {
   const by = new Map<string, number>();
+  let firstMs = Infinity;
+  let lastMs = -Infinity;
   for (const [i, dir] of dirs.entries()) {
     const warc = join(dir, 'warc');
     for (const f of readdirSync(warc).filter((n) => n.endsWith('.cdxj'))) {
       for (const l of readFileSync(join(warc, f), 'utf8').split('\n')) {
-        const url = parseCdxjLine(l)?.url;
+        const c = parseCdxjLine(l);
+        const url = c?.url;
         if (!url || url.endsWith('/robots.txt')) continue;
+        const ms = warcMs(c.timestamp);
+        if (ms < firstMs) firstMs = ms;
+        if (ms > lastMs) lastMs = ms;
         by.set(url, (by.get(url) ?? 0) | (1 << i));
       }
     }
   }
   let n = 0;
   for (const agents of by.values()) if ((agents & (agents - 1)) !== 0) n++;
-  return n;
+  return { twice: n, firstMs, lastMs };
 }
 
 async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
@@ -145,6 +161,7 @@ async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
     '--until-idle', '--min-delay', '0', '--delay-factor', '0', '--concurrency', String(a.concurrency), '--progress', 'off', '--log-level', 'warn',
   ];
   const t0 = performance.now();
+  const start = Date.now();
   try {
     const runs = await Promise.all(Array.from({ length: agents }, (_, i) => {
       const dir = join(base, `a${i}`);
@@ -156,10 +173,12 @@ async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
     const wallS = (performance.now() - t0) / 1000;
     const pages = runs.reduce((s, r) => s + r.pages, 0);
     const cpuS = runs.reduce((s, r) => s + r.cpuS, 0);
-    const twice = fetchedTwice(Array.from({ length: agents }, (_, i) => join(base, `a${i}`)));
+    const end = Date.now();
+    const { twice, firstMs, lastMs } = captures(Array.from({ length: agents }, (_, i) => join(base, `a${i}`)));
     const threads = new Map<string, number>();
     for (const r of runs) for (const [name, s] of r.threads) threads.set(name, (threads.get(name) ?? 0) + s);
-    return { agents, pages, wallS, cpuMsPerPage: (cpuS * 1000) / pages, maxRssMb: Math.max(...runs.map((r) => r.maxRssKb)) / 1024, twice, threads };
+    return { agents, pages, wallS, cpuMsPerPage: (cpuS * 1000) / pages, maxRssMb: Math.max(...runs.map((r) => r.maxRssKb)) / 1024, twice, threads,
+      firstS: (firstMs - start) / 1000, tailS: (end - lastMs) / 1000 };
   } finally {
     rmSync(base, { recursive: true, force: true });
   }
@@ -167,7 +186,7 @@ async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
 
 const load = (): string => loadavg().map((x) => x.toFixed(2)).join(' ');
 const line = (r: RunResult): string =>
-  `${r.agents} agent(s): ${r.pages} pages  ${r.wallS.toFixed(1)} s  ${(r.pages / r.wallS).toFixed(0)} pages/s  ${r.cpuMsPerPage.toFixed(2)} CPU-ms/page (all agents)  peak RSS ${r.maxRssMb.toFixed(0)} MB per agent${r.agents > 1 ? `  fetched by two agents: ${r.twice}` : ''}`;
+  `${r.agents} agent(s): ${r.pages} pages  ${r.wallS.toFixed(1)} s  ${(r.pages / r.wallS).toFixed(0)} pages/s  ${r.cpuMsPerPage.toFixed(2)} CPU-ms/page (all agents)  peak RSS ${r.maxRssMb.toFixed(0)} MB per agent  first page at ${r.firstS.toFixed(0)} s, last ${r.tailS.toFixed(0)} s before the end${r.agents > 1 ? `  fetched by two agents: ${r.twice}` : ''}`;
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
