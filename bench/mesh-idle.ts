@@ -40,9 +40,22 @@ const TICKS = 100; // USER_HZ on Linux
 
 /** CPU seconds (user + system, all threads) of a process so far. */
 function procCpu(pid: number): number {
-  const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const [user, sys] = cpuParts(`/proc/${pid}/stat`);
+  return user + sys;
+}
+
+/** User and system CPU seconds from a /proc stat file (a process's, or one thread's under task/). */
+function cpuParts(file: string): [number, number] {
+  const st = readFileSync(file, 'utf8');
   const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / TICKS;
+  return [Number(f[11]) / TICKS, Number(f[12]) / TICKS];
+}
+
+/** The split of a process's CPU so far: user, system, and its main thread's (user + system). */
+function cpuSplit(pid: number): { user: number; sys: number; main: number } {
+  const [user, sys] = cpuParts(`/proc/${pid}/stat`);
+  const [mu, ms] = cpuParts(`/proc/${pid}/task/${pid}/stat`);
+  return { user, sys, main: mu + ms };
 }
 
 function waitExit(c: ChildProcess, ms: number): Promise<void> {
@@ -54,7 +67,7 @@ function waitExit(c: ChildProcess, ms: number): Promise<void> {
 }
 
 /** One idle mesh: CPU-ms per second of each agent over the window, and each agent's CPU-ms up to it (start-up, joining, warm-up). */
-async function runIdle(a: Args): Promise<{ perS: number[]; warmupMs: number[] }> {
+async function runIdle(a: Args): Promise<{ perS: number[]; warmupMs: number[]; split: string }> {
   const base = mkdtempSync(join(tmpdir(), 'ubicrawl-meshidle-'));
   const port = await freePort();
   const children: ChildProcess[] = [];
@@ -70,9 +83,14 @@ async function runIdle(a: Args): Promise<{ perS: number[]; warmupMs: number[] }>
     for (const c of children) if (c.exitCode !== null) throw new Error(`an agent exited early with ${c.exitCode}`);
     const t0 = performance.now();
     const c0 = children.map((c) => procCpu(c.pid!));
+    const s0 = children.map((c) => cpuSplit(c.pid!));
     await sleep(a.seconds * 1000);
     const wall = (performance.now() - t0) / 1000;
-    return { perS: children.map((c, i) => ((procCpu(c.pid!) - c0[i]!) * 1000) / wall), warmupMs: c0.map((x) => x * 1000) };
+    const s1 = children.map((c) => cpuSplit(c.pid!));
+    // Per agent, CPU-ms/s: user and system; main thread and the others (V8's helpers, libuv's pool, workers).
+    const per = (f: (x: { user: number; sys: number; main: number }) => number): string => s1.map((x, i) => ((f(x) - f(s0[i]!)) * 1000 / wall).toFixed(1)).join('/');
+    const split = `user ${per((x) => x.user)}, system ${per((x) => x.sys)}; main thread ${per((x) => x.main)}, other threads ${per((x) => x.user + x.sys - x.main)}`;
+    return { perS: children.map((c, i) => ((procCpu(c.pid!) - c0[i]!) * 1000) / wall), warmupMs: c0.map((x) => x * 1000), split };
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.map((c) => waitExit(c, 10_000)));
@@ -87,9 +105,9 @@ async function main(): Promise<void> {
   process.stdout.write(`idle mesh: ${a.agents} agents, heartbeat ${a.heartbeat} ms, ${a.warmup} s warm-up, ${a.seconds} s window, ${a.runs} run(s); load ${load()}\n`);
   const perAgent: number[] = [];
   for (let r = 0; r < a.runs; r++) {
-    const { perS: xs, warmupMs } = await runIdle(a);
+    const { perS: xs, warmupMs, split } = await runIdle(a);
     perAgent.push(...xs);
-    process.stdout.write(`run ${r + 1}: CPU-ms/s per agent ${xs.map((x) => x.toFixed(1)).join(' ')} (CPU-ms before the window, start-up and ${a.warmup} s: ${warmupMs.map((x) => x.toFixed(0)).join(' ')}); load ${load()}\n`);
+    process.stdout.write(`run ${r + 1}: CPU-ms/s per agent ${xs.map((x) => x.toFixed(1)).join(' ')} (CPU-ms before the window, start-up and ${a.warmup} s: ${warmupMs.map((x) => x.toFixed(0)).join(' ')}); load ${load()}\n  ${split}\n`);
   }
   process.stdout.write(`median ${median(perAgent).toFixed(1)} CPU-ms/s per agent (heartbeat ${a.heartbeat} ms); load ${load()}\n`);
 }

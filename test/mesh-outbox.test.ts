@@ -276,3 +276,49 @@ test('batchLimits: the defaults of src/config.ts, never over what a receiver acc
   assert.deepEqual(batchLimits({ maxUrls: 7, maxBytes: 4096 }), { maxUrls: 7, maxBytes: 4096 });
   assert.deepEqual(batchLimits({ maxUrls: MAX_BATCH_URLS * 2, maxBytes: MAX_BATCH_BYTES * 2 }), { maxUrls: MAX_BATCH_URLS, maxBytes: MAX_BATCH_BYTES });
 });
+
+test('outbox: a read that can only say "wait" (lingering) or "nothing" (all in flight) opens no LevelDB iterator, and what is released is read again', async () => {
+  const db = await openDb(tempDir());
+  try {
+    const inner = sub(db);
+    let iterators = 0;
+    const counting = new Proxy(inner, {
+      get(target, prop, recv) {
+        if (prop === 'iterator') return (...a: Parameters<OutboxDb['iterator']>) => { iterators++; return target.iterator(...a); };
+        const v = Reflect.get(target, prop, recv) as unknown;
+        return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+      },
+    }) as OutboxDb;
+    const ob = await Outbox.open({ db: counting });
+    assert.equal(await ob.enqueue(P1, items(0, 10)), 10);
+    const before = iterators;
+    // Lingering: a partial batch younger than lingerMs, answered from the counters.
+    const young = await ob.read(P1, 0, { maxUrls: 100, lingerMs: 10_000 });
+    assert.equal(young.batch, null);
+    assert.ok(young.waitMs > 9000);
+    assert.equal(iterators, before);
+    // Without linger the queue is read (to its end).
+    const full = await ob.read(P1, 0, { maxUrls: 100 });
+    assert.equal(full.batch?.count, 10);
+    assert.equal(full.batch?.exhausted, true);
+    assert.equal(iterators, before + 1);
+    // Everything written is in flight: nothing to read, no iterator.
+    const none = await ob.read(P1, full.batch!.lastSeq, { maxUrls: 100 });
+    assert.deepEqual(none, { batch: null, waitMs: 0 });
+    assert.equal(iterators, before + 1);
+    // A write after it is read (through an iterator), after the in-flight batch.
+    assert.equal(await ob.enqueue(P1, items(10, 3)), 3);
+    const next = await ob.read(P1, full.batch!.lastSeq, { maxUrls: 100 });
+    assert.equal(next.batch?.count, 3);
+    assert.equal(iterators, before + 2);
+    // Released (a failed session): both are read again from the start.
+    ob.release(full.batch!);
+    ob.release(next.batch!);
+    const again = await ob.read(P1, 0, { maxUrls: 100 });
+    assert.equal(again.batch?.count, 13);
+    await ob.ack(again.batch!);
+    assert.equal(ob.queued(P1), 0);
+  } finally {
+    await db.close();
+  }
+});

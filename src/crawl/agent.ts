@@ -53,6 +53,11 @@ import { hostWithoutPort, unbracketHost } from '../url/host.js';
 import { seed, seedUrls, type SeedingComponents } from './seeding.js';
 import { endSummary, scrapeGauges, snapshotOf, type AgentSnapshot } from './agent-report.js';
 
+/** How often a lone agent looks whether its run is over (--until-idle). */
+const IDLE_CHECK_MS = 50;
+/** The same timer in a mesh, where it decides nothing and only holds the process open. */
+const IDLE_CHECK_SHARED_MS = 1000;
+
 export type { Candidate, HostData, RecentFetch } from './candidate.js';
 export type { AgentSnapshot } from './agent-report.js';
 
@@ -319,10 +324,14 @@ class Agent implements AgentHandle, AgentView {
   // ---- lifecycle -------------------------------------------------------
 
   private armIdleCheck(): void {
+    // In a mesh the end is the mesh's idle detection (src/crawl/mesh.ts), never this check (idleWith is false):
+    // the timer only keeps the process alive there, and 20 wake-ups a second of an idle member's event loop
+    // bought nothing (docs/performance.md "Mesh CPU").
+    const everyMs = this.router.shared ? IDLE_CHECK_SHARED_MS : IDLE_CHECK_MS;
     this.idleTimer = setInterval(() => {
-      if (!this.running) return;
-      if (this.config.untilIdle && this.router.idleWith(this.localIdle())) void this.stop();
-    }, 50);
+      if (!this.running || !this.config.untilIdle) return;
+      if (this.router.idleWith(this.localIdle())) void this.stop();
+    }, everyMs);
     // Deliberately not unref'd: a running agent keeps its process alive until `done`
     // (some of its awaits, e.g. on the WARC worker thread, hold no handle of their own).
   }

@@ -422,6 +422,18 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     const maxUrls = limits.maxUrls;
     // Frame header: 4 + 128 (from) + 16 + 3 bytes at most.
     const maxBytes = limits.maxBytes - 160;
+    // Everything written for the peer was read into batches still in flight (a read that reached the end clears
+    // unsentSince, a write or a release sets it): nothing to send until an ack or a new write. A sender asks again
+    // after each ack while its window holds other batches.
+    if (st.unsentSince === undefined && st.inflight > 0) return { batch: null, waitMs: 0 };
+    // Lingering: while everything queued for the peer (sent or not) fits in one batch, what is unsent is a partial
+    // batch, and while its oldest item is younger than lingerMs the answer is "wait" without reading the segments.
+    // The sender is woken by every enqueue meanwhile; a LevelDB iterator over the queue per wake-up was most of an
+    // outbox's CPU in a crawl (docs/performance.md "Mesh CPU"). Per segment the frame adds at most 8 bytes.
+    if (o.lingerMs && st.unsentSince) {
+      const age = Date.now() - st.unsentSince;
+      if (age < o.lingerMs && st.count < maxUrls && st.bytes + 8 * st.count < maxBytes) return { batch: null, waitMs: o.lingerMs - age };
+    }
     const gen = st.gen;
     const runs: EncodedRun[] = [];
     const keys: Buffer[] = [];
