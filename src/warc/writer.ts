@@ -13,7 +13,7 @@ import type { DigestAlgo } from './digest.js';
 import type { ConversionInput, EncodeJob, Encoded, ExchangeInput, HeaderList, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
 import { cdxjLineTail, cdxjPathFor } from './cdxj.js';
-import { DEFAULT_WARC, WORKER_YOUNG_GENERATION_MB } from '../config.js';
+import { DEFAULT_WARC, WARC_GZIP_LEVEL, WORKER_YOUNG_GENERATION_MB } from '../config.js';
 import { HelperThread, type ThreadChannel } from '../util/helper-thread.js';
 import type { EncoderResult } from './worker.js';
 
@@ -33,8 +33,8 @@ export interface WarcWriterOptions {
   /** Algorithm of every WARC-Block-Digest / WARC-Payload-Digest computed here (default sha1, docs/warc.md "Digests"). */
   digest?: DigestAlgo;
   /**
-   * zlib level, 0–9 (default 4: 97 % of level 6's compression of HTML for 55 % of
-   * its CPU; see docs/warc.md for the measurements).
+   * zlib level, 0–9 (default src/config.ts WARC_GZIP_LEVEL; see docs/warc.md
+   * "Compression" for the measurements).
    */
   gzipLevel?: number;
   /** Build and compress records in a worker thread (default true). */
@@ -92,7 +92,7 @@ export interface WriterStats {
   encoderThread: boolean;
 }
 
-const DEFAULT_LEVEL = 4;
+const DEFAULT_LEVEL = WARC_GZIP_LEVEL;
 const OPEN_SUFFIX = '.open';
 
 const DEFAULT_INFO: Record<string, string> = {
