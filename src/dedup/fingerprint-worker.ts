@@ -11,6 +11,9 @@ export interface FingerprintRequest { id: number; text: string; pieces: Int32Arr
 /** `hex` null: the text needs simhash64's reference path (the caller computes it itself). */
 export interface FingerprintReply { id: number; hex: string | null }
 
+/** Short and synchronous: the helper thread runs these first and posts the replies at once (pages wait on them). */
+export const replyAtOnce = true;
+
 export function handle(items: unknown[]): HelperReplies {
   const jobs = items as FingerprintRequest[];
   const replies: FingerprintReply[] = new Array(jobs.length);
