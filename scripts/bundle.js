@@ -67,14 +67,15 @@ const cli = `${out}/ubicrawl.cjs`;
 const text = readFileSync(cli, 'utf8');
 if (/[^\x00-\x7f]/.test(text)) writeFileSync(cli, text.replace(/[^\x00-\x7f]/g, '?'));
 
-// The two workers: ES modules, as before (a Worker started from a file URL loads it as one; the package is
-// "type": "module"). They share chunks with each other only.
+// The helper thread's entry and the two handler modules it loads by URL (src/util/helper-thread.ts): ES
+// modules, as before (a Worker started from a file URL loads it as one; the package is "type": "module").
+// They share chunks with each other only.
 await build({
   ...common,
   format: 'esm',
   // CommonJS dependencies inside an ES module bundle still call require() for Node built-ins.
   banner: { js: "import { createRequire as __ubicrawlRequire } from 'node:module'; const require = __ubicrawlRequire(import.meta.url);" },
-  entryPoints: { worker: `${src}/warc/worker.js`, 'fingerprint-worker': `${src}/dedup/fingerprint-worker.js` },
+  entryPoints: { 'helper-worker': `${src}/util/helper-worker.js`, worker: `${src}/warc/worker.js`, 'fingerprint-worker': `${src}/dedup/fingerprint-worker.js` },
   outdir: out,
   splitting: true,
   chunkNames: 'chunk-[hash]',

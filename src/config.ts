@@ -474,6 +474,14 @@ export const DEFAULT_RENDER: Readonly<Omit<RenderConfig, 'hosts'>> & { readonly 
   maxQueued: 100_000,
 });
 
+/**
+ * zlib level of the WARC's gzip members (WarcWriter `gzipLevel`). 3, the strongest of zlib's fast
+ * deflate levels: on real HTML (Debian's documentation pages) 26 % less deflate CPU than level 4 for 5.6 %
+ * more bytes, on the crawl bench's pages 12 % less for 1.5 % more; deflate was the largest single cost of
+ * the agent (docs/warc.md "Compression", docs/performance.md "Crawl").
+ */
+export const WARC_GZIP_LEVEL = 3;
+
 export const DEFAULT_WARC: Readonly<WarcConfig> = Object.freeze({
   enabled: true,
   prefix: DEFAULT_ROBOTS_TOKEN,
@@ -483,15 +491,15 @@ export const DEFAULT_WARC: Readonly<WarcConfig> = Object.freeze({
 });
 
 /**
- * Pages whose WARC records and SimHash an agent computes on its main thread before it starts the encoder and
- * fingerprint threads. Starting a thread costs 0.15–0.35 CPU-s (Node compiles its internals again in each),
+ * Pages whose WARC records and SimHash an agent computes on its main thread before it starts the helper thread
+ * that takes both (src/util/helper-thread.ts). Starting a thread costs 0.15–0.35 CPU-s (Node compiles its internals again in each),
  * what a few hundred pages cost in-line: a small crawl (a test, a single site) never pays it, a large one
  * moves the work off the main thread after its first pages (docs/performance.md "Worker threads").
  */
 export const INLINE_PAGES_BEFORE_THREADS = 256;
 
 /**
- * Young generation (MB) of the encoder and fingerprint threads' heaps. V8 gives each thread the main thread's
+ * Young generation (MB) of the helper thread's heap (the WARC encoder and the fingerprints: src/util/helper-thread.ts). V8 gives each thread the main thread's
  * ceiling (semi-spaces of up to 16 MB: up to 48 MB of young generation), which let the encoder thread's heap reach
  * 43 MB for 23 MB used and keep the bodies transferred to it until a scavenge came. 16 MB costs the encoder no
  * measurable CPU (bench/warc.ts: 648 against 664 µs an exchange) and takes 15–20 MB off the crawl bench's peak RSS;

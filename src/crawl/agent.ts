@@ -36,6 +36,7 @@ import { CrawlStats } from './stats.js';
 import type { CrawlSummary } from './summary.js';
 import { ContentDedup } from '../dedup/content.js';
 import { Fingerprinter } from '../dedup/fingerprinter.js';
+import type { HelperThread } from '../util/helper-thread.js';
 import { createLogger, silentLogger, type Logger } from '../util/log.js';
 import { Recrawler } from '../recrawl/recrawler.js';
 import { Admission } from './admission.js';
@@ -136,6 +137,8 @@ class Agent implements AgentHandle, AgentView {
   private readonly archive: Archive;
   /** Computes the SimHash of pages off the event loop (near-dup on), or undefined. */
   private readonly fingerprinter: Fingerprinter | undefined;
+  /** The worker thread the WARC encoder and the fingerprints share (src/util/helper-thread.ts). */
+  private readonly helperThread: HelperThread;
   /** Content dedup (exact: revisit records; near: noted), or undefined when off. */
   private readonly dedup: ContentDedup | undefined;
   /** `--recrawl`: revisit scheduling (src/recrawl/); undefined for a one-pass crawl. */
@@ -189,7 +192,7 @@ class Agent implements AgentHandle, AgentView {
       // URLs held here (a restart's kept queue, all of it deferred, e.g. behind an operator's pause) are a crawl begun too.
       began: () => this.ending.began || this.stats.fetched > 0 || this.stats.robotsFetches > 0 || this.frontier.queued > 0,
     });
-    ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, frontier: this.frontier, policy: this.policy, admission: this.admission,
+    ({ fetcher: this.fetcher, politeness: this.politeness, dedup: this.dedup, fingerprinter: this.fingerprinter, helperThread: this.helperThread, frontier: this.frontier, policy: this.policy, admission: this.admission,
       promotions: this.promotions, recrawl: this.recrawl, router: this.router, archive: this.archive,
       turns: this.turns, hostStates: this.hostStates, deferred: this.deferred } = p);
     this.render = p.render;
@@ -365,6 +368,7 @@ class Agent implements AgentHandle, AgentView {
     await this.linkGraph?.close(); // its metadata records go to the WARC writer: before it closes
     await this.archive.close();
     await this.fingerprinter?.close();
+    await this.helperThread.close();
     await this.fetcher.close();
     const summary = endSummary({
       config: this.config, stats: this.stats, frontier: this.frontier, admission: this.admission, politeness: this.politeness, fetcher: this.fetcher,
@@ -397,6 +401,7 @@ class Agent implements AgentHandle, AgentView {
     await this.linkGraph?.close().catch(() => {});
     await this.archive.abandon();
     await this.fingerprinter?.close().catch(() => {});
+    await this.helperThread.close().catch(() => {});
     await this.fetcher.close().catch(() => {});
     await this.store.close().catch(() => {});
   }

@@ -15,6 +15,7 @@ import type { DigestRecord } from '../dedup/digests.js';
 import { bump, type CrawlStats } from './stats.js';
 import { errorText } from './errors.js';
 import type { Logger } from '../util/log.js';
+import type { HelperThread } from '../util/helper-thread.js';
 import { SOFTWARE } from '../version.js';
 
 export interface ArchiveComponents {
@@ -22,6 +23,8 @@ export interface ArchiveComponents {
   stats: Pick<CrawlStats, 'warcRecords' | 'errors'>;
   log: Logger;
   onFatal(err: Error): void;
+  /** The worker thread records are encoded on, shared with the fingerprints (default: the writer's own). */
+  thread?: HelperThread;
 }
 
 export class Archive {
@@ -42,6 +45,7 @@ export class Archive {
       maxFileBytes: config.warc.maxFileBytes,
       // Records encoded here before the encoder thread starts (a small crawl never starts it).
       inlineFirst: INLINE_PAGES_BEFORE_THREADS,
+      ...(this.c.thread ? { thread: this.c.thread } : {}),
       // Each finished (or recovered) WARC gets its CDXJ index next to it.
       onFileClosed: (path: string, lines?: string[]) => this.indexLater(path, lines),
       collectCdxj: true,

@@ -5,7 +5,8 @@
 import type { Store } from '../store/db.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { SyncBarrier } from '../store/sync-barrier.js';
-import { INLINE_PAGES_BEFORE_THREADS, type AgentConfig } from '../config.js';
+import { INLINE_PAGES_BEFORE_THREADS, WORKER_YOUNG_GENERATION_MB, type AgentConfig } from '../config.js';
+import { HelperThread } from '../util/helper-thread.js';
 import { Frontier } from '../frontier/frontier.js';
 import { Fetcher } from '../fetch/fetcher.js';
 import { HostResolver } from '../fetch/dns.js';
@@ -86,8 +87,11 @@ export function buildPipeline(hooks: PipelineHooks) {
   const hostStates = new HostStates({ store, log, robotsRetries: politeness.cfg.maxRetries });
   politeness.onChange = (host, st) => { const h = frontier.host(host); if (h?.data.polite === st) hostStates.save(host, h.data); };
   const dedup = config.dedup.enabled ? new ContentDedup(store.digests, store.simhash, { ...config.dedup, digest: config.warc.digest }, stats.dedup) : undefined;
-  // SimHash on its own thread (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
-  const fingerprinter = dedup?.wantsText ? new Fingerprinter(INLINE_PAGES_BEFORE_THREADS) : undefined;
+  // One worker thread for the WARC encoder and the SimHash fingerprints (src/util/helper-thread.ts): one isolate,
+  // and one message a turn for both. Started by the first job of either, after INLINE_PAGES_BEFORE_THREADS pages.
+  const helperThread = new HelperThread({ resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
+  // SimHash off the event loop (src/dedup/fingerprinter.ts); the parser hands the text over as pieces.
+  const fingerprinter = dedup?.wantsText ? new Fingerprinter(INLINE_PAGES_BEFORE_THREADS, helperThread) : undefined;
   const frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, {
     maxActiveHosts: Math.max(1, config.concurrency * config.frontier.activeHostsPerSlot),
     headSize: config.frontier.headSize,
@@ -145,7 +149,7 @@ export function buildPipeline(hooks: PipelineHooks) {
       onFatal, stopping,
     })
     : new StandaloneRouter({ store, admission, sitemaps });
-  const archive = new Archive({ config, stats, log, onFatal });
+  const archive = new Archive({ config, stats, log, onFatal, thread: helperThread });
   const completion = new Completion({
     store, frontier, commits: new GroupCommit(store.db), router, recrawl,
     fatal: hooks.fatal, onFatal,
@@ -180,7 +184,7 @@ export function buildPipeline(hooks: PipelineHooks) {
     discoverSitemaps: (origin, entry) => sitemaps.discover(origin, entry),
     robotsRetriesChanged: (h) => hostStates.save(h.name, h.data),
   });
-  return { hostStates, fetcher, politeness, dedup, fingerprinter, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render, deferred };
+  return { hostStates, fetcher, politeness, dedup, fingerprinter, helperThread, frontier, policy, admission, promotions, recrawl, sitemaps, router, archive, completion, pages, turns, render, deferred };
 }
 
 /** The configuration with its crawl scope read live from `scopeOf` (the policy in force changes at runtime). */

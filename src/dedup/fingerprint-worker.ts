@@ -1,17 +1,22 @@
-// The fingerprint thread (src/dedup/fingerprinter.ts): simhashPieces over pages
-// the parser has handed out as pieces, so the SimHash scan and vote (≈ 90 µs a
-// page) do not run on the agent's event loop. The page comes as the string the
-// parser decoded (simhash.ts FingerprintJob explains why not as bytes).
-import { parentPort } from 'node:worker_threads';
+// The fingerprint handler (src/dedup/fingerprinter.ts), run on the helper thread
+// (src/util/helper-thread.ts): simhashPieces over pages the parser has handed out as
+// pieces, so the SimHash scan and vote (≈ 90 µs a page) do not run on the agent's
+// event loop. The page comes as the string the parser decoded (simhash.ts
+// FingerprintJob explains why not as bytes).
 import { simhashPieces } from './simhash.js';
+import type { HelperReplies } from '../util/helper-worker.js';
 
 /** A page as the parser left it (simhash.ts FingerprintJob): the pieces index `text`. */
 export interface FingerprintRequest { id: number; text: string; pieces: Int32Array; count: number }
 /** `hex` null: the text needs simhash64's reference path (the caller computes it itself). */
 export interface FingerprintReply { id: number; hex: string | null }
 
-parentPort?.on('message', (jobs: FingerprintRequest[]) => {
-  const out: FingerprintReply[] = new Array(jobs.length);
+/** Short and synchronous: the helper thread runs these first and posts the replies at once (pages wait on them). */
+export const replyAtOnce = true;
+
+export function handle(items: unknown[]): HelperReplies {
+  const jobs = items as FingerprintRequest[];
+  const replies: FingerprintReply[] = new Array(jobs.length);
   for (let i = 0; i < jobs.length; i++) {
     const j = jobs[i]!;
     let hex: string | null = null;
@@ -24,7 +29,7 @@ parentPort?.on('message', (jobs: FingerprintRequest[]) => {
     } catch {
       hex = null; // the caller falls back to its own path
     }
-    out[i] = { id: j.id, hex };
+    replies[i] = { id: j.id, hex };
   }
-  parentPort!.postMessage(out);
-});
+  return { replies, transfer: [] };
+}

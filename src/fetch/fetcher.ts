@@ -19,6 +19,7 @@ import type { FetchConfig } from '../config.js';
 import { HostResolver } from './dns.js';
 import { AddressPolicy } from './address.js';
 import { decodeBody } from './decode.js';
+import { LeanGet } from './lean-get.js';
 import { unbracketHost } from '../url/host.js';
 import { tapSocket, headStatus, withoutField, type WireCapture } from './wire.js';
 import { mergeHeaderFields, type HeaderField } from './headers.js';
@@ -177,48 +178,24 @@ export class Fetcher {
       ['Host', u.host],
       ...mergeHeaderFields(DEFAULT_HEADERS(this.userAgent), jar !== undefined ? this.headers.filter((f) => f[0].toLowerCase() !== 'cookie') : this.headers, own),
     ];
-    const controller = new AbortController();
     let timedOut = false;
-    const timer = setTimeout(() => { timedOut = true; controller.abort(); }, this.cfg.totalTimeoutMs);
+    const cap = (ct: string | undefined): number => this.bodyCap?.(ct) ?? this.cfg.maxBodyBytes;
     let wire: WireCapture | undefined;
+    // The head was read before undici parsed it: the capture is complete (or there is none).
+    const get = new LeanGet(cap, () => { wire = this.wireOf.get(u.origin); });
+    const timer = setTimeout(() => { timedOut = true; get.abort(); }, this.cfg.totalTimeoutMs);
     try {
       if (proxy) this.proxied++;
       const dispatcher: undici.Dispatcher = proxy ? this.proxyAgent(proxy) : this.agent;
-      const res = await dispatcher.request({
-        origin: u.origin,
-        path: u.pathname + u.search,
-        method: 'GET',
-        headers: requestHeaders.slice(1).flat(), // undici writes Host from the origin
-        signal: controller.signal,
-        maxRedirections: 0,
-      } as Parameters<undici.Agent['request']>[0]);
-      // The head was read before undici parsed it: the capture is complete (or there is none).
-      wire = this.wireOf.get(u.origin);
+      // undici writes Host from the origin (src/fetch/lean-get.ts: the body read without a stream).
+      const res = await get.send(dispatcher, u.origin, u.pathname + u.search, requestHeaders.slice(1).flat()).response;
       // Credentials for the proxy are not part of the request to the target (docs/warc.md "Through a proxy").
       if (wire && proxy) wire.requestHead = withoutField(wire.requestHead, 'proxy-authorization');
       const wireOk = wire !== undefined && wire.responseHead !== null && headStatus(wire.responseHead) === res.statusCode;
-      const chunks: Buffer[] = [];
-      let raw = 0;
-      let truncated: Truncation = false;
+      const { chunks, bytes: raw } = res;
       const ct = res.headers['content-type'];
-      const cap = this.bodyCap?.(Array.isArray(ct) ? ct[0] : ct) ?? this.cfg.maxBodyBytes;
-      try {
-        for await (const chunk of res.body as AsyncIterable<Buffer>) {
-          const room = cap - raw;
-          if (chunk.length >= room) {
-            if (room > 0) chunks.push(chunk.subarray(0, room));
-            raw += room;
-            truncated = 'length';
-            break;
-          }
-          chunks.push(chunk);
-          raw += chunk.length;
-        }
-      } catch (err) {
-        truncated = timedOut ? 'time' : 'disconnect';
-        void err;
-      }
-      if (truncated) res.body.destroy();
+      const capBytes = cap(Array.isArray(ct) ? ct[0] : ct);
+      let truncated: Truncation = res.cut === 'cap' ? 'length' : res.cut === 'error' ? (timedOut ? 'time' : 'disconnect') : false;
       const responseHeaders = headerPairs(res.headers);
       if (this.cookies) {
         const set = res.headers['set-cookie'];
@@ -229,10 +206,10 @@ export class Fetcher {
         return Array.isArray(v) ? v.join(', ') : v;
       };
       const rawBody = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, raw);
-      const decoded = decodeBody(rawBody, header('content-encoding'), cap);
+      const decoded = decodeBody(rawBody, header('content-encoding'), capBytes);
       const rawTruncated = truncated;
       if (decoded.truncated && !truncated) truncated = 'length';
-      const statusText = (res as { statusText?: string }).statusText ?? STATUS_TEXT[res.statusCode] ?? '';
+      const statusText = res.statusText ?? STATUS_TEXT[res.statusCode] ?? '';
       return {
         ok: true, url, status: res.statusCode, statusText, httpVersion: '1.1', method: 'GET',
         requestHeaders, responseHeaders, body: decoded.body, rawBody, rawBytes: raw, truncated, rawTruncated,

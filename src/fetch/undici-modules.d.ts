@@ -6,3 +6,4 @@ declare module 'undici/lib/dispatcher/proxy-agent.js' { const ProxyAgent: typeof
 declare module 'undici/lib/core/connect.js' { const buildConnector: typeof import('undici').buildConnector; export default buildConnector; }
 declare module 'undici/lib/dispatcher/dispatcher.js' { const Dispatcher: typeof import('undici').Dispatcher; export default Dispatcher; }
 declare module 'undici/lib/api/index.js' { const api: Record<string, unknown>; export default api; }
+declare module 'undici/lib/core/util.js' { const util: { parseHeaders(raw: Buffer[], obj?: Record<string, string | string[]>): Record<string, string | string[]> }; export default util; }

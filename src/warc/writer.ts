@@ -5,7 +5,6 @@
 // thread by default, so the ~0.3 ms of deflate per 15 KB page runs on the other
 // core), several calls in parallel; the appends to the file are serialised in call
 // order, so offsets are exact and a request/response pair is never split.
-import { Worker } from 'node:worker_threads';
 import { mkdir, open, readdir, rename, stat, truncate, unlink } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,7 +13,9 @@ import type { DigestAlgo } from './digest.js';
 import type { ConversionInput, EncodeJob, Encoded, ExchangeInput, HeaderList, RevisitInput } from './records.js';
 import { gzipMembers } from './gzmembers.js';
 import { cdxjLineTail, cdxjPathFor } from './cdxj.js';
-import { DEFAULT_WARC, WORKER_YOUNG_GENERATION_MB } from '../config.js';
+import { DEFAULT_WARC, WARC_GZIP_LEVEL, WORKER_YOUNG_GENERATION_MB } from '../config.js';
+import { HelperThread, type ThreadChannel } from '../util/helper-thread.js';
+import type { EncoderResult } from './worker.js';
 
 export type { ConversionInput, ExchangeInput, RevisitInput, HeaderList, RevisitProfile, TruncatedReason } from './records.js';
 
@@ -32,12 +33,14 @@ export interface WarcWriterOptions {
   /** Algorithm of every WARC-Block-Digest / WARC-Payload-Digest computed here (default sha1, docs/warc.md "Digests"). */
   digest?: DigestAlgo;
   /**
-   * zlib level, 0–9 (default 4: 97 % of level 6's compression of HTML for 55 % of
-   * its CPU; see docs/warc.md for the measurements).
+   * zlib level, 0–9 (default src/config.ts WARC_GZIP_LEVEL; see docs/warc.md
+   * "Compression" for the measurements).
    */
   gzipLevel?: number;
   /** Build and compress records in a worker thread (default true). */
   worker?: boolean;
+  /** With the worker: the helper thread to encode on, shared with other components (default: one of its own). */
+  thread?: HelperThread;
   /** With the worker: the first this many calls are encoded in-line, and the thread starts after them (default 0). */
   inlineFirst?: number;
   /** Calls accepted at once before further calls wait (backpressure, default 64). */
@@ -89,7 +92,7 @@ export interface WriterStats {
   encoderThread: boolean;
 }
 
-const DEFAULT_LEVEL = 4;
+const DEFAULT_LEVEL = WARC_GZIP_LEVEL;
 const OPEN_SUFFIX = '.open';
 
 const DEFAULT_INFO: Record<string, string> = {
@@ -136,12 +139,6 @@ interface WorkerJob {
   job: EncodeJob;
 }
 
-export interface WorkerResult {
-  id: number;
-  ok?: Encoded;
-  err?: string;
-}
-
 interface Pending {
   job: EncodeJob;
   resolve: (e: Encoded) => void;
@@ -149,49 +146,58 @@ interface Pending {
 }
 
 /**
- * One worker thread. bench/warc.ts, 15 KB pages, level 4: ~25 µs of main-thread CPU
- * per exchange instead of ~310 µs in-line, for ~100 µs more CPU in total (messages,
- * a second heap). zlib's own async API was worse on both counts: +100 µs CPU a call
- * (a fresh deflate state and stream each time) and still ~60 µs on the main thread.
- * If the worker dies, its pending jobs and all later ones are encoded in-line.
+ * Records encoded on a worker thread: the helper thread the agent shares with its fingerprints
+ * (src/util/helper-thread.ts), or one of its own. bench/warc.ts, 15 KB pages, level 4: ~25 µs of
+ * main-thread CPU per exchange instead of ~310 µs in-line, for ~100 µs more CPU in total (messages,
+ * a second heap). zlib's own async API was worse on both counts: +100 µs CPU a call (a fresh deflate
+ * state and stream each time) and still ~60 µs on the main thread. Jobs posted in one event-loop turn
+ * go as one message (and one wake-up), the thread answers the same way. If the thread dies, its
+ * pending jobs and all later ones are encoded in-line.
  */
 class WorkerEncoder implements Encoder {
-  /** Started with the first job (a thread takes tens of ms of CPU to start: not before the first request); null once gone. */
-  private w: Worker | null | undefined;
+  private readonly channel: ThreadChannel;
+  /** The thread when this encoder made it (closed with it); a shared one is its owner's to close. */
+  private readonly ownThread: HelperThread | undefined;
+  /** The thread is gone (failed or closed): every record is encoded here. */
+  private gone = false;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closing = false;
-  // Jobs are posted in batches, once per event-loop turn: one cross-thread message
-  // (and wake-up) per batch instead of per call. The worker answers the same way.
-  private outbox: WorkerJob[] = [];
   private outTransfer: ArrayBuffer[] = [];
-  private flushScheduled = false;
 
-  /** `inlineFirst`: calls encoded here before the thread is started (a small crawl never starts it). */
-  constructor(private inlineLeft: number) {}
-
-  get threaded(): boolean { return this.w !== undefined; }
-
-  private start(): Worker {
-    const w = this.w = new Worker(new URL('./worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
-    w.unref();
-    w.on('message', (results: WorkerResult[]) => {
-      for (const m of results) {
-        const p = this.pending.get(m.id);
-        if (!p) continue;
-        this.pending.delete(m.id);
-        if (m.ok) p.resolve(m.ok);
-        else p.reject(new Error(m.err ?? 'encoder failed'));
-      }
-      if (this.pending.size === 0) this.w?.unref();
+  /** `inlineFirst`: calls encoded here before the thread is used (a small crawl never starts it). */
+  constructor(private inlineLeft: number, thread: HelperThread | undefined) {
+    if (!thread) thread = this.ownThread = new HelperThread({ resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
+    this.channel = thread.channel('warc', new URL('./worker.js', import.meta.url), {
+      onReplies: (results) => {
+        for (const m of results as EncoderResult[]) {
+          const p = this.pending.get(m.id);
+          if (!p) continue;
+          this.pending.delete(m.id);
+          if (m.ok) p.resolve(m.ok);
+          else p.reject(new Error(m.err ?? 'encoder failed'));
+        }
+        if (this.pending.size === 0) this.channel.unref();
+      },
+      onFail: () => this.fail(),
+      // Something in a job cannot be cloned: encode it here instead.
+      onUnsent: (items) => {
+        for (const { id, job } of items as WorkerJob[]) {
+          const p = this.pending.get(id);
+          if (!p) continue;
+          this.pending.delete(id);
+          encodeJob(job).then(p.resolve, p.reject);
+        }
+        if (this.pending.size === 0) this.channel.unref();
+      },
     });
-    w.on('error', () => this.fail());
-    w.on('exit', () => this.fail());
-    return w;
   }
 
+  /** A thread was started for it (or for a component sharing it). */
+  get threaded(): boolean { return this.channel.started; }
+
   private fail(): void {
-    this.w = null;
+    this.gone = true;
     if (this.closing) return;
     for (const [id, p] of this.pending) {
       this.pending.delete(id);
@@ -199,51 +205,28 @@ class WorkerEncoder implements Encoder {
     }
   }
 
-  private readonly flush = (): void => {
-    this.flushScheduled = false;
-    const jobs = this.outbox;
-    const transfer = this.outTransfer;
-    this.outbox = [];
-    this.outTransfer = [];
-    if (!this.w || !jobs.length) return;
-    try {
-      this.w.postMessage(jobs, transfer);
-    } catch {
-      // Something in a job cannot be cloned: encode this batch here instead.
-      for (const { id, job } of jobs) {
-        const p = this.pending.get(id);
-        if (!p) continue;
-        this.pending.delete(id);
-        encodeJob(job).then(p.resolve, p.reject);
-      }
-      if (this.pending.size === 0) this.w?.unref();
-    }
-  };
-
   encode(job: EncodeJob): Promise<Encoded> {
     if (this.inlineLeft > 0) {
       this.inlineLeft--;
       return encodeJob(job);
     }
-    let w = this.w;
-    if (w === undefined && !this.closing) {
-      try { w = this.start(); } catch { w = this.w = null; } // no thread: every record is encoded here
+    if (this.gone || this.closing) return encodeJob(job);
+    const id = this.nextId++;
+    // Hand the worker a private, exact-size copy of the body and transfer it: a
+    // structured clone would copy the body's whole backing ArrayBuffer, which for
+    // a Buffer view can be far larger than the body (a pool or a read buffer).
+    const posted = job.kind === 'exchange' ? this.movable(job) : job;
+    const transfer = this.outTransfer;
+    this.outTransfer = [];
+    let resolveP!: (e: Encoded) => void, rejectP!: (e: Error) => void;
+    const promise = new Promise<Encoded>((resolve, reject) => { resolveP = resolve; rejectP = reject; });
+    this.pending.set(id, { job, resolve: resolveP, reject: rejectP });
+    if (!this.channel.post({ id, job: posted } satisfies WorkerJob, transfer)) {
+      this.pending.delete(id);
+      return encodeJob(job); // no thread: every record is encoded here
     }
-    if (!w) return encodeJob(job);
-    return new Promise<Encoded>((resolve, reject) => {
-      const id = this.nextId++;
-      this.pending.set(id, { job, resolve, reject });
-      if (this.pending.size === 1) w.ref();
-      // Hand the worker a private, exact-size copy of the body and transfer it: a
-      // structured clone would copy the body's whole backing ArrayBuffer, which for
-      // a Buffer view can be far larger than the body (a pool or a read buffer).
-      if (job.kind === 'exchange') job = this.movable(job);
-      this.outbox.push({ id, job });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(this.flush);
-      }
-    });
+    if (this.pending.size === 1) this.channel.ref();
+    return promise;
   }
 
   /**
@@ -271,9 +254,8 @@ class WorkerEncoder implements Encoder {
 
   async close(): Promise<void> {
     this.closing = true;
-    const w = this.w;
-    this.w = null;
-    if (w) await w.terminate();
+    this.channel.unref();
+    await this.ownThread?.close();
   }
 }
 
@@ -419,7 +401,7 @@ export class WarcWriter {
     this.onFileClosed = opts.onFileClosed;
     this.collectCdxj = opts.collectCdxj === true;
     this.serial = serial;
-    this.encoder = opts.worker === false ? inlineEncoder : new WorkerEncoder(opts.inlineFirst ?? 0);
+    this.encoder = opts.worker === false ? inlineEncoder : new WorkerEncoder(opts.inlineFirst ?? 0, opts.thread);
     const every = opts.fsyncIntervalMs ?? DEFAULT_WARC.fsyncIntervalMs;
     if (this.fsync && every > 0) {
       this.syncTimer = setInterval(() => this.syncNow(), every);
