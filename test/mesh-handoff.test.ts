@@ -334,3 +334,24 @@ test('recent rings: a seen entry passed on by the member that had a host we gain
   for (const h of always) assert.equal(rr.passedOn(B, h, A), false, `${h}: ours all along, B may not hide its pages`);
   for (const h of gained) assert.equal(rr.passedOn(C, h, A), false, `${h}: C is not our next owner in any ring where the host is ours`);
 });
+
+test('recent rings: rings of our start-up are not a history of holding a host (a member that joined with us passes on what an earlier member held)', () => {
+  // A and B join a mesh of C at about the same time. C, counting B in first, hands B hosts that are A's in the
+  // ring of three; B passes them on to A. In every ring A recorded, A owned them — its solo ring before it
+  // joined, then {A, C}: only the start-up flag says A did not hold them.
+  const three = ring(A, B, C);
+  const hosts = HOSTS.filter((h) => three.ownerOf(h) === A && three.nextOwnersOf(h, 2)[1] === B && ring(A, C).ownerOf(h) === A);
+  assert.ok(hosts.length > 3);
+  const joiner = new RecentRings();
+  joiner.push(ring(A), true);
+  joiner.push(ring(A, C), true);
+  joiner.push(three, false);
+  for (const h of hosts) assert.equal(joiner.passedOn(B, h, A), true, `${h}: gained when A joined`);
+  // C, the mesh before us, had them (its ring without us): it may pass them on too; a stranger to our rings may not.
+  for (const h of hosts) assert.equal(joiner.passedOn(C, h, A), true, `${h}: C held it before we joined`);
+  for (const h of hosts) assert.equal(joiner.passedOn('12D3KooWDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD', h, A), false, `${h}: not our next owner in any ring`);
+  // The same rings, not recorded at start-up (a member of the mesh all along): B may not hide A's pages.
+  const member = new RecentRings();
+  for (const r of [ring(A), ring(A, C), three]) member.push(r);
+  for (const h of hosts) assert.equal(member.passedOn(B, h, A), false, `${h}: ours all along`);
+});

@@ -156,6 +156,9 @@ export class HandoffGate {
     return this.startup;
   }
 
+  /** `startingUp` as last settled, without ending start-up here (for a record of the time, not a decision). */
+  get startupNotEnded(): boolean { return this.startup; }
+
   /** Start-up ends the first moment nothing holds us (checked before any later gate can open). */
   private endStartupIfClear(): void {
     if (!this.self || !this.startup) return; // (no self: the agent has not started its gate yet)

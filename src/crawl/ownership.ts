@@ -59,6 +59,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private readonly recentRings = new RecentRings();
   /** The last write of recentRings to the store (writes are chained, newest last). */
   private ringsSaved: Promise<void> = Promise.resolve();
+  /** We joined a mesh (seed peers, or queues for peers kept from an earlier run): our start-up rings are marked as such. */
+  private joiner = false;
   /** What peers send us (src/crawl/intake.ts). */
   private readonly intake: PeerIntake<C, D>;
   /** Members back after we declared them dead (docs/mesh.md "Partitions longer than the window"). */
@@ -338,6 +340,7 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   private async startHandoffGate(mesh: OwnershipMesh): Promise<void> {
     const { gate, config, log } = this.c;
     gate.setSelf(mesh.id);
+    this.joiner = config.mesh.peers.length > 0 || mesh.outbox.peers().length > 0 || mesh.replicas.peers().length > 0;
     this.pushRing(mesh);
     // Every member known at start is new to us: it may hold hosts we own (we were away, or never
     // here). Until it is in our ring (its marker came), it owns nothing in our view.
@@ -345,7 +348,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
     gate.ringChanged(mesh.membership.ring, others, others, Date.now());
     // A joiner, or an agent back in a mesh it was part of (its outbox or inbox names peers), contacts
     // no host until a member is in its ring (bounded: peers that never come are given up on).
-    if (config.mesh.peers.length > 0 || mesh.outbox.peers().length > 0 || mesh.replicas.peers().length > 0 || await mesh.exchange.inboxPeers().then((p) => p.length > 0, () => false)) {
+    if (this.joiner || await mesh.exchange.inboxPeers().then((p) => p.length > 0, () => false)) {
+      this.joiner = true;
       gate.holdUntilJoined(Date.now() + config.fetch.totalTimeoutMs + 20 * config.mesh.heartbeatMs, mesh.members().filter((m) => !m.self && m.state === 'active').map((m) => m.id));
       log.info('joining: no host is contacted until a member is in our ring');
     }
@@ -515,7 +519,8 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
 
   /** Records our ring in the recent rings and keeps them in the store (they survive a crash). */
   private pushRing(mesh: OwnershipMesh): void {
-    this.recentRings.push(mesh.membership.ring);
+    // A joiner's rings of its start-up do not show it holding hosts (src/crawl/recent-rings.ts `passedOn`).
+    this.recentRings.push(mesh.membership.ring, this.joiner && this.c.gate.startupNotEnded);
     const value = Buffer.from(JSON.stringify(this.recentRings.toJSON()));
     this.ringsSaved = this.ringsSaved.then(() => this.c.store.meta.put(RECENT_RINGS_KEY, value))
       .catch((err: Error) => this.c.log.warn({ err: err.message }, 'recent rings not saved: a restart may refuse seen entries sent under them'));

@@ -13,6 +13,8 @@ import { snapshotRing } from './handoff.js';
  */
 export class RecentRings {
   private rings: OwnerRing[] = [];
+  /** The rings recorded while we started up or joined (`push`'s `startingUp`): not yet counted in by the mesh. */
+  private readonly startup = new WeakSet<OwnerRing>();
 
   constructor(private readonly max = 16) {}
 
@@ -21,9 +23,14 @@ export class RecentRings {
     return this.rings[this.rings.length - 1];
   }
 
-  /** Records the ring as it is now (call on every change). */
-  push(ring: OwnerRing): void {
-    this.rings.push(snapshotRing(ring));
+  /**
+   * Records the ring as it is now (call on every change). `startingUp`: we have not been counted in by the mesh
+   * yet (src/crawl/handoff.ts `startingUp`): that we own a host in this ring says nothing of having held it.
+   */
+  push(ring: OwnerRing, startingUp = false): void {
+    const snap = snapshotRing(ring);
+    this.rings.push(snap);
+    if (startingUp) this.startup.add(snap);
     if (this.rings.length > this.max) this.rings.shift();
   }
 
@@ -90,8 +97,10 @@ export class RecentRings {
     let gained = false;
     for (const r of this.rings) {
       const [owner, next] = r.nextOwnersOf(host, 2);
-      if (owner !== self) { gained = true; continue; }
-      if (gained && next === peer) return true;
+      // A ring of our start-up is our own view before the mesh counted us in: a joiner owns every host in its
+      // first, solo ring, and members that joined with it may pass on what the members before us held.
+      if (owner !== self || this.startup.has(r)) gained = true;
+      if (owner === self && gained && next === peer) return true;
     }
     return false;
   }
