@@ -330,11 +330,16 @@ async function bAndCJoin(r: Rig): Promise<void> {
   await r.ownership.rebalancing;
 }
 
-/** A, alone, then B and C enter its ring (their markers came), then C leaves. */
-async function ringHistory(r: Rig): Promise<void> {
-  await r.ownership.start(r.mesh); // alone: start-up ends at once
+/** A starts with no other member: its start-up ends at once. */
+async function startAlone(r: Rig): Promise<void> {
+  await r.ownership.start(r.mesh);
   await r.ownership.rebalancing;
   assert.equal(r.gate.startingUp, false);
+}
+
+/** A, alone, then B and C enter its ring (their markers came), then C leaves. */
+async function ringHistory(r: Rig): Promise<void> {
+  await startAlone(r);
   await bAndCJoin(r);
   r.mesh.ring.remove(C);
   r.mesh.table.delete(C);
@@ -442,9 +447,7 @@ test('ownership: a leaver\'s late marker for a ring it still owned hosts in does
 test('ownership: a member heard of after our start-up hands over the hosts it held without us: its seen entries are kept until its first marker for our ring', async () => {
   const r = await rig();
   try {
-    await r.ownership.start(r.mesh); // alone: start-up ends at once
-    await r.ownership.rebalancing;
-    assert.equal(r.gate.startingUp, false);
+    await startAlone(r);
     // B appears, in the mesh before us (more heartbeats sent): in the ring A and B every host is either ours (B next) or B's.
     r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, { ...member(B), seq: 400 });
     r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
@@ -667,9 +670,7 @@ test('ownership: hosts handed to a member we never sent a marker to go behind an
 test('ownership: an introduction lets a member older than us into our ring as it is read, so the seen entries behind it in the same batch are kept; a younger member\'s stay refused', async () => {
   const r = await rig();
   try {
-    await r.ownership.start(r.mesh); // alone: start-up ends at once
-    await r.ownership.rebalancing;
-    assert.equal(r.gate.startingUp, false);
+    await startAlone(r);
     // As Membership does: a vouch puts an active member in our ring, and the ring change reaches ownership at once.
     r.mesh.membership.vouch = (id: string) => {
       if (r.mesh.vouched.has(id) || !r.mesh.table.get(id)) return;
