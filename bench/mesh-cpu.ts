@@ -14,7 +14,8 @@
 // should be fetched once, by its host's owner.
 //
 // --cpu-prof DIR writes each agent's V8 CPU profiles (one per thread) into DIR/agents<N>-a<i>/ (the last pair's).
-// --node-options "…" passes options to each agent's node (e.g. "--cpu-prof-interval 500").
+// --node-options "…" passes options to each agent's node (e.g. "--cpu-prof-interval 500"); --agent-args "…" passes
+// options to each `ubicrawl join` (e.g. "--replicas 0", to split the replicated frontier's cost from the rest).
 // --perf DIR records each agent with Linux perf (`perf record -g -p PID`, all its threads, kernel included) into
 // DIR/agents<N>-a<i>.data; give --node-options "--perf-basic-prof --interpreted-frames-native-stack" to name JS frames.
 // --threads prints, per run, the agents' CPU on their main threads and the others (sampled from /proc/<pid>/task/*/stat every 100 ms, so a
@@ -29,11 +30,11 @@ import { createInterface } from 'node:readline';
 import { median } from './measure.js';
 import { parseCdxjLine } from '../src/warc/cdxj.js';
 
-interface Args { runs: number; agents: number; hosts: number; pages: number; concurrency: number; cpuProf?: string; perf?: string; nodeOptions: string[]; threads: boolean }
-const USAGE = 'node dist/bench/mesh-cpu.js [--runs N] [--agents N] [--hosts N] [--pages N] [--concurrency N] [--cpu-prof DIR] [--node-options "…"] [--threads]\n';
+interface Args { runs: number; agents: number; hosts: number; pages: number; concurrency: number; cpuProf?: string; perf?: string; nodeOptions: string[]; agentArgs: string[]; threads: boolean }
+const USAGE = 'node dist/bench/mesh-cpu.js [--runs N] [--agents N] [--hosts N] [--pages N] [--concurrency N] [--cpu-prof DIR] [--node-options "…"] [--agent-args "…"] [--threads]\n';
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { runs: 3, agents: 3, hosts: 200, pages: 50, concurrency: 32, nodeOptions: [], threads: false };
+  const a: Args = { runs: 3, agents: 3, hosts: 200, pages: 50, concurrency: 32, nodeOptions: [], agentArgs: [], threads: false };
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i]!;
     const v = Number(argv[i + 1]);
@@ -41,6 +42,7 @@ function parseArgs(argv: string[]): Args {
     if (k === '--help') { process.stdout.write(USAGE); process.exit(0); }
     if (k === '--cpu-prof') { a.cpuProf = argv[++i]; continue; }
     if (k === '--node-options') { a.nodeOptions = (argv[++i] ?? '').split(/\s+/).filter(Boolean); continue; }
+    if (k === '--agent-args') { a.agentArgs = (argv[++i] ?? '').split(/\s+/).filter(Boolean); continue; }
     if (k === '--threads') { a.threads = true; continue; }
     if (k === '--perf') { a.perf = argv[++i]; continue; }
     if (!['runs', 'agents', 'hosts', 'pages', 'concurrency'].includes(key) || !Number.isInteger(v) || v < 1) { process.stderr.write(`bad argument ${k} ${argv[i + 1] ?? ''}\n${USAGE}`); process.exit(2); }
@@ -158,7 +160,7 @@ async function runMesh(a: Args, web: Web, agents: number): Promise<RunResult> {
   const port = await freePort();
   const common = [
     ...web.roots.flatMap((u) => ['--seed', u]), ...web.resolve.flatMap((r) => ['--resolve', r]),
-    '--until-idle', '--min-delay', '0', '--delay-factor', '0', '--concurrency', String(a.concurrency), '--progress', 'off', '--log-level', 'warn',
+    '--until-idle', '--min-delay', '0', '--delay-factor', '0', '--concurrency', String(a.concurrency), '--progress', 'off', '--log-level', 'warn', ...a.agentArgs,
   ];
   const t0 = performance.now();
   const start = Date.now();
@@ -190,7 +192,7 @@ const line = (r: RunResult): string =>
 
 async function main(): Promise<void> {
   const a = parseArgs(process.argv.slice(2));
-  process.stdout.write(`mesh CPU bench: ${a.hosts} hosts × ${a.pages} pages, 1 agent vs ${a.agents}, ${a.runs} pairs (the first of each alternates); load ${load()}\n`);
+  process.stdout.write(`mesh CPU bench: ${a.hosts} hosts × ${a.pages} pages, 1 agent vs ${a.agents}${a.agentArgs.length ? ` (agents: ${a.agentArgs.join(' ')})` : ''}, ${a.runs} pairs (the first of each alternates); load ${load()}\n`);
   const web = await startWeb(a);
   const one: RunResult[] = [];
   const many: RunResult[] = [];
