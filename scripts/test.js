@@ -365,6 +365,12 @@ function printCpuReport(file) {
     const of = rows.filter(is);
     process.stdout.write(`#   ${of.reduce((n, r) => n + r.cpuS, 0).toFixed(1).padStart(7)} CPU-s  ${String(of.length).padStart(4)}  ${kind}\n`);
   }
+  // The test file processes' own CPU (their servers, in-process agents and assertions; a batch is one).
+  process.stdout.write('# test file processes by their own CPU (CPU-s, wall s):\n');
+  for (const r of rows.filter(isTestFile).sort((a, b) => b.cpuS - a.cpuS).slice(0, 20)) {
+    const name = r.argv.includes('test-batch.js') ? `shared process (${basename(r.argv.split(' ').pop())}, …)` : basename(r.argv.split(' ').pop());
+    process.stdout.write(`#   ${r.cpuS.toFixed(1).padStart(7)}  ${r.wallS.toFixed(1).padStart(6)}  ${name}\n`);
+  }
   const perFile = new Map();
   for (const r of rows.filter(isAgent)) {
     const parent = byPid.get(r.ppid);
