@@ -23,7 +23,8 @@
 // often read from its tail only). Ports: every test listens on port 0.
 //
 // --cpu-report: every Node process of the run records its CPU time at exit (scripts/process-cpu.cjs), and the
-// summary splits the run's CPU between the test files' own processes and the agent processes each file started.
+// summary splits the run's CPU between the test files' own processes and the agent processes each file started,
+// and lists the test file processes by their own CPU (servers, in-process agents, assertions; agents not included).
 //
 //   node scripts/test.js [--jobs N] [--cores X] [--heavy-jobs N] [--beside-cores X] [--retries N] [--batches N] [--cpu-report] [file.test.js ...]
 //

@@ -46,7 +46,7 @@ test('a 4th agent joins mid-crawl and ends with about a quarter of the hosts; an
   // 200 hosts × 12 pages (2,400): the join comes at a sixth of the crawl and is complete at about half of it, the
   // leave once the joiner crawls, past half; with 16 pages a host (3,200) the same phases came at the same shares
   // of the crawl (a3 in at 42 % against 49 % with 10 pages, the leave at 55 % against 78 %, load 12–16), a third
-  // more CPU. That the leave fell mid-crawl is asserted below, not assumed (docs/performance.md "Test suite").
+  // more pages to crawl. That the leave fell mid-crawl is asserted below, not assumed (docs/performance.md "Test suite").
   const { web, dir, seeds, expected } = await meshWeb(200, 12);
   const t0 = Date.now();
   const phases: string[] = [];
