@@ -23,7 +23,8 @@
 // often read from its tail only). Ports: every test listens on port 0.
 //
 // --cpu-report: every Node process of the run records its CPU time at exit (scripts/process-cpu.cjs), and the
-// summary splits the run's CPU between the test files' own processes and the agent processes each file started.
+// summary splits the run's CPU between the test files' own processes and the agent processes each file started,
+// and lists the test file processes by their own CPU (servers, in-process agents, assertions; agents not included).
 //
 //   node scripts/test.js [--jobs N] [--cores X] [--heavy-jobs N] [--beside-cores X] [--retries N] [--batches N] [--cpu-report] [file.test.js ...]
 //
@@ -364,6 +365,12 @@ function printCpuReport(file) {
   for (const [kind, is] of kinds) {
     const of = rows.filter(is);
     process.stdout.write(`#   ${of.reduce((n, r) => n + r.cpuS, 0).toFixed(1).padStart(7)} CPU-s  ${String(of.length).padStart(4)}  ${kind}\n`);
+  }
+  // The test file processes' own CPU (their servers, in-process agents and assertions; a batch is one).
+  process.stdout.write('# test file processes by their own CPU (CPU-s, wall s):\n');
+  for (const r of rows.filter(isTestFile).sort((a, b) => b.cpuS - a.cpuS).slice(0, 20)) {
+    const name = r.argv.includes('test-batch.js') ? `shared process (${basename(r.argv.split(' ').pop())}, …)` : basename(r.argv.split(' ').pop());
+    process.stdout.write(`#   ${r.cpuS.toFixed(1).padStart(7)}  ${r.wallS.toFixed(1).padStart(6)}  ${name}\n`);
   }
   const perFile = new Map();
   for (const r of rows.filter(isAgent)) {
