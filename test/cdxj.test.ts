@@ -12,6 +12,7 @@ import type { ExchangeInput, WriteResult } from '../src/warc/writer.js';
 import { surt } from '../src/warc/surt.js';
 import {
   buildCdxj,
+  cdxjLineHead,
   cdxjTimestamp,
   formatCdxjLine,
   indexWarcFile,
@@ -20,6 +21,7 @@ import {
 } from '../src/warc/cdxj.js';
 import { getStoredResponse, lookupUrl, readRecordAt, runWarcGetCommand, SMALL_INDEX_BYTES } from '../src/warc/lookup.js';
 import { tempDir } from './helpers.js';
+import { encodeMetadata, type MetadataInput } from '../src/warc/records.js';
 
 // ---------------------------------------------------------------------------
 // SURT
@@ -748,4 +750,17 @@ test('WARC/1.1 §4 framing from other writers: resource records, missing digests
   const b = await buildCdxj(bad);
   assert.equal(b.problem, 'corrupt');
   assert.equal(b.lines.length, 2);
+});
+
+test('metadata records of warc-fields: the encoder gives them no CDXJ line without reading them back, as reading them back gives', async () => {
+  const cases: MetadataInput[] = [
+    { url: 'http://example.com/a', date: new Date('2024-01-01T00:00:00Z'), fields: [['outlink', 'http://example.com/b L a/@href'], ['outlink', 'http://example.com/c L a/@href']], concurrentTo: '<urn:uuid:00000000-0000-4000-8000-000000000000>', protocols: ['http/1.1'] },
+    { url: 'https://example.org/near?q=1', date: new Date('2024-01-02T00:00:00.123Z'), fields: { 'near-duplicate-of': 'https://example.org/' } },
+    { url: 'http://example.net/', date: new Date('2024-01-03T00:00:00Z'), fields: [] },
+  ];
+  for (const md of cases) {
+    const enc = await encodeMetadata(md, 3);
+    assert.deepEqual(enc.cdxj, [null]);
+    assert.equal(cdxjLineHead(gunzipSync(enc.bytes), enc.sizes[0]!), null, md.url);
+  }
 });

@@ -2,6 +2,8 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { extractPage, setFastTextScan, type ExtractOptions, type PageExtract } from '../src/parse/html.js';
 import { request } from 'node:http';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { startSyntheticWeb } from '../bench/web/index.js';
 import { determineCharset, decodeBody, extractCharsetFromContent, prescan, getEncoding } from '../src/parse/charset.js';
 import { parseMetaRobots, parseXRobotsTag } from '../src/parse/directives.js';
@@ -733,10 +735,25 @@ test('text and markup fast paths: the same extraction as htmlparser2\'s Tokenize
     '<a\nhref\n=\n"/n"\tREL="nofollow"\f>f</a\tjunk><A HREF=\'/s\'>s</A><link rel=canonical href="/c"><base href="/b/">',
     '<a href="/unterminated', "<a href='/u2", '<a href=/u3', '<a hre', '<a', '</a', '<a href="x"/><a href="/d"class=c>d</a>',
     '<meta name=robots content="noindex,&#x20;nofollow"><meta http-equiv=refresh content=\'0; url=/r?a=1&amp;b=2\'>',
+    // Attributes of tags the extractor ignores (skipped without callbacks): every way a tag can end, and buffers that end inside one.
+    `<span class=x title="a>b" data-x='c"d' e=f&amp;g h / i/>t</span><div/ >u</div><p = x>v<br / ><hr/x><a href=/after>a</a>`,
+    '<b\tclass = "x"\n>y</b><i \'=\' "q">z</i><em a=\'\' b="" c= d>e</em><u/ / / >w</u><s a=b/>x<a href="/s">s</a>',
+    '<script type="text/x">if(a<b)</script><a href=/1>1</a><style media="x>y">p>b{}</style><title lang=en>T &amp; t</title><textarea rows=2><a href=/no>x</textarea>',
+    '<script src=x />after<a href=/2>2</a></script><a href=/3>3</a><title/>t2</title><svg viewBox="0 0 1 1"><title a=b>s</title></svg>',
+    '<svg viewBox="0 0 1 1"/><title>T</title><p>x</p><math display=block / ><style>s{}</style><a href=/m>m</a>', '<template id=t/>y<a href=/t>t</a><noscript a=b/>x',
+    '<span a="unterminated', '<span a=', '<span a ', '<span /', '<span a=\'x', '<span a=x', '<span a="&amp', '<p class="&#x22;&quot;" id=&gt;>&lt;</p>',
   ]) pages.push(Buffer.from(e));
+  // Real documentation pages (Debian's, as bench/realhtml serves them), where installed.
+  for (const dir of ['/usr/share/doc/python3.11/html/library', '/usr/share/doc/debian-handbook/html/en-US']) {
+    let names: string[] = [];
+    try { names = readdirSync(dir).filter((n) => n.endsWith('.html')).sort(); } catch { continue; }
+    for (let i = 0; i < names.length && i < 600; i += 10) pages.push(readFileSync(join(dir, names[i]!)));
+  }
   // Buffers cut inside every kind of run: prefixes of a markup-dense page.
   const dense = Buffer.from(`<div class="a"><p><a class='r' href="/p?x=1&amp;y=2" title="T &lt; U">x</a> <span id=s data-v=1>y</span></p></div>`);
   for (let cut = 1; cut < dense.length; cut++) pages.push(dense.subarray(0, cut));
+  const ignored = Buffer.from(`<div class="a b" data-q='1"2' x=y&amp;z / w><br/><span\ta = "&lt;" /><script src="/s.js" defer></script>t<a href=/z>z</a>`);
+  for (let cut = 1; cut < ignored.length; cut++) pages.push(ignored.subarray(0, cut));
   const opts: ExtractOptions = { url: 'http://h0.web.test/p/1', contentType: 'text/html; charset=utf-8', robotsToken: 'ubicrawl', wantText: true, wantFingerprint: true };
   const run = () => pages.map((b) => { const r = extractPage(b, opts); return JSON.stringify({ ...r, fingerprint: String(r.fingerprint) }); });
   assert.equal(setFastTextScan(true), true, 'the fast path works with this htmlparser2');

@@ -399,6 +399,19 @@ const RAW_TITLE = 2;
  * and `=` for a name; the quote or `&` for a value), so a local loop finds the
  * next one and the original handles it, as for text.
  *
+ * Most start tags on such pages are of elements the extractor ignores (`<span
+ * class=…>`, `<div id=…>`): their attributes cost the same walk through the
+ * attribute states, with callbacks that drop what they are given. When the
+ * callbacks say the tag is of no interest (`interesting` false), a local loop
+ * runs the same attribute states (HTML §13.2.5.32–13.2.5.40, as htmlparser2
+ * implements them) without callbacks to the `>` that ends the tag, or to the
+ * `/` of the `/>` that ends it, and the original handles that character — so
+ * the tag ends, special tags (script, style, title) start their raw text and
+ * self-closing is seen exactly as before. An `&` in a value needs no decoding
+ * there: an entity never takes in a quote, whitespace or `>`, so it cannot move
+ * where a value ends, and its code point would be dropped. A tag that runs to
+ * the end of the buffer is left to the original.
+ *
  * Relies on the tokenizer's `buffer`, `offset` and `index` fields
  * (htmlparser2 12, pinned in package-lock.json; test/parse.test.ts checks
  * the output against the plain Tokenizer over the synthetic web's pages,
@@ -409,9 +422,17 @@ interface TokenizerOpen {
   buffer: string; offset: number; index: number; write(chunk: string): void; reset(): void;
   stateText(c: number): void; stateInTagName(c: number): void; stateInClosingTagName(c: number): void; stateInAttributeName(c: number): void;
   stateInAttributeValueDoubleQuotes(c: number): void; stateInAttributeValueSingleQuotes(c: number): void;
+  stateBeforeAttributeName(c: number): void;
 }
+/** What the attribute skip asks of the callbacks: false while the current start tag's attributes are of no use. */
+interface AttributeInterest { interesting?: boolean }
 const OpenTokenizer = Tokenizer as unknown as new (options: { xmlMode?: boolean; decodeEntities?: boolean }, cbs: TokenizerCallbacks) => TokenizerOpen;
-const LT = 0x3c, AMP = 0x26, DQUOTE = 0x22, SQUOTE = 0x27;
+const LT = 0x3c, AMP = 0x26, DQUOTE = 0x22, SQUOTE = 0x27, GT = 0x3e, SLASH = 0x2f, EQ = 0x3d;
+// The attribute states the skip runs through (htmlparser2's names).
+const S_BEFORE_NAME = 0, S_SELF_CLOSING = 1, S_NAME = 2, S_AFTER_NAME = 3, S_BEFORE_VALUE = 4, S_DQ = 5, S_SQ = 6, S_NQ = 7;
+function isWs(ch: number): boolean {
+  return ch === 0x20 || ch === 0x0a || ch === 0x09 || ch === 0x0c || ch === 0x0d;
+}
 /** Characters that end a tag or attribute name (htmlparser2's isEndOfTagSection: `/`, `>`, whitespace); `=` too with `eq`. */
 function endsName(ch: number, eq: boolean): boolean {
   return ch === 0x2f || ch === 0x3e || ch === 0x20 || ch === 0x0a || ch === 0x09 || ch === 0x0c || ch === 0x0d || (eq && ch === 0x3d);
@@ -419,6 +440,12 @@ function endsName(ch: number, eq: boolean): boolean {
 class FastTextTokenizer extends OpenTokenizer {
   private nextLt = -1;
   private nextAmp = -1;
+  private readonly interest: AttributeInterest;
+
+  constructor(options: { xmlMode?: boolean; decodeEntities?: boolean }, cbs: TokenizerCallbacks) {
+    super(options, cbs);
+    this.interest = cbs as AttributeInterest;
+  }
 
   override write(chunk: string): void {
     this.nextLt = this.nextAmp = -1;
@@ -505,12 +532,72 @@ class FastTextTokenizer extends OpenTokenizer {
     if (c !== SQUOTE && c !== AMP && (c = this.skipValue(SQUOTE)) < 0) return;
     super.stateInAttributeValueSingleQuotes(c);
   }
+
+  override stateBeforeAttributeName(c: number): void {
+    if (c !== GT && this.interest.interesting === false) {
+      const at = this.skipAttributes();
+      if (at >= 0) {
+        this.index = at + this.offset;
+        c = this.buffer.charCodeAt(at);
+      }
+    }
+    super.stateBeforeAttributeName(c);
+  }
+
+  /**
+   * From the current character, in the before-attribute-name state, through the attribute states
+   * without callbacks: the position of the `>` that ends the tag, or of the `/` of a `/>` (the
+   * original then goes to its self-closing state and reads the rest); -1 when the buffer ends first.
+   */
+  private skipAttributes(): number {
+    const buf = this.buffer;
+    const len = buf.length;
+    let st = S_BEFORE_NAME;
+    let slash = -1;
+    for (let i = this.index - this.offset; i < len; i++) {
+      const ch = buf.charCodeAt(i);
+      switch (st) {
+        case S_BEFORE_NAME:
+          if (ch === GT) return i;
+          if (ch === SLASH) { st = S_SELF_CLOSING; slash = i; } else if (!isWs(ch)) st = S_NAME;
+          break;
+        case S_SELF_CLOSING:
+          if (ch === GT) return slash;
+          if (!isWs(ch)) { st = S_BEFORE_NAME; i--; } // reconsumed
+          break;
+        case S_NAME:
+          if (ch === EQ || ch === SLASH || ch === GT || isWs(ch)) { st = S_AFTER_NAME; i--; }
+          break;
+        case S_AFTER_NAME:
+          if (ch === EQ) st = S_BEFORE_VALUE;
+          else if (ch === SLASH || ch === GT) { st = S_BEFORE_NAME; i--; } else if (!isWs(ch)) st = S_NAME;
+          break;
+        case S_BEFORE_VALUE:
+          if (ch === DQUOTE) st = S_DQ;
+          else if (ch === SQUOTE) st = S_SQ;
+          else if (!isWs(ch)) { st = S_NQ; i--; }
+          break;
+        case S_DQ: // to the closing quote (this character, or a later one)
+          if (ch !== DQUOTE && (i = buf.indexOf('"', i + 1)) < 0) return -1;
+          st = S_BEFORE_NAME;
+          break;
+        case S_SQ:
+          if (ch !== SQUOTE && (i = buf.indexOf("'", i + 1)) < 0) return -1;
+          st = S_BEFORE_NAME;
+          break;
+        default: // S_NQ
+          if (ch === GT || isWs(ch)) { st = S_BEFORE_NAME; i--; }
+          break;
+      }
+    }
+    return -1;
+  }
 }
 
 /** The fast path needs the fields and method it overrides; an htmlparser2 without them gets the plain Tokenizer. */
 function fastTextUsable(): boolean {
   const proto = Tokenizer.prototype as unknown as Record<string, unknown>;
-  for (const m of ['stateText', 'stateInTagName', 'stateInClosingTagName', 'stateInAttributeName', 'stateInAttributeValueDoubleQuotes', 'stateInAttributeValueSingleQuotes']) {
+  for (const m of ['stateText', 'stateInTagName', 'stateInClosingTagName', 'stateInAttributeName', 'stateInAttributeValueDoubleQuotes', 'stateInAttributeValueSingleQuotes', 'stateBeforeAttributeName']) {
     if (typeof proto[m] !== 'function') return false;
   }
   const probe = new FastTextTokenizer({ xmlMode: false, decodeEntities: true }, {} as TokenizerCallbacks);

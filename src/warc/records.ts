@@ -408,8 +408,8 @@ interface Member {
 
 /**
  * Serialises one record with warcio and gzips it as its own member; its CDXJ line is
- * read from the same bytes. `indexed` false: a request or warcinfo record, which CDXJ
- * never indexes (cdxjLineOf), so there is nothing to read.
+ * read from the same bytes. `indexed` false: a record CDXJ never indexes (cdxjLineOf: a
+ * request, a warcinfo, a metadata record of warc-fields), so there is nothing to read.
  */
 async function member(record: WARCRecord, level: number, indexed = true): Promise<Member> {
   // WARCRecord.create's WARC header block is always a HeadersMultiMap: the same bytes, through PlainHead.
@@ -607,7 +607,9 @@ export async function encodeMetadata(md: MetadataInput, level: number, algo: Dig
   // For a record without an HTTP message the payload is the whole block.
   warc.push(['WARC-Payload-Digest', digest], ['WARC-Block-Digest', digest]);
   const rec = WARCRecord.create({ url: md.url, date, type: 'metadata', warcVersion: WARC_1_1, warcHeaders: warc }, [body]);
-  return { ...concat([await member(rec, level)]), primary: 0, recordId: id, payloadDigest: digest };
+  // warcio gives a metadata record Content-Type application/warc-fields, which cdxj-indexer (and so
+  // cdxjLineOf) does not index: its line is null without reading the record back (one a page: the outlinks).
+  return { ...concat([await member(rec, level, false)]), primary: 0, recordId: id, payloadDigest: digest };
 }
 
 /**
