@@ -432,7 +432,8 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
           const b = r.batch;
           inflight.push(b);
           sentAt.push(Date.now());
-          cursor = b.lastSeq;
+          // A batch read from below the cursor (a segment that landed late: src/mesh/outbox.ts `read`) leaves it.
+          cursor = Math.max(cursor, b.lastSeq);
           out.push(encodeRunsFrame({ batchId: b.lastSeq, from: this.node.id, epoch: ob.epoch, flags }, b.runs));
           ps.sent += b.count;
           this.totals.sent += b.count;
