@@ -20,7 +20,7 @@ function completion(r: PipelineRig, fatal: { err?: Error }) {
     store: r.store, frontier: r.frontier, commits: new GroupCommit(r.store.db), recrawl: undefined,
     router: {
       route: async (cands: Candidate[]) => { seen.order.push('route'); seen.routed.push(...cands.map((c) => c.url)); await r.admission.submit(cands); },
-      replicate: (_host: string, url: string, ops: BatchOp[]) => { seen.order.push('replicate'); ops.push({ type: 'put', sublevel: r.store.replicas, key: Buffer.from(url), value: Buffer.from('r') }); return [{ peer: 'next', n: 1 }]; },
+      replicate: (_host: string, url: string, ops: BatchOp[]) => { seen.order.push('replicate'); ops.push({ type: 'put', sublevel: r.store.replicas, key: Buffer.from(url), value: Buffer.from('r') }); return [{ peer: 'next', n: 1, seq: 1 }]; },
       replicated: (rep: Replica) => { seen.order.push('replicated'); seen.replicated.push(rep); },
     },
     fatal: () => fatal.err, onFatal: (e) => { fatal.err ??= e; },

@@ -245,3 +245,41 @@ test('docs/mesh.md "Crashes": replica seen entries go on their own lane, accepte
     await rNode.stop();
   }
 });
+
+test('docs/mesh.md "Crashes": a replica whose batch landed after a later page\'s (its seq lower) goes out on the open replica stream at once, not at the next session', async () => {
+  const rNode = await createMeshNode({ dataDir: tempDir() });
+  const got: string[] = [];
+  const rEx = new UrlExchange({ node: rNode, accept: async (its, _from, meta) => { if (meta.replica) got.push(...its.map((it) => it.url)); } });
+  await rEx.start();
+  const sNode = await createMeshNode({ dataDir: tempDir() });
+  const sDb = await openDb(tempDir());
+  const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
+  const replicas = await Outbox.open({ db: sub(sDb, 'replicas'), recentSize: 0 });
+  const rdb = sDb.sublevel<Buffer, Buffer>('replicas', enc) as unknown as OutboxDb;
+  // The stream stays open while idle (a busy lane never idles: new replicas keep coming in a crawl).
+  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {}, idleCloseMs: 120_000 });
+  await sEx.start();
+  try {
+    await sNode.dialPeer(rNode.addrs()[0]!);
+    const [a, b] = ['https://late.example/a', 'https://early.example/b'].map((u) => ({ url: u, depth: 0, hops: REPLICA_SEEN_HOPS }));
+    // Two completions take their seqs in this order; the second one's batch is durable (and sent) first.
+    const qa = replicas.queueOps(rNode.id, [a!]);
+    const qb = replicas.queueOps(rNode.id, [b!]);
+    await rdb.batch(qb.ops);
+    replicas.written(rNode.id, qb.n, qb.seq);
+    await until('the later page\'s replica accepted', () => got.includes(b!.url) && replicas.queued(rNode.id) === 0);
+    await rdb.batch(qa.ops);
+    replicas.written(rNode.id, qa.n, qa.seq);
+    // Before, the open session's cursor was past it: it waited for the stream to close (idleCloseMs, here 2 minutes).
+    await until('the earlier page\'s replica accepted', () => got.includes(a!.url) && replicas.queued(rNode.id) === 0, 10_000);
+    assert.equal(got.filter((u) => u === b!.url).length, 1, 'what was acknowledged is not sent again');
+  } finally {
+    await sEx.stop(500);
+    await outbox.close();
+    await replicas.close();
+    await sNode.stop();
+    await sDb.close();
+    await rEx.stop(500);
+    await rNode.stop();
+  }
+});

@@ -8,7 +8,7 @@ import { Outbox, batchItems, batchLimits, type OutboxDb } from '../src/mesh/outb
 import { RecentHashes } from '../src/mesh/recent.js';
 import {
   decodeAck, decodeBatch, encodeAckFrame, encodeBatchFrame, isWireUrl, MAX_BATCH_BYTES, MAX_BATCH_URLS, MAX_URL_BYTES, type UrlItem,
-  decodeSegment, encodeSegment, isWireItem, GRANT_FLAG, SITEMAP_FLAG, HOPS_MASK,
+  decodeSegment, encodeSegment, isWireItem, GRANT_FLAG, SITEMAP_FLAG, HOPS_MASK, REPLICA_SEEN_HOPS,
 } from '../src/mesh/wire.js';
 import { DEFAULT_MESH_EXCHANGE } from '../src/config.js';
 
@@ -317,6 +317,60 @@ test('outbox: a read that can only say "wait" (lingering) or "nothing" (all in f
     const again = await ob.read(P1, 0, { maxUrls: 100 });
     assert.equal(again.batch?.count, 13);
     await ob.ack(again.batch!);
+    assert.equal(ob.queued(P1), 0);
+  } finally {
+    await db.close();
+  }
+});
+
+test('outbox: a caller\'s batch (queueOps) that lands after one with higher seqs is read next, below the cursor; batches in flight are not read twice', async () => {
+  const db = await openDb(tempDir());
+  try {
+    const inner = sub(db);
+    const ob = await Outbox.open({ db: inner, recentSize: 0 });
+    const [a, b, c, d, e] = items(0, 5, REPLICA_SEEN_HOPS);
+    // The sender's cursor, as src/mesh/exchange.ts keeps it: the highest lastSeq read.
+    let cursor = 0;
+    const read = async () => {
+      const r = await ob.read(P1, cursor, { maxUrls: 100 });
+      if (r.batch) cursor = Math.max(cursor, r.batch.lastSeq);
+      return r.batch;
+    };
+    const write = async (q: { ops: Parameters<OutboxDb['batch']>[0]; n: number; seq: number }) => { await inner.batch(q.ops); ob.written(P1, q.n, q.seq); };
+    // Two completions take their seqs in this order; the second one's batch is durable first, and read.
+    const qa = ob.queueOps(P1, [a!]);
+    const qb = ob.queueOps(P1, [b!]);
+    assert.ok(qa.seq < qb.seq);
+    await write(qb);
+    const first = await read();
+    assert.deepEqual(batchItems(first!).items, [b]);
+    assert.equal(cursor, qb.seq);
+    // The cursor is past a's seq: it is read all the same, at once (before, only by the sender's next session).
+    await write(qa);
+    const late = await read();
+    assert.deepEqual(late && batchItems(late).items, [a], 'the late segment is read at once');
+    assert.equal(late!.lastSeq, qa.seq);
+    assert.equal(cursor, qb.seq, 'the cursor stays');
+    // b is in flight: not read again, and the count is kept.
+    assert.equal(await read(), null);
+    assert.equal(ob.queued(P1), 2);
+    // Later writes go out after the cursor as usual; a late one among them first.
+    const qc = ob.queueOps(P1, [c!]);
+    const qd = ob.queueOps(P1, [d!]);
+    await write(qd);
+    await write(qc);
+    const next = await read();
+    assert.deepEqual(batchItems(next!).items, [c, d]);
+    for (const x of [first, late, next]) await ob.ack(x!);
+    assert.equal(ob.queued(P1), 0);
+    // A batch released on an open session (it was not acknowledged) is read again whatever the cursor.
+    const qe = ob.queueOps(P1, [e!]);
+    await write(qe);
+    const got = await read();
+    ob.release(got!);
+    const again = await read();
+    assert.deepEqual(again && batchItems(again).items, [e]);
+    await ob.ack(again!);
     assert.equal(ob.queued(P1), 0);
   } finally {
     await db.close();

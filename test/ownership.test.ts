@@ -782,3 +782,40 @@ test('ownership: hosts known only by seen entries, and hosts whose replica seen 
     assert.deepEqual([...r2.ownership.settledHosts()], [replicaHost], 'B lived until now: its replicas stayed here; ours now, adopted (our successors will be caught up on it)');
   } finally { await r2.close(); }
 });
+
+// docs/mesh.md "Crashes": a replica frame's accept waited for the seen-set round under way and the exclusive
+// sections queued before it (7 s before a kill at load 15-20), and a victim's settled pages whose replicas were
+// still on their way were fetched again by their next owner.
+test('ownership: replica seen entries of another member\'s hosts are stored without waiting for the seen-set; handed-over seen entries still wait', async () => {
+  const r = await rig();
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
+    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+    await r.ownership.rebalancing;
+    const { b: [hb] } = hostsByOwner(1);
+    // A long section holds the seen-set (a round under load, a handoff's chunk).
+    let release!: () => void;
+    const held = r.drum.exclusive(() => new Promise<void>((res) => { release = res; }));
+    try {
+      // B settles a page of its host; we are next.
+      await r.ownership.acceptFromPeer([encodeItem({ kind: 'replica', url: `http://${hb}/` })], B);
+      const stored = await r.store.seen.get(seenKey(hostKey(hb!), `http://${hb}/`));
+      assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere', 'stored while the section runs');
+      // A handed-over seen entry (B owned the host) still takes the exclusive section.
+      let done = false;
+      const handed = r.ownership.acceptFromPeer([encodeItem({ kind: 'seen', url: `http://${hb}/p/1`, hops: 0 })], B).then(() => { done = true; });
+      await new Promise((res) => setImmediate(res));
+      assert.equal(done, false, 'waits for the section');
+      release();
+      await handed;
+      assert.equal(done, true);
+    } finally {
+      release();
+      await held;
+    }
+  } finally {
+    await r.close();
+  }
+});

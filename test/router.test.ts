@@ -31,7 +31,7 @@ class FakeMesh extends EventEmitter {
   readonly outbox = { forgetRecent: () => {}, queued: () => 0, isPaused: () => false, peers: () => [], reassign: async () => ({}) };
   readonly replicas = {
     queued: () => 0, isPaused: () => false, peers: () => [], reassign: async () => ({}),
-    queueOps: (peer: string, items: UrlItem[]) => { this.replicaQueue.push({ peer, items }); return { ops: [{ type: 'put', key: Buffer.from('rk'), value: Buffer.from('rv') }], n: items.length }; },
+    queueOps: (peer: string, items: UrlItem[]) => { this.replicaQueue.push({ peer, items }); return { ops: [{ type: 'put', key: Buffer.from('rk'), value: Buffer.from('rv') }], n: items.length, seq: this.replicaQueue.length }; },
     written: () => {},
   };
   readonly exchange = Object.assign(new EventEmitter(), { inboxPeers: async () => [], stats: () => ({ rejected: {}, throttled: 0 }) });
@@ -92,7 +92,7 @@ test('mesh router: foreign URLs go to their owner with one hop more, ours and th
     assert.equal(router.owns(theirs[0]!), false);
     const ops: BatchOp[] = [];
     const rep = router.replicate(ours[0]!, `http://${ours[0]}/`, ops);
-    assert.deepEqual(rep, [{ peer: B, n: 1 }], 'the next owner on the ring');
+    assert.deepEqual(rep, [{ peer: B, n: 1, seq: 1 }], 'the next owner on the ring');
     assert.equal(ops.length, 1);
     assert.equal(ops[0]!.sublevel, r.store.replicas, 'written with the completion, in the replicas sublevel');
   } finally { router.quiesce(); await router.stop(); await r.close(); }

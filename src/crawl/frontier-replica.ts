@@ -229,12 +229,12 @@ export class FrontierReplica {
     }
     if (byPeer.size === 0) return undefined;
     const ops: BatchOp[] = [];
-    const written: Array<{ peer: string; n: number }> = [];
+    const written: Array<{ peer: string; n: number; seq: number }> = [];
     try {
       for (const [peer, its] of byPeer) {
         const q = mesh.replicas.queueOps(peer, its);
         for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-        written.push({ peer, n: q.n });
+        written.push({ peer, n: q.n, seq: q.seq });
       }
     } catch (err) {
       // The mesh is stopping (outbox closed): what the caller stores is kept all the same.
@@ -245,7 +245,7 @@ export class FrontierReplica {
       ops,
       done: () => {
         let n = 0;
-        for (const w of written) { mesh.replicas.written(w.peer, w.n); n += w.n; }
+        for (const w of written) { mesh.replicas.written(w.peer, w.n, w.seq); n += w.n; }
         counted(n);
         if (this.catchUpDue.size) this.scheduleCatchUp();
       },
@@ -424,14 +424,14 @@ export class FrontierReplica {
         }
         if (items.length === 0) return;
         const ops: BatchOp[] = [];
-        const written: Array<{ peer: string; n: number }> = [];
+        const written: Array<{ peer: string; n: number; seq: number }> = [];
         for (const p of fresh) {
           const q = mesh.replicas.queueOps(p, items);
           for (const op of q.ops) ops.push({ ...op, sublevel: store.replicas });
-          written.push({ peer: p, n: q.n });
+          written.push({ peer: p, n: q.n, seq: q.seq });
         }
         await store.db.batch(ops);
-        for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.sent += w.n; }
+        for (const w of written) { mesh.replicas.written(w.peer, w.n, w.seq); this.stats.sent += w.n; }
         this.stats.rereplicatedHosts++;
       });
       // After its queue, on the same FIFO: a settled page's entry trims its queued replica there.
@@ -479,14 +479,14 @@ export class FrontierReplica {
       }
       if (items.length) {
         const ops: BatchOp[] = [];
-        const written: Array<{ peer: string; n: number }> = [];
+        const written: Array<{ peer: string; n: number; seq: number }> = [];
         for (const p of peers) {
           const q = mesh.replicas.queueOps(p, items);
           for (const op of q.ops) ops.push({ ...op, sublevel: store.replicas });
-          written.push({ peer: p, n: q.n });
+          written.push({ peer: p, n: q.n, seq: q.seq });
         }
         await store.db.batch(ops);
-        for (const w of written) { mesh.replicas.written(w.peer, w.n); this.stats.seenCaughtUp += w.n; }
+        for (const w of written) { mesh.replicas.written(w.peer, w.n, w.seq); this.stats.seenCaughtUp += w.n; }
       }
       if (rows.length < CATCH_UP_CHUNK) break;
     }

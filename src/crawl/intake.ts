@@ -173,7 +173,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     if (settled.length) {
       const value = settledValue('settled-elsewhere');
       const now = Date.now();
-      await drum.exclusive(async () => {
+      const write = async () => {
         // A fetch record too (unless we have our own): a later handoff of the host passes it on (settledItems).
         const have = await store.fetches.getMany(settled);
         const ops: BatchOp[] = settled.map((key) => ({ type: 'put', sublevel: store.seen, key, value }));
@@ -190,7 +190,15 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         await store.db.batch(ops, { sync: handedOver > 0 });
         replicas?.done();
         drum.noteStored(settled); // the DRUM's Bloom filter must know every key in the store
-      });
+      };
+      // Replica seen entries alone, of hosts another member owns by our view, are written at once. The exclusion
+      // keeps a seen-set round from overwriting an entry with "queued", and a round here holds our own hosts'
+      // URLs (and a few kept past the hop limit, handed on at their host's turn, where the owner's seen-set
+      // drops them). Behind the round under way and the sections queued before it they waited up to 7 s before
+      // a kill at load 15-20, and the victim's pages whose replicas had not reached their next owner in time
+      // were fetched again (docs/mesh.md "Crashes").
+      if (replicasOfOthers(mesh, handedOver, local, settledUrls)) await write();
+      else await drum.exclusive(write);
     }
     if (hostItems.length) await this.c.hostItems!(hostItems);
     // After the seen entries: a queued replica of a page settled in the same frames is not kept.
@@ -264,6 +272,13 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     this.c.metrics.meshRefused(reason, n);
     this.refusalLog.warn(reason, { peer: shortPeerId(from), items: n }, 'refused items from a peer');
   }
+}
+
+/** Whether what a batch settles is replica seen entries only (no handed-over entry), none of a host we own. */
+export function replicasOfOthers(mesh: Pick<OwnershipMesh, 'id' | 'ownerOf'> | undefined, handedOver: number, local: boolean, urls: readonly string[]): boolean {
+  if (!mesh || local || handedOver > 0) return false;
+  for (const u of urls) if (mesh.ownerOf(hostOf(u)) === mesh.id) return false;
+  return true;
 }
 
 /**

@@ -232,7 +232,7 @@ export class MeshRouter implements Router {
       for (const peer of next) {
         const q = mesh.replicas.queueOps(peer, [encodeItem({ kind: 'replica', url })]);
         for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-        out.push({ peer, n: q.n });
+        out.push({ peer, n: q.n, seq: q.seq });
       }
       return out;
     } catch (err) {
@@ -242,7 +242,7 @@ export class MeshRouter implements Router {
     }
   }
 
-  replicated(r: Replica): void { for (const { peer, n } of r) this.mesh?.replicas.written(peer, n); }
+  replicated(r: Replica): void { for (const { peer, n, seq } of r) this.mesh?.replicas.written(peer, n, seq); }
   notBefore(host: string, now: number): number { return this.ownership.notBefore(host, now); }
   handOn(): void { this.ownership.scheduleRebalance(); }
   initialNextAllowed(now: number): number {

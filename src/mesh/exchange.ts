@@ -154,6 +154,12 @@ interface SenderState {
   failures: number;
   retryAt: number;
   wake: (() => void) | null;
+  /**
+   * New items arrived while the sender was busy (reading, acking), not waiting: its next wait returns at once.
+   * Without it the wake-up was lost, and items written between a read that found nothing and the wait for
+   * the next ack waited for that ack (seconds under load on the replica lane, docs/mesh.md "Crashes").
+   */
+  kicked: boolean;
   /** Where the current session is: opening its stream, or sending on it (labels failures). */
   phase: 'dial' | 'stream';
 }
@@ -291,7 +297,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     const s = this.sender(peer, lane);
     if (resetBackoff) s.retryAt = 0;
     if (s.wake) { s.wake(); return; }
-    if (s.running) return;
+    if (s.running) { s.kicked = true; return; }
     s.running = true;
     const p = this.runSender(peer, s).finally(() => {
       s.running = false;
@@ -317,7 +323,11 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     return { ...this.totals, rejected: { ...this.rejected }, failureReasons: { ...this.failureReasons }, peers: new Map([...this.perPeer].map(([k, v]) => [k, { ...v }])) };
   }
 
-  /** The longest waits since the last resetPeaks() (ms): ackMaxMs, lockWaitMaxMs, acceptMaxMs. */
+  /**
+   * The longest waits since the last resetPeaks() (ms): ackMaxMs (URL lane) and replicaAckMaxMs (a frame's
+   * send to its ack), lockWaitMaxMs, acceptMaxMs (a URL batch's accept) and replicaAcceptMaxMs (a replica
+   * frame's arrival to its ack: the accepts before it and its own).
+   */
   peaks(): Record<string, number> {
     return { ...this.peakWaits };
   }
@@ -369,7 +379,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     const key = lane === this.urlLane ? peer : `${peer}/replica`;
     let s = this.senders.get(key);
     if (!s) {
-      s = { lane, running: false, failures: 0, retryAt: 0, wake: null, phase: 'dial' };
+      s = { lane, running: false, failures: 0, retryAt: 0, wake: null, kicked: false, phase: 'dial' };
       this.senders.set(key, s);
     }
     return s;
@@ -379,6 +389,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
     const ob = s.lane.outbox;
     while (!this.stopping && ob.queued(peer) > 0 && !ob.isPaused(peer)) {
       const wait = s.retryAt - Date.now();
+      s.kicked = false; // a backoff is cut short by items written during it, as before, not by earlier ones
       if (wait > 0) await this.sleepWake(s, wait);
       if (this.stopping) return;
       try {
@@ -426,13 +437,15 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         const policy = s.lane === this.urlLane ? this.batchPolicy?.(peer) : undefined;
         const sizes = policy ? batchLimits({ maxUrls: policy.maxUrls, maxBytes: policy.maxBytes }) : { maxUrls: this.o.batchMaxUrls, maxBytes: this.o.batchMaxBytes };
         lingerMs = policy ? policy.lingerMs : s.lane.lingerMs;
+        s.kicked = false; // what these reads find needs no wake-up
         while (inflight.length < window && !ob.isPaused(peer)) {
           const r = await ob.read(peer, cursor, { maxUrls: sizes.maxUrls, maxBytes: sizes.maxBytes, lingerMs });
           if (!r.batch) { lingerWait = r.waitMs; break; }
           const b = r.batch;
           inflight.push(b);
           sentAt.push(Date.now());
-          cursor = b.lastSeq;
+          // A batch read from below the cursor (a segment that landed late: src/mesh/outbox.ts `read`) leaves it.
+          cursor = Math.max(cursor, b.lastSeq);
           out.push(encodeRunsFrame({ batchId: b.lastSeq, from: this.node.id, epoch: ob.epoch, flags }, b.runs));
           ps.sent += b.count;
           this.totals.sent += b.count;
@@ -460,7 +473,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
         const head = inflight[0]!;
         if (a.value.batchId !== head.lastSeq) throw new Error('ack out of order');
         inflight.shift();
-        this.notePeak('ackMaxMs', Date.now() - sentAt.shift()!);
+        this.notePeak(s.lane === this.urlLane ? 'ackMaxMs' : 'replicaAckMaxMs', Date.now() - sentAt.shift()!);
         await ob.ack(head);
         ps.acked += head.count;
         ps.batchesAcked++;
@@ -486,6 +499,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   // Waits until `ack` settles (true) or the sender is woken by new items or stop (false).
   private ackOrWake(s: SenderState, ack: Promise<unknown>): Promise<boolean> {
     if (this.stopping) return Promise.resolve(true);
+    if (s.kicked) { s.kicked = false; return Promise.resolve(false); }
     return new Promise<boolean>((resolve) => {
       const wake = () => { s.wake = null; resolve(false); };
       s.wake = wake;
@@ -497,6 +511,7 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
   // Waits until woken or `ms` pass; returns true if woken (by new items or stop).
   private sleepWake(s: SenderState, ms: number): Promise<boolean> {
     if (this.stopping) return Promise.resolve(true);
+    if (s.kicked) { s.kicked = false; return Promise.resolve(true); }
     return new Promise<boolean>((resolve) => {
       const t = setTimeout(() => { s.wake = null; resolve(false); }, Math.max(0, ms));
       s.wake = () => { clearTimeout(t); s.wake = null; resolve(true); };
@@ -573,7 +588,10 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
           }
           intake ??= new ReplicaIntake(
             (its) => this.accept(its, from, { batchId: 0, epoch: b.epoch, replica: true }),
-            (batchId, n, drop) => { ps.received += n; this.totals.received += n; out.push(encodeAckFrame({ batchId, accepted: n, dropped: drop })); },
+            (batchId, n, drop, since) => {
+              ps.received += n; this.totals.received += n; out.push(encodeAckFrame({ batchId, accepted: n, dropped: drop }));
+              this.notePeak('replicaAcceptMaxMs', Date.now() - since);
+            },
             (err) => {
               this.totals.acceptErrors++;
               this.log.warn({ peer: from, err: (err as Error).message }, 'url exchange: accept failed; the sender will retry');
@@ -729,20 +747,21 @@ const REPLICA_FRAMES_QUEUED = 16;
  * in order, once its items are durable.
  */
 class ReplicaIntake {
-  private queue: { batchId: number; items: UrlItem[]; dropped: number }[] = [];
+  private queue: { batchId: number; items: UrlItem[]; dropped: number; at: number }[] = [];
   private running: Promise<void> | undefined;
   private failed = false;
 
   constructor(
     private readonly accept: (items: UrlItem[]) => Promise<void>,
-    private readonly ack: (batchId: number, accepted: number, dropped: number) => void,
+    /** `since`: when the frame was read off the stream. */
+    private readonly ack: (batchId: number, accepted: number, dropped: number, since: number) => void,
     private readonly fail: (err: unknown) => void,
   ) {}
 
   /** Queues a frame; returns the frames now waiting. */
   push(batchId: number, items: UrlItem[], dropped: number): number {
     if (this.failed) return 0;
-    this.queue.push({ batchId, items, dropped });
+    this.queue.push({ batchId, items, dropped, at: Date.now() });
     this.running ??= this.drain().finally(() => { this.running = undefined; });
     return this.queue.length;
   }
@@ -765,7 +784,7 @@ class ReplicaIntake {
         this.fail(err);
         return;
       }
-      for (const f of frames) this.ack(f.batchId, f.items.length, f.dropped);
+      for (const f of frames) this.ack(f.batchId, f.items.length, f.dropped, f.at);
     }
   }
 }

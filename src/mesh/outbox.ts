@@ -137,6 +137,14 @@ interface PeerState {
   gen: number;
   /** Batches out for sending. */
   inflight: number;
+  /** First seqs of the segments in those batches: a read that starts below its cursor skips them. */
+  sending: Set<number>;
+  /**
+   * The lowest seq written since the last read began. Seqs are taken when a write is prepared, and writes
+   * prepared by callers (`queueOps`) land in any order: one may land below a cursor that a later-numbered
+   * write already moved past, and the next read starts there (see `read`).
+   */
+  landedFrom: number | undefined;
   paused: number;
   idle: Array<() => void>;
 }
@@ -277,10 +285,13 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   /**
    * The writes that queue `items` for `peer`, for the caller to put in a batch
    * of its own (e.g. atomically with the completion they replicate); call
-   * `written(peer, n)` once that batch is durable. Invalid items are left out
-   * and counted; no "recently forwarded" check. n = the items queued.
+   * `written(peer, n, seq)` once that batch is durable. Invalid items are left out
+   * and counted; no "recently forwarded" check. n = the items queued, seq = the
+   * first seq they took. Only for a lane whose receiver takes items out of order
+   * (the replica lane, docs/mesh.md "Crashes"): such batches land in any order,
+   * so a segment may be sent after one with a higher seq.
    */
-  queueOps(peer: string, items: readonly UrlItem[]): { ops: BatchOp[]; n: number } {
+  queueOps(peer: string, items: readonly UrlItem[]): { ops: BatchOp[]; n: number; seq: number } {
     if (this.closed) throw new Error('outbox closed');
     if (!isPeerIdString(peer)) throw new RangeError(`not a peer id: ${peer}`);
     const keep: UrlItem[] = [];
@@ -289,15 +300,20 @@ export class Outbox extends EventEmitter<OutboxEvents> {
       else this.stats.invalid++;
     }
     const ops: BatchOp[] = [];
+    const seq = this.nextSeq;
     // Seqs are taken now; open() finds the highest on disk, so the counter need not be written with them.
     if (keep.length) this.segmentOps(peer, keep, ops);
-    return { ops, n: keep.length };
+    return { ops, n: keep.length, seq };
   }
 
-  /** The batch holding `queueOps(peer, …)`'s writes (n items) is durable: they are sendable. */
-  written(peer: string, n: number): void {
+  /**
+   * The batch holding `queueOps(peer, …)`'s writes (n items from seq `seq`) is durable: they are sendable.
+   * Without `seq`, the next read looks at the whole queue (skipping what is in flight).
+   */
+  written(peer: string, n: number, seq?: number): void {
     if (n <= 0) return;
     const st = this.state(peer);
+    landed(st, seq ?? 0);
     st.count += n;
     st.gen++;
     if (st.unsentSince === undefined) st.unsentSince = Date.now();
@@ -320,10 +336,11 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         if (l) for (const it of p.items) l.push(it);
         else byPeer.set(p.peer, p.items.slice());
       }
-      const touched = new Map<string, { n: number; bytes: number }>();
+      const touched = new Map<string, { n: number; bytes: number; seq: number }>();
       for (const [peer, its] of byPeer) {
+        const seq = this.nextSeq;
         const bytes = this.segmentOps(peer, its, ops);
-        touched.set(peer, { n: its.length, bytes });
+        touched.set(peer, { n: its.length, bytes, seq });
       }
       ops.push({ type: 'put', key: META_SEQ, value: u53Bytes(this.nextSeq) });
       try {
@@ -340,8 +357,9 @@ export class Outbox extends EventEmitter<OutboxEvents> {
         return;
       }
       const now = Date.now();
-      for (const [peer, { n, bytes }] of touched) {
+      for (const [peer, { n, bytes, seq }] of touched) {
         const st = this.state(peer);
+        landed(st, seq);
         if (st.count === 0) st.progressAt = now; // the stall clock starts when there is something to send
         st.count += n;
         st.bytes += bytes;
@@ -413,7 +431,11 @@ export class Outbox extends EventEmitter<OutboxEvents> {
    * { batch: null, waitMs } when the queue holds only a partial batch younger
    * than lingerMs, and { batch: null, waitMs: 0 } when there is nothing after
    * afterSeq (or the peer is paused). A returned batch counts as in flight
-   * until ack() or release().
+   * until ack() or release(). Segments that became durable at or below afterSeq
+   * since the last read (a caller's batch from `queueOps` that landed after one
+   * with higher seqs, a released batch) are read first, skipping those in
+   * flight: the returned batch's lastSeq may then be below afterSeq, and the
+   * caller's cursor stays where it was (the highest lastSeq it was given).
    */
   async read(peer: string, afterSeq: number, o: ReadOptions = {}): Promise<{ batch: OutboxBatch | null; waitMs: number }> {
     const st = this.peersState.get(peer);
@@ -435,18 +457,25 @@ export class Outbox extends EventEmitter<OutboxEvents> {
       if (age < o.lingerMs && st.count < maxUrls && st.bytes + 8 * st.count < maxBytes) return { batch: null, waitMs: o.lingerMs - age };
     }
     const gen = st.gen;
+    // A segment that landed below the cursor since the last read began: start right before it. Before, it waited
+    // for the sender's next session (cursor 0), which a busy lane never closes: a page's replica seen entry sat
+    // in the victim's outbox for many seconds while later ones went out (test/mesh-crash.test.ts, docs/mesh.md "Crashes").
+    const from = Math.max(0, Math.min(afterSeq, (st.landedFrom ?? Infinity) - 1));
+    st.landedFrom = undefined;
     const runs: EncodedRun[] = [];
     const keys: Buffer[] = [];
     let count = 0;
     let bytes = 0;
-    let lastSeq = afterSeq;
+    let lastSeq = from;
     let exhausted = false;
-    const it = this.db.iterator({ gt: outboxKey(peer, Math.max(afterSeq, 0)), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER) });
+    let skipped = false;
+    const it = this.db.iterator({ gt: outboxKey(peer, from), lt: outboxKey(peer, Number.MAX_SAFE_INTEGER) });
     try {
       for (;;) {
         const e = await it.next();
         if (!e) { exhausted = true; break; }
         const k = parseOutboxKey(e[0]);
+        if (k && k.seq <= afterSeq && st.sending.has(k.seq)) { skipped = true; continue; } // in flight (read from below the cursor)
         const n = segmentCount(e[1]);
         if (!k || n < 0) {
           // Unreadable entry: nothing can be sent from it; delete it with this batch.
@@ -468,16 +497,22 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     if (!runs.length) {
       if (keys.length) await this.serial(() => this.db.batch(keys.map((key) => ({ type: 'del' as const, key }))));
       // Nothing at all on disk for this peer: the count must say so (self-healing after a forced reassign).
-      if (afterSeq <= 0 && st.gen === gen) st.count = 0;
+      if (from <= 0 && !skipped && st.gen === gen) st.count = 0;
       return { batch: null, waitMs: 0 };
     }
     if (exhausted && o.lingerMs && st.unsentSince !== undefined) {
       const age = Date.now() - st.unsentSince;
-      if (age < o.lingerMs) return { batch: null, waitMs: o.lingerMs - age };
+      if (age < o.lingerMs) {
+        if (from < afterSeq) landed(st, from + 1); // read again after the wait
+        return { batch: null, waitMs: o.lingerMs - age };
+      }
     }
     // Everything durable for this peer is now being sent, unless a write landed meanwhile.
     if (exhausted && st.gen === gen) st.unsentSince = undefined;
+    // Read from below the cursor and cut short there (limits): the next read goes on from here.
+    if (!exhausted && lastSeq < afterSeq) landed(st, lastSeq + 1);
     st.inflight++;
+    for (const r of runs) st.sending.add(r.seq);
     return { batch: { peer, runs, keys, count, lastSeq, bytes, exhausted }, waitMs: 0 };
   }
 
@@ -495,7 +530,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
       st.progressAt = Date.now();
     });
     if (this.retainAcked > 0) this.keepAcked(b);
-    this.doneInflight(st);
+    this.doneInflight(st, b);
   }
 
   private keepAcked(b: OutboxBatch): void {
@@ -531,7 +566,9 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   release(b: OutboxBatch): void {
     const st = this.state(b.peer);
     if (st.unsentSince === undefined) st.unsentSince = 0;
-    this.doneInflight(st);
+    // Read again by the sender's next session, which starts at the queue's head; a session that goes on reads it too.
+    landed(st, b.runs[0]?.seq ?? 0);
+    this.doneInflight(st, b);
   }
 
   // ------------------------------------------------------------ re-routing (ownership changes)
@@ -637,7 +674,8 @@ export class Outbox extends EventEmitter<OutboxEvents> {
             } else ops.push({ type: 'del', key: r.key });
           }
           const moveBytes = new Map<string, number>();
-          for (const [to, its] of moves) moveBytes.set(to, this.segmentOps(to, its, ops));
+          const moveSeqs = new Map<string, number>();
+          for (const [to, its] of moves) { moveSeqs.set(to, this.nextSeq); moveBytes.set(to, this.segmentOps(to, its, ops)); }
           if (!ops.length) return;
           ops.push({ type: 'put', key: META_SEQ, value: u53Bytes(this.nextSeq) });
           await this.db.batch(ops);
@@ -647,6 +685,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
           const now = Date.now();
           for (const [to, its] of moves) {
             const ts = this.state(to);
+            landed(ts, moveSeqs.get(to)!);
             if (ts.count === 0) ts.progressAt = now;
             ts.bytes += moveBytes.get(to) ?? 0;
             ts.count += its.length;
@@ -744,7 +783,7 @@ export class Outbox extends EventEmitter<OutboxEvents> {
   private state(peer: string): PeerState {
     let st = this.peersState.get(peer);
     if (!st) {
-      st = { count: 0, bytes: 0, progressAt: Date.now(), unsentSince: undefined, gen: 0, inflight: 0, paused: 0, idle: [] };
+      st = { count: 0, bytes: 0, progressAt: Date.now(), unsentSince: undefined, gen: 0, inflight: 0, sending: new Set(), landedFrom: undefined, paused: 0, idle: [] };
       this.peersState.set(peer, st);
     }
     return st;
@@ -777,7 +816,8 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     return run;
   }
 
-  private doneInflight(st: PeerState): void {
+  private doneInflight(st: PeerState, b: OutboxBatch): void {
+    for (const r of b.runs) st.sending.delete(r.seq);
     if (st.inflight > 0) st.inflight--;
     if (st.inflight === 0 && st.idle.length) {
       const w = st.idle;
@@ -794,5 +834,11 @@ export class Outbox extends EventEmitter<OutboxEvents> {
     });
     // Forced: late acks of those batches must not decrement counts twice.
     st.inflight = 0;
+    st.sending.clear();
   }
+}
+
+/** A write for the peer landed from seq `seq` on: the next read starts no later than there (see `read`). */
+function landed(st: PeerState, seq: number): void {
+  if (st.landedFrom === undefined || seq < st.landedFrom) st.landedFrom = seq;
 }
