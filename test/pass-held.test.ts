@@ -9,7 +9,7 @@ import { openStore } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { Outbox, classifyItem, encodeItem, HELD_QUEUED_HOPS, HELD_REPLICA_HOPS } from '../src/mesh/index.js';
 import { decodeBatch, encodeBatchFrame, FLAG_REPLICA } from '../src/mesh/wire.js';
-import { encodeHeld } from '../src/crawl/frontier-replica.js';
+import { FrontierReplica, decodeHeld, encodeHeld } from '../src/crawl/frontier-replica.js';
 import { passOnTargets } from '../src/crawl/held-replicas.js';
 import { HeldPassOn } from '../src/crawl/pass-held.js';
 import { encodeFetchRecord } from '../src/crawl/records.js';
@@ -111,6 +111,42 @@ test('a leaver\'s rounds: held queued URLs go (and leave the standby in the same
     assert.equal(await pass.round(mesh), 4);
     assert.deepEqual(await drained(next), ['queued /q2 O', 'replica / O', 'replica /a O', 'replica /q1 O'].sort());
     assert.deepEqual(pass.stats, { queued: 4, seen: 5, kept: 0 });
+  } finally {
+    await outbox.close();
+    await store.close();
+  }
+});
+
+test('a replica passed on never replaces one held already; one held for an owner already gone is promoted without a ring change', async () => {
+  const store = await openStore(tempDir());
+  const outbox = await Outbox.open({ db: store.replicas, recentSize: 0 });
+  try {
+    const ring = new HostRing({ replicas: 64 });
+    for (const id of [N, M]) ring.add(id);
+    const members = new Set([N, M, O]);
+    const promoted: string[] = [];
+    const replica = new FrontierReplica({
+      store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
+      replicas: 1, promoteAfterMs: 20, log: silentLogger, promote: async (urls) => { promoted.push(...urls.map((u) => u.url)); },
+    });
+    replica.attach({ id: N, membership: { ring, member: (id) => (members.has(id) ? { state: 'active' } : undefined) }, replicas: outbox });
+    replica.ringChanged();
+    await replica.settled;
+    const host = Array.from({ length: 200 }, (_, i) => `h${i}.example`).find((h) => ring.ownerOf(h) === M)!;
+    const u = `http://${host}/x`;
+    const key = seenKey(hostKey(host), u);
+    await replica.hold([{ key, url: u, depth: 1, sitemap: false, from: M }]);
+    // A leaver passes the same URL on, held for O: M's entry stands.
+    await replica.hold([{ key, url: u, depth: 1, sitemap: false, from: O, passedOn: true }]);
+    assert.equal(decodeHeld((await store.standby.get(key))!)?.from, M);
+    // Passed on for O, gone from our table: promoted by a pass of its own.
+    members.delete(O);
+    const v = `http://${host}/y`;
+    await replica.hold([{ key: seenKey(hostKey(host), v), url: v, depth: 1, sitemap: false, from: O, passedOn: true }]);
+    const deadline = Date.now() + 5000;
+    while (promoted.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await replica.settled;
+    assert.deepEqual(promoted, [v]);
   } finally {
     await outbox.close();
     await store.close();
