@@ -87,7 +87,7 @@ test('a leaver\'s rounds: held queued URLs go (and leave the standby in the same
     await store.standby.put(seenKey(hk, url('/g')), encodeHeld(url('/g'), 2, false, gone));
     for (const p of ['/', '/a']) await store.fetches.put(seenKey(hk, url(p)), encodeFetchRecord({ url: url(p), at: 1, status: 0, failure: 'settled-elsewhere' }));
     const held = new Map([[host, { hk, from: O }]]);
-    const pass = new HeldPassOn({ store, replicas: 1, log: silentLogger, heldHosts: () => held.entries(), heldHost: (h) => held.get(h) });
+    const pass = new HeldPassOn({ store, replicas: 1, heldHosts: () => held.entries(), heldHost: (h) => held.get(h) });
     const mesh = { id: L, membership: { ring, member: (id: string) => (id === gone ? undefined : {}) }, replicas: outbox };
     const drained = async (peer: string) => {
       const out: string[] = [];

@@ -112,7 +112,7 @@ export class MeshRouter implements Router {
       replicaTaken: (hosts) => this.heldPassOn.taken(hosts),
     });
     this.heldPassOn = new HeldPassOn({
-      store: c.store, replicas: config.mesh.replicas, log: c.log,
+      store: c.store, replicas: config.mesh.replicas,
       heldHosts: () => this.ownership.heldReplicaHosts(), heldHost: (host) => this.ownership.heldReplicaHost(host),
     });
     this.leaveReceivers = new LeaveReceivers({ heardWithinMs: config.mesh.deadAfterMs, maxCapacity: config.mesh.admission.maxCapacity });

@@ -17,7 +17,6 @@ import { prefixEnd } from '../store/keys.js';
 import { encodeItem, type UrlItem } from '../mesh/index.js';
 import { hostOf } from '../url/normalize.js';
 import type { OwnerRing } from '../assign/zones.js';
-import type { Logger } from '../util/log.js';
 import { decodeHeld } from './frontier-replica.js';
 import { decodeFetchRecord } from './records.js';
 import { passOnTargets } from './held-replicas.js';
@@ -33,7 +32,6 @@ export interface PassHeldComponents {
   store: Pick<Store, 'db' | 'standby' | 'fetches' | 'replicas'>;
   /** Extra copies per host (--replicas): how many successors a held replica goes to. */
   replicas: number;
-  log: Logger;
   /** Hosts whose replica seen entries we hold, with the owner that sent them (src/crawl/ownership.ts `replicaHosts`). */
   heldHosts(): Iterable<[string, { hk: Buffer; from: string }]>;
   /** The owner of a held host's replica seen entries, if we still hold them. */
