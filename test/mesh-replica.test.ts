@@ -8,33 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkPoliteness, startSyntheticWeb, type SyntheticWeb } from '../bench/web/index.js';
-import { tempDir } from './helpers.js';
-import { MIN_DELAY, startAgentProcess, listeningOn, agentOf, pageCounts, waitFor, meshWeb, whoFetched, type AgentProc } from './mesh-agents.js';
-
-/**
- * Per-host chains: page k of every host links only to page k+1 (`/` → `/p/1` → … → `/p/<pages−1>`). The
- * roots are the seeds, so the rest of a chain is known only to whoever queued its next page. Each page names its
- * host: identical bytes on two hosts would be archived as a revisit, whose links are not followed.
- */
-async function chainWeb(hosts: number, pages: number) {
-  const web = await startSyntheticWeb({
-    seed: 7, hosts, pagesPerHost: pages, outLinks: 0, pageBytes: 600, sitemap: false,
-    intercept: (req) => {
-      if (req.hostIndex < 0 || req.path === '/robots.txt') return null;
-      const k = req.path === '/' ? 0 : Number(/^\/p\/(\d+)$/.exec(req.path)?.[1] ?? -1);
-      if (k < 0 || k >= pages) return null;
-      const next = k + 1 < pages ? `<a href="/p/${k + 1}">next</a>` : '';
-      return { status: 200, headers: { 'content-type': 'text/html' }, body: `<html><body><p>${req.host}, page ${k}</p>${next}</body></html>` };
-    },
-  });
-  const dir = tempDir();
-  const seeds = join(dir, 'seeds.txt');
-  writeFileSync(seeds, web.roots().join('\n') + '\n');
-  const expected = new Set<string>();
-  for (let i = 0; i < hosts; i++) for (let k = 0; k < pages; k++) expected.add(web.url(i, k === 0 ? '/' : `/p/${k}`));
-  return { web, dir, seeds, expected };
-}
+import { checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
+import { MIN_DELAY, startAgentProcess, listeningOn, agentOf, pageCounts, waitFor, meshWeb, chainWeb, whoFetched, type AgentProc } from './mesh-agents.js';
 
 /** Four agents, replicas on (the default); a0 starts the mesh, a3 is given the seeds. */
 async function fourAgents(web: SyntheticWeb, dir: string, seeds: string, extra: string[]): Promise<AgentProc[]> {

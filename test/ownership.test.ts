@@ -819,3 +819,46 @@ test('ownership: replica seen entries of another member\'s hosts are stored with
     await r.close();
   }
 });
+
+// A graceful leaver passes on the replicas it held for an owner (docs/mesh.md "Replicated frontier", a holder
+// that leaves): held for that owner, not for the leaver; replica seen entries only from a holder heard leaving.
+test('ownership: replicas a leaver held for an owner and passes on are held for that owner; its seen entries are taken only once it is heard leaving, and only where it held them', async () => {
+  const held: Array<{ url: string; from?: string; passedOn?: boolean }> = [];
+  const r = await rig({ standby: { hold: async (urls) => { held.push(...urls.map((u) => ({ url: u.url, from: u.from, passedOn: u.passedOn }))); }, replicas: 1 } });
+  try {
+    await r.ownership.start(r.mesh);
+    await r.ownership.rebalancing;
+    await bAndCJoin(r);
+    // B owns `host`, C came next (it held B's replicas), we after C.
+    const abc = new HostRing({ replicas: 64 }); abc.add(A); abc.add(B); abc.add(C);
+    const names = Array.from({ length: 2000 }, (_, i) => `h${i}.example`);
+    const host = names.find((h) => abc.nextOwnersOf(h, 3).join() === [B, C, A].join())!;
+    const notHeld = names.find((h) => abc.nextOwnersOf(h, 3).join() === [B, A, C].join())!;
+    assert.ok(host && notHeld);
+    const page = `http://${host}/settled-at-b`;
+    const queued = `http://${host}/queued-at-b`;
+    const passed = [encodeItem({ kind: 'queued', url: queued, depth: 2, sitemap: false, owner: B }), encodeItem({ kind: 'replica', url: page, owner: B })];
+    // C has not been heard leaving yet (its batch overtook its heartbeat): retried, nothing written.
+    await assert.rejects(r.ownership.acceptFromPeer(passed, C));
+    assert.equal(r.ownership.refusals()['held-before-leave'], 1);
+    assert.deepEqual(held, []);
+    assert.equal(await r.store.seen.get(seenKey(hostKey(host), page)), undefined);
+    // C leaves.
+    r.mesh.table.set(C, member(C, 'leaving'));
+    r.mesh.ring.remove(C);
+    r.ownership.onMembershipChange({ members: [A, B], added: [], removed: [C], dead: [] });
+    await r.ownership.rebalancing;
+    await r.ownership.acceptFromPeer(passed, C);
+    assert.deepEqual(held, [{ url: queued, from: B, passedOn: true }], 'held for B, whose fate decides');
+    const stored = await r.store.seen.get(seenKey(hostKey(host), page));
+    assert.ok(stored && seenStateOf(stored) === 'settled-elsewhere');
+    assert.equal(r.ownership.heldReplicaHost(host)?.from, B, 'passed on to the host\'s new owner should B go');
+    // Where C never held B's replicas (we came first), its claim hides nothing: refused.
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'replica', url: `http://${notHeld}/hidden`, owner: B })], C);
+    assert.equal(r.ownership.refusals()['replica-not-owner'], 1);
+    assert.equal(await r.store.seen.get(seenKey(hostKey(notHeld), `http://${notHeld}/hidden`)), undefined);
+    // Our own queue is ours: a claim that we are the owner is dropped.
+    await r.ownership.acceptFromPeer([encodeItem({ kind: 'queued', url: `http://${host}/ours`, depth: 1, sitemap: false, owner: A })], C);
+    assert.equal(held.length, 1);
+  } finally { await r.close(); }
+});

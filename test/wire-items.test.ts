@@ -33,6 +33,9 @@ const samples: Good[] = [
   { kind: 'replica', url: URL_A },
   { kind: 'queued', url: URL_A, depth: 7, sitemap: false },
   { kind: 'queued', url: MAP, depth: 65535, sitemap: true },
+  { kind: 'queued', url: URL_A, depth: 7, sitemap: false, owner: PEER },
+  { kind: 'queued', url: MAP, depth: 2, sitemap: true, owner: PEER },
+  { kind: 'replica', url: URL_A, owner: PEER },
   { kind: 'host-state', host: 'example.org', state: '{"backoff":2,"notBefore":1795730000000}' },
   { kind: 'recrawl', url: URL_A, depth: 3, state: Buffer.from([1, 2, 3, 250, 0, 7]) },
   { kind: 'marker', ringId: 0xfedcba9876543210n },
@@ -83,8 +86,9 @@ function expectedKind(h: number): WireItem['kind'] | `bad:${string}` {
   if (h === 0xc0) return 'marker';
   if (h === 0x9f) return 'replica';
   if (h === 0xc1 || h === 0xc2) return 'queued';
-  // A host state whose URL is not one, a recrawl entry whose second string is not a schedule: meaningless.
-  if (h === 0xe0) return 'bad:grant';
+  // A host state whose URL is not one, a recrawl entry whose second string is not a schedule, a held replica
+  // passed on whose second string names no owner: meaningless.
+  if (h >= 0xe0 && h <= 0xe3) return 'bad:grant';
   if (h >= 0x80) return h <= 0x9e ? 'seen' : 'bad:flags';
   if (h >= 0x20 && h <= 0x3f) return 'bad:flags';
   return 'crawl';
@@ -117,14 +121,20 @@ test('wire items: all 256 hops bytes, with and without a grant, classify as the 
       assert.equal(w.hops, h & HOPS_MASK);
       assert.deepEqual(encodeItem(w), plain);
     }
+    // Held replicas passed on, with a second string that names their owner.
+    if (h >= 0xe1 && h <= 0xe3) {
+      const named = classifyItem({ ...plain, grant: `http://held.ubicrawl.invalid/v1/${PEER}` });
+      assert.deepEqual(named, h === 0xe3 ? { kind: 'replica', url, owner: PEER } : { kind: 'queued', url, depth: 0, sitemap: h === 0xe2, owner: PEER });
+      assert.deepEqual(encodeItem(named as Good), { ...plain, grant: `http://held.ubicrawl.invalid/v1/${PEER}` }, 'held replicas re-encode to the same bytes');
+    }
     if (w.kind === 'queued') {
       assert.equal(w.sitemap, h === 0xc2);
       assert.deepEqual(encodeItem(w), plain, 'queued replicas re-encode to the same bytes');
     }
   }
-  // 0x00–0x1f and 0x40–0x7f crawl; 0x20–0x3f, 0xa0–0xbf and 0xc3–0xff meaningless (0xc3 and 0xe0 unless they carry
-  // a host state or a recrawl entry); 0x80–0x9e seen; 0xc1–0xc2 queued replicas.
-  assert.deepEqual(counts, { crawl: 96, 'bad:flags': 124, 'bad:grant': 1, seen: 31, replica: 1, marker: 1, queued: 2 });
+  // 0x00–0x1f and 0x40–0x7f crawl; 0x20–0x3f, 0xa0–0xbf and 0xc3–0xff meaningless (0xc3, 0xe0 and 0xe1–0xe3 unless
+  // they carry a host state, a recrawl entry or a held replica's owner); 0x80–0x9e seen; 0xc1–0xc2 queued replicas.
+  assert.deepEqual(counts, { crawl: 96, 'bad:flags': 121, 'bad:grant': 4, seen: 31, replica: 1, marker: 1, queued: 2 });
 });
 
 test('wire items: a malformed marker is a bad item, not a marker and not a URL', () => {

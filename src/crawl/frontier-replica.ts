@@ -43,8 +43,11 @@ export interface ReplicaMesh {
 /** A candidate as the DRUM round hands it over (src/crawl/candidate.ts has more). */
 export interface QueuedCandidate { url: string; host: string; depth: number; kind?: UrlKind }
 
-/** A queued replica a peer sent us, admitted by peer intake; `from`: its sender (src/crawl/held-replicas.ts). */
-export interface HeldUrl { key: Buffer; url: string; depth: number; sitemap: boolean; from?: string }
+/**
+ * A queued replica a peer sent us, admitted by peer intake; `from`: its sender (src/crawl/held-replicas.ts) —
+ * with `passedOn`, the owner a leaver held it for and passed it on from (src/crawl/pass-held.ts).
+ */
+export interface HeldUrl { key: Buffer; url: string; depth: number; sitemap: boolean; from?: string; passedOn?: boolean }
 
 /** Writes of one DRUM round's replicas; `done()` once the round's batch is durable. */
 export interface ReplicaOps { ops: BatchOp[]; done(): void }
@@ -271,13 +274,20 @@ export class FrontierReplica {
     const { store } = this.c;
     const mesh = this.mesh;
     const known = await store.seen.getMany(urls.map((u) => u.key));
+    // A replica passed on never replaces one a sender gave us itself (which its owner may have sent too):
+    // whose fate decides an entry is not for a third member to change.
+    const passed = urls.some((u) => u.passedOn);
+    const have = passed ? await store.standby.getMany(urls.map((u) => u.key)) : [];
     const ops: BatchOp[] = [];
     let ours = false;
     for (let i = 0; i < urls.length; i++) {
-      if (known[i]) { this.stats.skipped++; continue; }
+      if (known[i] || (urls[i]!.passedOn && have[i])) { this.stats.skipped++; continue; }
       const u = urls[i]!;
       // Sent before its owner left our ring, arriving after our sweep: ours now, promoted by a pass of its own.
       if (mesh && this.meshed && mesh.membership.ring.ownerOf(hostOf(u.url)) === mesh.id) ours = true;
+      // Passed on by a leaver for an owner already gone from our member table: no ring change may come to
+      // promote it (the owner's left ours already), so a pass of its own does (src/crawl/held-replicas.ts).
+      if (mesh && this.meshed && u.passedOn && u.from !== undefined && mesh.membership.member && !mesh.membership.member(u.from)) ours = true;
       ops.push({ type: 'put', sublevel: store.standby, key: u.key, value: encodeHeld(u.url, u.depth, u.sitemap, u.from) });
     }
     // Not synced, like replica seen entries: losing them needs this agent's power loss and the owner's death at once.

@@ -53,3 +53,16 @@ export function heldVerdict(f: HeldFacts): HeldVerdict {
   if (f.ownerIsUs && s.leftRing) return f.settledThere || s.leftEmpty ? 'drop' : 'promote';
   return 'keep';
 }
+
+/**
+ * Who a leaver passes a replica it held for `owner` on to (docs/mesh.md "Replicated frontier", "a holder
+ * that leaves"): the host's first `n` owners in its ring (which no longer holds the leaver) other than
+ * `owner` and itself — the successors the owner will replicate to once it sees the leave, so the owner's
+ * re-send finds the URLs already held there. With the owner in the ring, that is `successorsOf`; when our
+ * view of the host's owner differs from the sender's (views lag under churn), the host's owner in our view
+ * comes first: should the sender go, that member takes the host over.
+ */
+export function passOnTargets(ring: { nextOwnersOf(host: string, n: number): string[] }, host: string, owner: string, self: string, n: number): string[] {
+  if (n <= 0) return [];
+  return ring.nextOwnersOf(host, n + 2).filter((p) => p !== owner && p !== self).slice(0, n);
+}

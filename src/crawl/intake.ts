@@ -72,6 +72,8 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const trims: Buffer[] = []; // replica seen entries: the queued replica of that URL is done with
     const ownSeen: string[] = []; // seen entries handed over for hosts ours by our view: replicated to their successors
     const foreignTrims: Buffer[] = []; // refused replica seen entries: done with only if that sender's
+    const replicaHostsTaken = new Set<string>(); // hosts of the replica seen entries stored here
+    let beforeLeave = 0; // replica seen entries passed on by a member we have not yet heard leave
     let startupRing: ZonedRing | null | undefined; // computed at the first seen entry
     let withoutUs: boolean | undefined; // likewise (heldWithoutUs)
     let bad = 0;
@@ -110,6 +112,12 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         if (!host) { bad++; continue; }
         // A seen entry hides a page for good: only the host's recent owner may send one, and a
         // replica only the owner for whom we are next (docs/mesh.md "Admission").
+        // A replica its sender held for another member (`owner`) and passes on as it leaves (src/crawl/pass-held.ts):
+        // held for that owner as if the owner had sent it — the owner's fate decides (src/crawl/held-replicas.ts).
+        const heldFor = w.kind !== 'seen' ? w.owner : undefined;
+        if (heldFor !== undefined && (local || !mesh || heldFor === mesh.id)) { bad++; continue; }
+        // Passed on right after its sender announced its leave: the batch may overtake that heartbeat (gossip).
+        if (heldFor !== undefined && w.kind === 'replica' && mesh?.membership.member(from)?.state !== 'leaving') { beforeLeave++; continue; }
         if (!local && mesh) {
           const replica = w.kind !== 'seen';
           // While we start up, also the owner without us, and the ring of all members heard of (docs/mesh.md "Admission").
@@ -121,7 +129,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
           if (!replica && !relayed) withoutUs ??= heard !== undefined || this.heldWithoutUs(mesh, from);
           // A queued replica hides nothing: it is held for its sender whatever our view of the host's owner
           // (views disagree under churn), and promoted once its sender is gone (src/crawl/held-replicas.ts).
-          if (w.kind === 'queued') { /* admitted: any member */ } else if (replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)
+          if (w.kind === 'queued') { /* admitted: any member */ } else if (heldFor !== undefined ? !this.passedOnReplica(mesh, from, heldFor, host, heard, depth) : replica ? !this.c.recentRings.replicaFor(from, mesh.id, host, heard, depth) : !relayed && !this.c.recentRings.owned(from, host, withoutUs ? mesh.id : undefined, heard)
             // A departed owner's replica seen entries, from a member that held them (src/crawl/ownership.ts `passReplicas`).
             && !this.c.recentRings.heldFor(from, host, depth + 1, (id) => id !== mesh.id && (!mesh.membership.member(id) || mesh.membership.isSuspect?.(id) === true))
             // A member of the mesh before us, in its first handoff to us, for a host ours (heldBeforeUs).
@@ -129,7 +137,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
             this.refuse(replica ? 'replica-not-owner' : 'seen-not-owner', from, 1);
             this.c.log.debug({ url: it.url, from: shortPeerId(from), kind: w.kind }, 'seen entry refused');
             // It may still trim a queued replica the same sender asked us to hold (src/crawl/frontier-replica.ts `trimFrom`).
-            if (w.kind === 'replica' && this.c.standby?.trimFrom) foreignTrims.push(seenKey(hostKey(host), it.url));
+            if (w.kind === 'replica' && heldFor === undefined && this.c.standby?.trimFrom) foreignTrims.push(seenKey(hostKey(host), it.url));
             bad++;
             continue;
           }
@@ -147,14 +155,14 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
         const hk = hostKey(host);
         if (w.kind === 'queued') {
           // Held, not crawled, while its owner lives (docs/mesh.md "Replicated frontier").
-          if (this.c.standby) held.push({ key: seenKey(hk, w.url), url: w.url, depth: w.depth, sitemap: w.sitemap, ...(local ? {} : { from }) });
+          if (this.c.standby) held.push({ key: seenKey(hk, w.url), url: w.url, depth: w.depth, sitemap: w.sitemap, ...(local ? {} : { from: heldFor ?? from }), ...(heldFor !== undefined ? { passedOn: true } : {}) });
           continue;
         }
         settled.push(seenKey(hk, it.url));
         if (w.kind === 'replica' && this.c.standby) trims.push(settled[settled.length - 1]!);
         settledUrls.push(it.url);
         if (w.kind === 'seen') { handedOver++; if (!passed) ownSeen.push(it.url); }
-        if (w.kind === 'replica' && !local && this.c.replicaHosts.size < 1_000_000) this.c.replicaHosts.set(host, { hk, from });
+        if (w.kind === 'replica' && !local && this.c.replicaHosts.size < 1_000_000) { this.c.replicaHosts.set(host, { hk, from: heldFor ?? from }); replicaHostsTaken.add(host); }
         const h = frontier.host(host);
         if (h) h.data.checkSeen = true;
         else if (w.kind === 'seen' && !passed && this.c.settledOnly.size < 1_000_000) this.c.settledOnly.set(host, hk);
@@ -169,6 +177,12 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
       if (w.grant !== undefined) c.grant = w.grant; // a sitemap's only
       if (traceVia) c.via = `${local ? 'rerouted' : 'peer'} ${shortPeerId(from)} h${w.hops}`;
       cands.push(c);
+    }
+    // Retried rather than refused (nothing of the batch is written yet): refused, they were lost, and pages
+    // the owner settled fetched again after its loss. A member that is not leaving never sends them.
+    if (beforeLeave > 0) {
+      this.refuse('held-before-leave', from, beforeLeave);
+      throw new Error('replicas passed on by a member not yet heard leaving: retried');
     }
     if (settled.length) {
       const value = settledValue('settled-elsewhere');
@@ -199,6 +213,7 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
       // were fetched again (docs/mesh.md "Crashes").
       if (replicasOfOthers(mesh, handedOver, local, settledUrls)) await write();
       else await drum.exclusive(write);
+      if (replicaHostsTaken.size) this.c.replicaTaken?.(replicaHostsTaken);
     }
     if (hostItems.length) await this.c.hostItems!(hostItems);
     // After the seen entries: a queued replica of a page settled in the same frames is not kept.
@@ -249,6 +264,20 @@ export class PeerIntake<C extends PeerCandidate & { key: Buffer }, D extends Own
     const their = mesh.membership.member(from)?.seq ?? 0;
     const ours = mesh.members().find((m) => m.self)?.seq ?? Infinity;
     return their > ours;
+  }
+
+  /**
+   * Whether `from` may pass us a replica seen entry of `host` that it held for `owner` (src/crawl/pass-held.ts):
+   * it is leaving in our view (a leaver passes on what it held, and owns nothing any more), and under one of our
+   * recent rings (or, while we start up, the ring of every member heard of) it came after `owner` — it held the
+   * owner's replicas — and so did we, one place further at most (it stood between us until it left). A seen
+   * entry hides a page: a member that was not the owner's successor, or that stays, cannot plant one this way,
+   * and a holder could only plant what it could once the owner is gone (`RecentRings.heldFor`), a little sooner.
+   */
+  private passedOnReplica(mesh: OwnershipMesh, from: string, owner: string, host: string, heard: ZonedRing | undefined, depth: number): boolean {
+    return owner !== from && mesh.membership.member(from)?.state === 'leaving'
+      && this.c.recentRings.replicaFor(owner, from, host, heard, depth)
+      && this.c.recentRings.replicaFor(owner, mesh.id, host, heard, depth + 1);
   }
 
   /**

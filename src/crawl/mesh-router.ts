@@ -27,6 +27,7 @@ import type { Logger } from '../util/log.js';
 import { shortPeerId } from '../mesh/index.js';
 import { successorsOf } from '../assign/ring.js';
 import { LeaveReceivers } from './leave-receivers.js';
+import { HeldPassOn } from './pass-held.js';
 
 /** Pause between two handoff rounds of a leave while URLs are still queued here. */
 const LEAVE_ROUND_MS = 50;
@@ -75,6 +76,8 @@ export class MeshRouter implements Router {
   readonly frontierReplica: FrontierReplica;
   /** Who we hand to while we leave with nobody else in our ring (src/crawl/leave-receivers.ts). */
   private readonly leaveReceivers: LeaveReceivers;
+  /** What we hold for other owners, passed on to their hosts' next successors as we leave (src/crawl/pass-held.ts). */
+  private readonly heldPassOn: HeldPassOn;
 
   constructor(private readonly c: MeshRouterComponents) {
     const { config } = c;
@@ -106,6 +109,11 @@ export class MeshRouter implements Router {
       handOffItems: c.hostHandoff ? (h) => c.hostHandoff!.itemsFor(h.name, h.key, h.data, h.data.operatorPaused === true) : undefined,
       handedOff: (host) => c.hostStates?.forget(host),
       ownerOf: (host) => this.ownerFor(host),
+      replicaTaken: (hosts) => this.heldPassOn.taken(hosts),
+    });
+    this.heldPassOn = new HeldPassOn({
+      store: c.store, replicas: config.mesh.replicas,
+      heldHosts: () => this.ownership.heldReplicaHosts(), heldHost: (host) => this.ownership.heldReplicaHost(host),
     });
     this.leaveReceivers = new LeaveReceivers({ heardWithinMs: config.mesh.deadAfterMs, maxCapacity: config.mesh.admission.maxCapacity });
     this.frontierReplica = new FrontierReplica({
@@ -308,20 +316,34 @@ export class MeshRouter implements Router {
     // frontier after a handoff: repeat until nothing is left here and every peer
     // acknowledged what we queued for it.
     let fallbackLogged = false;
+    // The replicas we hold for other owners, passed on to their hosts' next successors: acknowledged before we go
+    // (src/crawl/pass-held.ts). Every round: their owners send us more until they see us leave.
+    const passOn = this.heldPassOn;
+    const passAcked = () => [...passOn.targets].every((p) => mesh.replicas.queued(p) === 0 || !mesh.membership.member(p));
     for (;;) {
       if (!fallbackLogged && mesh.membership.ring.members().length === 0) {
         const to = this.leaveReceivers.ring(mesh)?.members() ?? [];
         if (to.length) { fallbackLogged = true; log.warn({ receivers: to.map(shortPeerId) }, 'our ring names nobody else: handing over to the members we still hear'); }
       }
       await drum.flush();
+      try {
+        await passOn.round(mesh);
+      } catch (err) {
+        // The mesh is stopping (outbox closed), or a store read failed: what we hold stays for the next start.
+        log.warn({ err: errorText(err) }, 'passing on the replicas held for other owners failed');
+      }
       ownership.scheduleRebalance();
       await ownership.rebalancing;
       while ((this.c.working() || ownership.rebalancePending) && Date.now() < deadline) await ownership.rebalancing.then(() => sleep(20));
       const drained = frontier.queued === 0 && !drum.busy;
-      if ((drained && mesh.outbox.totalQueued() === 0) || Date.now() >= deadline || nobodyToHandTo()) break;
+      if ((drained && mesh.outbox.totalQueued() === 0 && passAcked()) || Date.now() >= deadline || nobodyToHandTo()) break;
       // A real timer between rounds: URLs that cannot move yet must not make this a microtask loop.
       await sleep(drained ? LEAVE_ACK_POLL_MS : LEAVE_ROUND_MS);
     }
+    if (passOn.stats.queued + passOn.stats.seen > 0) {
+      log.info({ queued: passOn.stats.queued, seen: passOn.stats.seen, to: [...passOn.targets].map(shortPeerId), acknowledged: passAcked() }, 'replicas held for other owners passed on to their hosts\' next successors');
+    }
+    if (passOn.stats.kept > 0) log.warn({ queued: passOn.stats.kept }, 'left with replicas held for other owners that no other member could take');
     if (frontier.queued > 0) log.warn({ queued: frontier.queued }, 'left with URLs still queued here; they are crawled when this agent returns');
     if (mesh.outbox.totalQueued() > 0) log.warn({ queued: mesh.outbox.totalQueued() }, 'left with URLs not yet acknowledged by their owners; they stay in the outbox for the next start');
   }
@@ -344,7 +366,7 @@ export class MeshRouter implements Router {
 
   summary(): RoutingFacts {
     if (!this.mesh) return {};
-    return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: { ...this.ownership.meshSummary(), replicatedFrontier: { ...this.frontierReplica.stats } } };
+    return { peerId: this.mesh.id, forwarded: this.sent(), received: this.received(), mesh: { ...this.ownership.meshSummary(), replicatedFrontier: { ...this.frontierReplica.stats, passedOnQueued: this.heldPassOn.stats.queued, passedOnSeen: this.heldPassOn.stats.seen } } };
   }
 
   quiesce(): void { this.ownership.stop(); this.frontierReplica.stop(); }

@@ -97,6 +97,8 @@ export interface OwnershipComponents<C extends PeerCandidate & { key: Buffer }, 
   /** What goes to a host's new owner before its URLs (its state, its recrawl entries), and the host left us. */
   handOffItems?(h: HostState<D>): Promise<UrlItem[]>;
   handedOff?(host: string): void;
+  /** Replica seen entries of these hosts were stored (a leaver passes them on: src/crawl/pass-held.ts). */
+  replicaTaken?(hosts: Iterable<string>): void;
   /** Who a host goes to, when not the mesh's owner by our ring (a leaver whose ring is empty: src/crawl/leave-receivers.ts). */
   ownerOf?(host: string): string;
 }

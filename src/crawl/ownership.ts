@@ -98,6 +98,9 @@ export class Ownership<C extends PeerCandidate & { key: Buffer }, D extends Owne
   refusals(): Record<string, number> { return this.intake.refusals(); }
   /** Hosts we hold seen entries for without frontier state (their successors are caught up like our queued hosts'). */
   settledHosts(): Iterable<string> { return this.settledOnly.keys(); }
+  /** Hosts we hold replica seen entries for, with the owner that sent them (a leaver passes them on: src/crawl/pass-held.ts). */
+  heldReplicaHosts(): Iterable<[string, { hk: Buffer; from: string }]> { return this.replicaHosts.entries(); }
+  heldReplicaHost(host: string): { hk: Buffer; from: string } | undefined { return this.replicaHosts.get(host); }
 
   /**
    * Before the first batch can arrive: who owned what under the rings we had before a restart, and the hosts

@@ -13,6 +13,6 @@ export { Outbox, batchItems, type OutboxDb, type OutboxOptions, type OutboxBatch
 export { UrlExchange, type UrlExchangeOptions, type AcceptFn, type AcceptMeta, type ExchangeStats, type PeerExchangeStats } from './exchange.js';
 export {
   PROTOCOL_URLS, membersTopic, isWireUrl, isWireItem, MAX_BATCH_BYTES, MAX_BATCH_URLS, MAX_URL_BYTES, MAX_HOPS, MAX_DEPTH, SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK,
-  HANDOFF_MARKER_HOPS, REPLICA_SEEN_HOPS, QUEUED_REPLICA_HOPS, HOST_STATE_HOPS, RECRAWL_ENTRY_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker,
+  HANDOFF_MARKER_HOPS, REPLICA_SEEN_HOPS, QUEUED_REPLICA_HOPS, HOST_STATE_HOPS, RECRAWL_ENTRY_HOPS, HELD_QUEUED_HOPS, HELD_REPLICA_HOPS, encodeHandoffMarker, decodeHandoffMarker, isHandoffMarker,
   classifyItem, encodeItem, shortPeerId, type WireItem, type BadItemReason, type UrlItem, type Heartbeat, type MemberCounters, type MemberState,
 } from './wire.js';

@@ -92,6 +92,20 @@ export const HOST_STATE_HOPS = HANDOFF_MARKER_HOPS | 3;
  * framing always did.
  */
 export const RECRAWL_ENTRY_HOPS = SEEN_ONLY_FLAG | SITEMAP_FLAG | GRANT_FLAG;
+/**
+ * A *held replica passed on*: a queued replica (`HELD_QUEUED_HOPS`, `+ 1` for a
+ * sitemap) or a replica seen entry (`HELD_REPLICA_HOPS`) that the sender held
+ * for another member, the host's owner, and passes to the host's next
+ * successor as it leaves gracefully (docs/mesh.md "Replicated frontier"). The
+ * second string (GRANT_FLAG) is `http://held.ubicrawl.invalid/v1/<owner's
+ * peer id>`: the receiver holds the item for that owner, as if the owner had
+ * sent it. Older receivers drop these items as `bad` (a seen sitemap with a
+ * grant), reading past the second string as the framing always did; on the
+ * replica lane, as `replica-item`.
+ */
+export const HELD_QUEUED_HOPS = RECRAWL_ENTRY_HOPS | 1;
+export const HELD_REPLICA_HOPS = RECRAWL_ENTRY_HOPS | 3;
+const HELD_PREFIX = 'http://held.ubicrawl.invalid/v1/';
 const HOST_STATE_PATH = '/.well-known/ubicrawl-host-state?s=';
 const RECRAWL_PREFIX = 'http://recrawl.ubicrawl.invalid/v1/';
 // A reserved name (RFC 6761 §6.4: .invalid never resolves), so a marker can
@@ -315,14 +329,15 @@ export type BadItemReason = 'marker' | 'flags' | 'grant';
  * An item by what it asks of its receiver, the hops byte's flags decoded once
  * (docs/mesh.md "Item kinds"): a URL to crawl (or to pass on to its owner); a
  * seen entry of a host handed over; a replica seen entry from the host's
- * owner; a queued URL replicated by the host's owner; a "handoff complete"
- * marker; or nothing readable.
+ * owner; a queued URL replicated by the host's owner; either of the last two
+ * with `owner` set when a leaver passes on what it held for that owner; a
+ * "handoff complete" marker; or nothing readable.
  */
 export type WireItem =
   | { kind: 'crawl'; url: string; depth: number; hops: number; sitemap: boolean; grant?: string }
   | { kind: 'seen'; url: string; hops: number }
-  | { kind: 'replica'; url: string }
-  | { kind: 'queued'; url: string; depth: number; sitemap: boolean }
+  | { kind: 'replica'; url: string; owner?: string }
+  | { kind: 'queued'; url: string; depth: number; sitemap: boolean; owner?: string }
   | { kind: 'host-state'; host: string; state: string }
   | { kind: 'recrawl'; url: string; depth: number; state: Uint8Array }
   | { kind: 'marker'; ringId: bigint }
@@ -346,6 +361,11 @@ export function classifyItem(it: UrlItem): WireItem {
     return { kind: 'recrawl', url: it.url, depth: it.depth, state: Buffer.from(it.grant.slice(RECRAWL_PREFIX.length), 'base64url') };
   }
   if (h === QUEUED_REPLICA_HOPS || h === QUEUED_REPLICA_HOPS + 1) return { kind: 'queued', url: it.url, depth: it.depth, sitemap: h !== QUEUED_REPLICA_HOPS };
+  if (h === HELD_QUEUED_HOPS || h === HELD_QUEUED_HOPS + 1 || h === HELD_REPLICA_HOPS) {
+    const owner = typeof it.grant === 'string' && it.grant.startsWith(HELD_PREFIX) ? it.grant.slice(HELD_PREFIX.length) : '';
+    if (!isPeerIdString(owner)) return BAD_GRANT;
+    return h === HELD_REPLICA_HOPS ? { kind: 'replica', url: it.url, owner } : { kind: 'queued', url: it.url, depth: it.depth, sitemap: h !== HELD_QUEUED_HOPS, owner };
+  }
   if (h & SEEN_ONLY_FLAG) return h & (SITEMAP_FLAG | GRANT_FLAG) ? BAD_FLAGS : { kind: 'seen', url: it.url, hops: h & HOPS_MASK };
   if (h & GRANT_FLAG) {
     if (!(h & SITEMAP_FLAG)) return BAD_FLAGS;
@@ -358,7 +378,8 @@ export function classifyItem(it: UrlItem): WireItem {
 /**
  * The item that carries `w` (classifyItem's inverse). Hop counts past what the
  * byte holds are capped: 31 for a URL, 30 for a seen entry (31 would read as a
- * replica), both past any hop limit. A grant travels with a sitemap only.
+ * replica), both past any hop limit. A grant travels with a sitemap only; a
+ * held replica passed on carries its owner in the same second string.
  */
 export function encodeItem(w: Exclude<WireItem, { kind: 'bad' }>): UrlItem {
   switch (w.kind) {
@@ -369,8 +390,10 @@ export function encodeItem(w: Exclude<WireItem, { kind: 'bad' }>): UrlItem {
         : { url: w.url, depth: w.depth, hops };
     }
     case 'seen': return { url: w.url, depth: 0, hops: SEEN_ONLY_FLAG | Math.min(w.hops, HOPS_MASK - 1) };
-    case 'replica': return { url: w.url, depth: 0, hops: REPLICA_SEEN_HOPS };
-    case 'queued': return { url: w.url, depth: w.depth, hops: QUEUED_REPLICA_HOPS + (w.sitemap ? 1 : 0) };
+    case 'replica': return w.owner === undefined ? { url: w.url, depth: 0, hops: REPLICA_SEEN_HOPS } : { url: w.url, depth: 0, hops: HELD_REPLICA_HOPS, grant: HELD_PREFIX + w.owner };
+    case 'queued': return w.owner === undefined
+      ? { url: w.url, depth: w.depth, hops: QUEUED_REPLICA_HOPS + (w.sitemap ? 1 : 0) }
+      : { url: w.url, depth: w.depth, hops: HELD_QUEUED_HOPS + (w.sitemap ? 1 : 0), grant: HELD_PREFIX + w.owner };
     case 'host-state': return { url: `http://${w.host}${HOST_STATE_PATH}${Buffer.from(w.state).toString('base64url')}`, depth: 0, hops: HOST_STATE_HOPS };
     case 'recrawl': return { url: w.url, depth: Math.min(w.depth, MAX_DEPTH), hops: RECRAWL_ENTRY_HOPS, grant: RECRAWL_PREFIX + Buffer.from(w.state).toString('base64url') };
     case 'marker': return encodeHandoffMarker(w.ringId);
