@@ -47,7 +47,7 @@ const testDir = join(root, 'dist', 'test');
  */
 const HEAVY = new Set([
   'hostile-peer-stranger', 'hostile-peer-garbage', 'hostile-peer-churn', 'hostile-peer-flood', 'mesh-crawl', 'mesh-crash', 'mesh-scope',
-  'mesh-admission', 'mesh-integration', 'mesh-replica', 'mesh-block', 'api-mesh', 'mesh-sitemaps', 'join-order', 'graph', 'wan', 'render', 'render-crawl',
+  'mesh-admission', 'mesh-integration', 'mesh-replica', 'mesh-replica-leave', 'mesh-block', 'api-mesh', 'mesh-sitemaps', 'join-order', 'graph', 'wan', 'render', 'render-crawl',
   'mesh-policy', 'zones-wan', 'partition-wan', 'host-state', 'partition-heal', 'slow-first-dial', 'mesh-connections',
 ]);
 /**
@@ -81,7 +81,7 @@ const PROFILES = new Map(Object.entries({
   'hostile-peer-stranger': [32, 14], 'hostile-peer-garbage': [27, 12], 'hostile-peer-churn': [17, 9], 'hostile-peer-flood': [36, 21],
   'mesh-crawl': [39, 32], 'zones-wan': [26, 24],
   memory: [16, 6], crawl: [73, 22], 'mesh-crash': [71, 39], 'partition-heal': [66, 20], 'mesh-scope': [63, 19], ending: [52, 7],
-  'join-order': [51, 13], 'scope-crawl': [49, 10], 'mesh-replica': [49, 20], 'host-state': [48, 7], crash: [46, 11],
+  'join-order': [51, 13], 'scope-crawl': [49, 10], 'mesh-replica': [49, 20], 'mesh-replica-leave': [35, 12], 'host-state': [48, 7], crash: [46, 11],
   'politeness-crawl': [42, 4], 'recrawl-crawl': [38, 9], frontier: [33, 9], 'mesh-admission': [31, 9], simhash: [28, 11],
   'api-auth': [28, 9], 'mesh-block': [26, 10], 'render-crawl': [25, 9], 'config-file': [24, 8], 'dedup-store': [21, 7],
   'mesh-connections': [21, 6], render: [20, 6], 'partition-wan': [20, 6], 'disk-full': [20, 8], dedup: [20, 8], 'api-mesh': [18, 8],
