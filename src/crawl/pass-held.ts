@@ -147,15 +147,15 @@ export class HeldPassOn {
   }
 
   private async write(mesh: PassHeldMesh, byPeer: Map<string, UrlItem[]>, ops: BatchOp[]): Promise<number> {
-    const written: Array<{ peer: string; n: number }> = [];
+    const written: Array<{ peer: string; n: number; seq: number }> = [];
     for (const [peer, items] of byPeer) {
       const q = mesh.replicas.queueOps(peer, items);
       for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-      written.push({ peer, n: q.n });
+      written.push({ peer, n: q.n, seq: q.seq });
     }
     if (ops.length) await this.c.store.db.batch(ops);
     let n = 0;
-    for (const w of written) { mesh.replicas.written(w.peer, w.n); n += w.n; this.targets.add(w.peer); }
+    for (const w of written) { mesh.replicas.written(w.peer, w.n, w.seq); n += w.n; this.targets.add(w.peer); }
     return n;
   }
 }
