@@ -324,6 +324,13 @@ function hostsMovedFromC(n: number): { gained: string[]; always: string[] } {
 }
 
 /** B and C enter A's ring (members, their markers came), and the rebalance that follows is done. */
+/** B enters our ring (vouched, its marker came). */
+async function bJoins(r: Rig): Promise<void> {
+  r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
+  r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
+  await r.ownership.rebalancing;
+}
+
 async function bAndCJoin(r: Rig): Promise<void> {
   for (const id of [B, C]) { r.mesh.ring.add(id); r.mesh.vouched.add(id); r.mesh.table.set(id, member(id)); }
   r.ownership.onMembershipChange({ members: [A, B, C], added: [B, C], removed: [], dead: [] });
@@ -386,9 +393,7 @@ test('ownership: a seen entry passed on (not ours by our view) is kept here too:
   try {
     await r.ownership.start(r.mesh);
     await r.ownership.rebalancing;
-    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
-    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
-    await r.ownership.rebalancing;
+    await bJoins(r);
     // B leaves and hands its host to us; we have not seen its leave yet, so by our view the host is B's.
     const { b } = hostsByOwner(1);
     const page = `http://${b[0]}/fetched-by-b`;
@@ -544,9 +549,7 @@ test('ownership: the replica seen entries of a dead owner\'s hosts go to their n
   try {
     await r.ownership.start(r.mesh);
     await r.ownership.rebalancing;
-    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
-    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
-    await r.ownership.rebalancing;
+    await bJoins(r);
     // Under {A, B, C} and then {A, C}: `toC` goes from B to C (C joined between B and us), `toUs` from B to us.
     const ab = new HostRing({ replicas: 64 }); ab.add(A); ab.add(B);
     const abc = new HostRing({ replicas: 64 }); abc.add(A); abc.add(B); abc.add(C);
@@ -588,9 +591,7 @@ test('ownership: seen entries handed over for a host we own are replicated to it
   try {
     await r.ownership.start(r.mesh);
     await r.ownership.rebalancing;
-    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
-    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
-    await r.ownership.rebalancing;
+    await bJoins(r);
     const { b } = hostsByOwner(2);
     // B leaves: its hosts are ours, and it hands over their settled pages.
     r.mesh.table.set(B, member(B, 'leaving'));
@@ -648,9 +649,7 @@ test('ownership: hosts handed to a member we never sent a marker to go behind an
     await r.drum.submit(b.map((h) => candidate(`http://${h}/1`, 1, 'page')!), false);
     const fetched = `http://${b[0]}/done`;
     await r.store.fetches.put(seenKey(hostKey(b[0]!), fetched), encodeFetchRecord({ url: fetched, at: 1, status: 200 }));
-    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
-    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
-    await r.ownership.rebalancing;
+    await bJoins(r);
     const sent = r.mesh.sentTo(B).map(classifyItem);
     assert.equal(sent[0]?.kind, 'marker', 'an introduction first');
     assert.equal(sent[0]?.kind === 'marker' && sent[0].ringId, solo, 'for our ring without B: it clears no gate of B\'s');
@@ -716,9 +715,7 @@ test('ownership: the owner just declared dead, replica seen entries held from an
   try {
     await r.ownership.start(r.mesh);
     await r.ownership.rebalancing;
-    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
-    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
-    await r.ownership.rebalancing;
+    await bJoins(r);
     // Under {A, B} the host is B's and we come next; C and E join and it is C's; C dies and it is E's.
     const ab = ringOf(A, B); const abce = ringOf(A, B, C, E); const abe = ringOf(A, B, E);
     const host = Array.from({ length: 5000 }, (_, i) => `h${i}.example`)
@@ -791,9 +788,7 @@ test('ownership: replica seen entries of another member\'s hosts are stored with
   try {
     await r.ownership.start(r.mesh);
     await r.ownership.rebalancing;
-    r.mesh.ring.add(B); r.mesh.vouched.add(B); r.mesh.table.set(B, member(B));
-    r.ownership.onMembershipChange({ members: [A, B], added: [B], removed: [], dead: [] });
-    await r.ownership.rebalancing;
+    await bJoins(r);
     const { b: [hb] } = hostsByOwner(1);
     // A long section holds the seen-set (a round under load, a handoff's chunk).
     let release!: () => void;
