@@ -110,3 +110,46 @@ test('a replica seen entry refused as a seen entry still trims what the same sen
     await store.close();
   }
 });
+
+test('a restarted agent promotes nothing held the moment its ring gains a member: the promotion still waits a dead-after period', async () => {
+  const store = await openStore(tempDir());
+  const outbox = await Outbox.open({ db: store.replicas, recentSize: 0 });
+  try {
+    // We (A) restarted: our ring holds only us. C replicated its queue to us before; B is heard first, C not yet.
+    const ring = new HostRing({ replicas: 64 });
+    ring.add(A);
+    const members = new Set([A]);
+    const full = new HostRing({ replicas: 64 });
+    for (const id of [A, B, C]) full.add(id);
+    const host = Array.from({ length: 400 }, (_, i) => `h${i}.example`).find((h) => full.nextOwnersOf(h, 2).join() === [C, A].join())!;
+    const promoted: string[] = [];
+    const promoteAfterMs = 300;
+    const replica = new FrontierReplica({
+      store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
+      replicas: 1, promoteAfterMs, log: silentLogger, promote: async (urls) => { promoted.push(...urls.map((u) => u.url)); },
+    });
+    replica.attach({ id: A, membership: { ring, member: (id) => (members.has(id) ? { state: 'active' } : undefined) }, replicas: outbox });
+    const url = `http://${host}/queued-at-c`;
+    await replica.hold([{ key: seenKey(hostKey(host), url), url, depth: 1, sitemap: false, from: C }]);
+    replica.ringChanged();
+    // The promotion timer of our lone start-up ring fires (a loaded restart: the first member came 4-6 s in).
+    await new Promise((r) => setTimeout(r, promoteAfterMs + 100));
+    await replica.settled;
+    assert.deepEqual(promoted, [], 'alone in our ring: nothing promoted');
+    members.add(B);
+    ring.add(B);
+    replica.ringChanged();
+    await replica.settled;
+    await new Promise((r) => setTimeout(r, promoteAfterMs / 3));
+    await replica.settled;
+    assert.deepEqual(promoted, [], 'not at once when B enters: C may simply not be heard yet');
+    // C is never heard: after the period it counts as gone, as for any sender (held-replicas.ts).
+    const deadline = Date.now() + 5000;
+    while (promoted.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await replica.settled;
+    assert.deepEqual(promoted, [url]);
+  } finally {
+    await outbox.close?.();
+    await store.close();
+  }
+});

@@ -337,7 +337,10 @@ export class FrontierReplica {
   private pass(promote: boolean): void {
     if (promote) this.promoteDue = true;
     this.sweeps.request('sweep', async () => {
-      if (!this.isMeshed()) return;
+      // Alone in our ring (a start, a restart): a promotion due now is void, not kept for the first ring with
+      // another member — that ring change arms the timer again, so promotion still waits a dead-after period
+      // (docs/mesh.md "Replicated frontier"). Kept, it promoted at once, before the other live members were heard.
+      if (!this.isMeshed()) { this.promoteDue = false; return; }
       const promoteNow = this.promoteDue;
       this.promoteDue = false;
       if (promoteNow) this.promotable = false;
