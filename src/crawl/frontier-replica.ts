@@ -23,7 +23,7 @@ import { hostKey, prefixEnd, seenKey } from '../store/keys.js';
 import { decodeEntry, type Frontier, type UrlKind } from '../frontier/frontier.js';
 import { decodeFetchRecord } from './records.js';
 import { successorsOf, type HostRing } from '../assign/ring.js';
-import { encodeItem, type Outbox, type UrlItem } from '../mesh/index.js';
+import { encodeItem, queueOpsFor, writtenFor, type Outbox, type QueuedFor, type UrlItem } from '../mesh/index.js';
 import { hostOf } from '../url/normalize.js';
 import type { Drum } from '../seen/drum.js';
 import type { Logger } from '../util/log.js';
@@ -232,13 +232,9 @@ export class FrontierReplica {
     }
     if (byPeer.size === 0) return undefined;
     const ops: BatchOp[] = [];
-    const written: Array<{ peer: string; n: number; seq: number }> = [];
+    let written: QueuedFor[];
     try {
-      for (const [peer, its] of byPeer) {
-        const q = mesh.replicas.queueOps(peer, its);
-        for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-        written.push({ peer, n: q.n, seq: q.seq });
-      }
+      written = queueOpsFor(mesh.replicas, byPeer, ops, this.c.store.replicas);
     } catch (err) {
       // The mesh is stopping (outbox closed): what the caller stores is kept all the same.
       this.c.log.debug({ err: (err as Error).message }, `replicating ${what} failed`);
@@ -247,9 +243,7 @@ export class FrontierReplica {
     return {
       ops,
       done: () => {
-        let n = 0;
-        for (const w of written) { mesh.replicas.written(w.peer, w.n, w.seq); n += w.n; }
-        counted(n);
+        counted(writtenFor(mesh.replicas, written));
         if (this.catchUpDue.size) this.scheduleCatchUp();
       },
     };
@@ -437,14 +431,9 @@ export class FrontierReplica {
         }
         if (items.length === 0) return;
         const ops: BatchOp[] = [];
-        const written: Array<{ peer: string; n: number; seq: number }> = [];
-        for (const p of fresh) {
-          const q = mesh.replicas.queueOps(p, items);
-          for (const op of q.ops) ops.push({ ...op, sublevel: store.replicas });
-          written.push({ peer: p, n: q.n, seq: q.seq });
-        }
+        const written = queueOpsFor(mesh.replicas, fresh.map((p) => [p, items] as const), ops, store.replicas);
         await store.db.batch(ops);
-        for (const w of written) { mesh.replicas.written(w.peer, w.n, w.seq); this.stats.sent += w.n; }
+        this.stats.sent += writtenFor(mesh.replicas, written);
         this.stats.rereplicatedHosts++;
       });
       // After its queue, on the same FIFO: a settled page's entry trims its queued replica there.
@@ -492,14 +481,9 @@ export class FrontierReplica {
       }
       if (items.length) {
         const ops: BatchOp[] = [];
-        const written: Array<{ peer: string; n: number; seq: number }> = [];
-        for (const p of peers) {
-          const q = mesh.replicas.queueOps(p, items);
-          for (const op of q.ops) ops.push({ ...op, sublevel: store.replicas });
-          written.push({ peer: p, n: q.n, seq: q.seq });
-        }
+        const written = queueOpsFor(mesh.replicas, peers.map((p) => [p, items] as const), ops, store.replicas);
         await store.db.batch(ops);
-        for (const w of written) { mesh.replicas.written(w.peer, w.n, w.seq); this.stats.seenCaughtUp += w.n; }
+        this.stats.seenCaughtUp += writtenFor(mesh.replicas, written);
       }
       if (rows.length < CATCH_UP_CHUNK) break;
     }

@@ -9,7 +9,7 @@ import type { AgentConfig } from '../config.js';
 import type { Frontier } from '../frontier/frontier.js';
 import type { AgentMetrics } from '../api/metrics.js';
 import type { AgentState, MemberReport, ZoneReport } from '../api/backend.js';
-import { encodeItem, type UrlItem } from '../mesh/index.js';
+import { encodeItem, queueOpsFor, writtenFor, type UrlItem } from '../mesh/index.js';
 import { AgentMesh, type MeshHandlers } from './mesh.js';
 import { HandoffGate } from './handoff.js';
 import { Ownership } from './ownership.js';
@@ -236,13 +236,8 @@ export class MeshRouter implements Router {
     const next = successorsOf(mesh.membership.ring, host, Math.max(1, this.c.config.mesh.replicas)).filter((p) => p !== mesh.id);
     if (next.length === 0) return undefined;
     try {
-      const out: Replica = [];
-      for (const peer of next) {
-        const q = mesh.replicas.queueOps(peer, [encodeItem({ kind: 'replica', url })]);
-        for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-        out.push({ peer, n: q.n, seq: q.seq });
-      }
-      return out;
+      const item = [encodeItem({ kind: 'replica', url })];
+      return queueOpsFor(mesh.replicas, next.map((peer) => [peer, item] as const), ops, this.c.store.replicas);
     } catch (err) {
       // The mesh is stopping (outbox closed): the page is settled all the same, without a replica.
       this.c.log.debug({ err: (err as Error).message }, 'replicating a seen entry failed');
@@ -250,7 +245,7 @@ export class MeshRouter implements Router {
     }
   }
 
-  replicated(r: Replica): void { for (const { peer, n, seq } of r) this.mesh?.replicas.written(peer, n, seq); }
+  replicated(r: Replica): void { if (this.mesh) writtenFor(this.mesh.replicas, r); }
   notBefore(host: string, now: number): number { return this.ownership.notBefore(host, now); }
   handOn(): void { this.ownership.scheduleRebalance(); }
   initialNextAllowed(now: number): number {

@@ -14,7 +14,7 @@
 import type { BatchOp, Store } from '../store/db.js';
 import type { Outbox } from '../mesh/outbox.js';
 import { prefixEnd } from '../store/keys.js';
-import { encodeItem, type UrlItem } from '../mesh/index.js';
+import { encodeItem, queueOpsFor, writtenFor, type UrlItem } from '../mesh/index.js';
 import { hostOf } from '../url/normalize.js';
 import type { OwnerRing } from '../assign/zones.js';
 import { decodeHeld } from './frontier-replica.js';
@@ -147,15 +147,9 @@ export class HeldPassOn {
   }
 
   private async write(mesh: PassHeldMesh, byPeer: Map<string, UrlItem[]>, ops: BatchOp[]): Promise<number> {
-    const written: Array<{ peer: string; n: number; seq: number }> = [];
-    for (const [peer, items] of byPeer) {
-      const q = mesh.replicas.queueOps(peer, items);
-      for (const op of q.ops) ops.push({ ...op, sublevel: this.c.store.replicas });
-      written.push({ peer, n: q.n, seq: q.seq });
-    }
+    const written = queueOpsFor(mesh.replicas, byPeer, ops, this.c.store.replicas);
     if (ops.length) await this.c.store.db.batch(ops);
-    let n = 0;
-    for (const w of written) { mesh.replicas.written(w.peer, w.n, w.seq); n += w.n; this.targets.add(w.peer); }
-    return n;
+    for (const w of written) this.targets.add(w.peer);
+    return writtenFor(mesh.replicas, written);
   }
 }

@@ -13,9 +13,10 @@ import type { Sitemaps } from './sitemaps.js';
 import type { Candidate } from './candidate.js';
 import type { RoutingFacts } from './summary.js';
 import type { ReplicaOps } from './frontier-replica.js';
+import type { QueuedFor } from '../mesh/index.js';
 
 /** Replica seen entries queued with a completion (docs/mesh.md "Crashes"): for whom, how many items each. */
-export type Replica = Array<{ peer: string; n: number; seq: number }>;
+export type Replica = QueuedFor[];
 
 export interface Router {
   /** Our id: the libp2p PeerId in a mesh, the data dir's agent id alone (its last 12 characters name us in logs and WARC files). */

@@ -9,7 +9,7 @@ export {
   type MembershipOptions, type MembershipChange, type MembershipStats, type MemberInfo,
 } from './membership.js';
 export { joinThroughPeers, joinBackoffMs, JoinError, DEFAULT_JOIN_BACKOFF, type JoinThroughPeersOptions, type JoinBackoff } from './join.js';
-export { Outbox, batchItems, type OutboxDb, type OutboxOptions, type OutboxBatch, type OutboxStats } from './outbox.js';
+export { Outbox, batchItems, queueOpsFor, writtenFor, type QueuedFor, type OutboxDb, type OutboxOptions, type OutboxBatch, type OutboxStats } from './outbox.js';
 export { UrlExchange, type UrlExchangeOptions, type AcceptFn, type AcceptMeta, type ExchangeStats, type PeerExchangeStats } from './exchange.js';
 export {
   PROTOCOL_URLS, membersTopic, isWireUrl, isWireItem, MAX_BATCH_BYTES, MAX_BATCH_URLS, MAX_URL_BYTES, MAX_HOPS, MAX_DEPTH, SEEN_ONLY_FLAG, SITEMAP_FLAG, GRANT_FLAG, HOPS_MASK,

@@ -83,6 +83,33 @@ export interface OutboxBatch {
 }
 
 /** Decodes a batch's items and seqs (tests, debugging; the exchange sends the runs as they are). */
+/** Items `queueOps` queued for one peer: what `writtenFor` marks sendable once their batch is durable. */
+export interface QueuedFor { peer: string; n: number; seq: number }
+
+/**
+ * `queueOps` for each peer of `byPeer`: the writes appended to `into`, each given `sublevel` (the outbox's place
+ * in the caller's store), so that they land in the caller's batch; the marks for `writtenFor` once it is durable.
+ * Throws as `queueOps` does (a closed outbox), leaving `into` with the writes of the peers before.
+ */
+export function queueOpsFor<L>(
+  outbox: Pick<Outbox, 'queueOps'>, byPeer: Iterable<readonly [string, readonly UrlItem[]]>, into: Array<BatchOp & { sublevel: L }>, sublevel: L,
+): QueuedFor[] {
+  const marks: QueuedFor[] = [];
+  for (const [peer, items] of byPeer) {
+    const q = outbox.queueOps(peer, items);
+    for (const op of q.ops) into.push({ ...op, sublevel });
+    marks.push({ peer, n: q.n, seq: q.seq });
+  }
+  return marks;
+}
+
+/** The batch holding `queueOpsFor`'s writes is durable: each peer's items are sendable. Returns how many. */
+export function writtenFor(outbox: Pick<Outbox, 'written'>, marks: readonly QueuedFor[]): number {
+  let n = 0;
+  for (const m of marks) { outbox.written(m.peer, m.n, m.seq); n += m.n; }
+  return n;
+}
+
 export function batchItems(b: OutboxBatch): { items: UrlItem[]; seqs: number[] } {
   const frame = encodeRunsFrame({ batchId: b.lastSeq, from: '1'.repeat(32), epoch: 0, flags: 0 }, b.runs);
   let i = 0;
