@@ -189,8 +189,30 @@ test('docs/mesh.md "URL exchange": garbage on the protocol is rejected and count
   }
 });
 
-test('docs/mesh.md "Crashes": replica seen entries go on their own lane, accepted while the sender\'s URL batches are held up; a replica frame carries nothing else', async () => {
+/** A receiver taking batches with `accept`, and a sender with a URL lane and a replica lane (docs/mesh.md "Crashes"). */
+async function twoLanes(accept: AcceptFn, o: { readIdleMs?: number; idleCloseMs?: number } = {}) {
   const rNode = await createMeshNode({ dataDir: tempDir() });
+  const rEx = new UrlExchange({ node: rNode, accept, readIdleMs: o.readIdleMs });
+  await rEx.start();
+  const sNode = await createMeshNode({ dataDir: tempDir() });
+  const sDb = await openDb(tempDir());
+  const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
+  const replicas = await Outbox.open({ db: sub(sDb, 'replicas'), recentSize: 0 });
+  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {}, idleCloseMs: o.idleCloseMs });
+  await sEx.start();
+  const close = async () => {
+    await sEx.stop(500);
+    await outbox.close();
+    await replicas.close();
+    await sNode.stop();
+    await sDb.close();
+    await rEx.stop(500);
+    await rNode.stop();
+  };
+  return { rNode, rEx, sNode, sDb, outbox, replicas, sEx, close };
+}
+
+test('docs/mesh.md "Crashes": replica seen entries go on their own lane, accepted while the sender\'s URL batches are held up; a replica frame carries nothing else', async () => {
   let releaseUrls!: () => void;
   const urlsHeld = new Promise<void>((r) => { releaseUrls = r; });
   const gotUrls: UrlItem[] = [];
@@ -200,14 +222,7 @@ test('docs/mesh.md "Crashes": replica seen entries go on their own lane, accepte
     await urlsHeld; // e.g. a slow seen-set round at the receiver
     gotUrls.push(...its);
   };
-  const rEx = new UrlExchange({ node: rNode, accept, readIdleMs: 5000 });
-  await rEx.start();
-  const sNode = await createMeshNode({ dataDir: tempDir() });
-  const sDb = await openDb(tempDir());
-  const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
-  const replicas = await Outbox.open({ db: sub(sDb, 'replicas'), recentSize: 0 });
-  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {} });
-  await sEx.start();
+  const { rNode, rEx, sNode, sDb, outbox, replicas, sEx, close } = await twoLanes(accept, { readIdleMs: 5000 });
   try {
     await sNode.dialPeer(rNode.addrs()[0]!);
     await outbox.enqueue(rNode.id, items(0, 3000));
@@ -236,29 +251,15 @@ test('docs/mesh.md "Crashes": replica seen entries go on their own lane, accepte
     assert.ok(!gotUrls.some((it) => it.url === url(5000)));
   } finally {
     releaseUrls();
-    await sEx.stop(500);
-    await outbox.close();
-    await replicas.close();
-    await sNode.stop();
-    await sDb.close();
-    await rEx.stop(500);
-    await rNode.stop();
+    await close();
   }
 });
 
 test('docs/mesh.md "Crashes": a replica whose batch landed after a later page\'s (its seq lower) goes out on the open replica stream at once, not at the next session', async () => {
-  const rNode = await createMeshNode({ dataDir: tempDir() });
   const got: string[] = [];
-  const rEx = new UrlExchange({ node: rNode, accept: async (its, _from, meta) => { if (meta.replica) got.push(...its.map((it) => it.url)); } });
-  await rEx.start();
-  const sNode = await createMeshNode({ dataDir: tempDir() });
-  const sDb = await openDb(tempDir());
-  const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
-  const replicas = await Outbox.open({ db: sub(sDb, 'replicas'), recentSize: 0 });
-  const rdb = sDb.sublevel<Buffer, Buffer>('replicas', enc) as unknown as OutboxDb;
   // The stream stays open while idle (a busy lane never idles: new replicas keep coming in a crawl).
-  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {}, idleCloseMs: 120_000 });
-  await sEx.start();
+  const { rNode, sNode, sDb, replicas, close } = await twoLanes(async (its, _from, meta) => { if (meta.replica) got.push(...its.map((it) => it.url)); }, { idleCloseMs: 120_000 });
+  const rdb = sDb.sublevel<Buffer, Buffer>('replicas', enc) as unknown as OutboxDb;
   try {
     await sNode.dialPeer(rNode.addrs()[0]!);
     const [a, b] = ['https://late.example/a', 'https://early.example/b'].map((u) => ({ url: u, depth: 0, hops: REPLICA_SEEN_HOPS }));
@@ -274,12 +275,6 @@ test('docs/mesh.md "Crashes": a replica whose batch landed after a later page\'s
     await until('the earlier page\'s replica accepted', () => got.includes(a!.url) && replicas.queued(rNode.id) === 0, 10_000);
     assert.equal(got.filter((u) => u === b!.url).length, 1, 'what was acknowledged is not sent again');
   } finally {
-    await sEx.stop(500);
-    await outbox.close();
-    await replicas.close();
-    await sNode.stop();
-    await sDb.close();
-    await rEx.stop(500);
-    await rNode.stop();
+    await close();
   }
 });
