@@ -278,3 +278,50 @@ test('docs/mesh.md "Crashes": a replica whose batch landed after a later page\'s
     await close();
   }
 });
+
+test('docs/mesh.md "URL exchange": a receiver resetting replica streams while the sender is busy reading its outbox never leaves an ack wait unhandled (an unhandled rejection ends the agent)', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => { unhandled.push(reason); };
+  process.on('unhandledRejection', onUnhandled);
+  // The receiver refuses the way a restarted member that does not know us yet does: it resets each stream
+  // soon after it opens (src/mesh/exchange.ts `serve`), here after 0-20 ms so the reset lands at every point
+  // of the sender's session.
+  const rNode = await createMeshNode({ dataDir: tempDir() });
+  let resets = 0;
+  await rNode.libp2p.handle(PROTOCOL_URLS, ({ stream }) => {
+    setTimeout(() => { resets++; stream.abort(new Error('refused (test)')); }, Math.random() * 20);
+  });
+  const sNode = await createMeshNode({ dataDir: tempDir() });
+  const sDb = await openDb(tempDir());
+  const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
+  const replicas = await Outbox.open({ db: sub(sDb, 'replicas'), recentSize: 0 });
+  const rdb = sDb.sublevel<Buffer, Buffer>('replicas', enc) as unknown as OutboxDb;
+  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {}, backoffMinMs: 5, backoffMaxMs: 20 });
+  await sEx.start();
+  let written = 0;
+  try {
+    await sNode.dialPeer(rNode.addrs()[0]!);
+    // Replicas keep landing one by one, as completions do in a crawl: each wakes the busy sender.
+    const end = Date.now() + 3000;
+    while (Date.now() < end && unhandled.length === 0) {
+      const q = replicas.queueOps(rNode.id, [{ url: `https://done.example/${written}`, depth: 0, hops: REPLICA_SEEN_HOPS }]);
+      await rdb.batch(q.ops);
+      replicas.written(rNode.id, q.n, q.seq);
+      written++;
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(unhandled.map((e) => String(e)), []);
+    assert.ok(resets > 10, `streams reset: ${resets}`);
+    assert.ok(sEx.stats().failures > 10, `sessions failed: ${sEx.stats().failures}`);
+    assert.equal(replicas.queued(rNode.id), written, 'nothing acknowledged, nothing lost');
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+    await sEx.stop(500);
+    await outbox.close();
+    await replicas.close();
+    await sNode.stop();
+    await sDb.close();
+    await rNode.stop();
+  }
+});

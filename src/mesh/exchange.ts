@@ -462,7 +462,13 @@ export class UrlExchange extends EventEmitter<{ rejected: [reason: string, peer:
           continue;
         }
         idleSince = undefined;
-        nextAck ??= withTimeout(acks.next(), this.o.ackTimeoutMs, 'ack');
+        if (!nextAck) {
+          nextAck = withTimeout(acks.next(), this.o.ackTimeoutMs, 'ack');
+          // Handled from the start: between two looks at it the session awaits outbox reads (LevelDB I/O), and a
+          // stream reset by the peer meanwhile rejected it with no handler, which ended the agent (Node's default
+          // for unhandled rejections). Its error still reaches the `await nextAck` below.
+          nextAck.catch(() => {});
+        }
         // Without linger (replicas) new items go out while earlier frames wait for their ack, window permitting.
         if (lingerMs === 0 && inflight.length < window && !(await this.ackOrWake(s, nextAck))) continue;
         const r = await nextAck;
