@@ -197,6 +197,9 @@ async function runJoin(opts: JoinOpts): Promise<number> {
   const { startProgress } = await import('./progress.js');
   // On a TTY the live line is the display; logs show only what needs attention.
   const logger = createLogger(mode === 'tty' && opts.logLevel === 'info' ? 'warn' : opts.logLevel);
+  // A peer's stream reset that nobody awaited must not end the agent (src/mesh/stream-faults.ts).
+  const { guardPeerStreamFaults } = await import('../mesh/stream-faults.js');
+  guardPeerStreamFaults(logger);
   await noteEnvironmentProxy(options, logger);
   // `join` is always a mesh member (alone until a peer joins).
   const agent = await startAgent({ ...options, mesh: { ...options.mesh, enabled: true }, logger });
