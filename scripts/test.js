@@ -4,7 +4,9 @@
 // Most files mostly wait (timers, loopback servers, child agents), so several run at once (--jobs, default 3 per
 // core, at least 6), as many as keep at most --cores busy (default: the machine's), each file counted for the
 // cores it keeps busy on average (its CPU over its wall in PROFILES). The files that start meshes of agents are
-// timing-sensitive (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 2) run together,
+// timing-sensitive (heartbeats, dead-after deadlines), so at most --heavy-jobs of them (default 3 on 2 cores) run
+// together, within the cores they are counted for (most of them wait on their agents' timers a quarter of a core
+// each: at 2 at a time their walls alone, ≈ 550 s summed in PROFILES, made a floor of ≈ 275 s under the run),
 // and the most sensitive (SENSITIVE below) run first, one at a time, with files beside them that keep at most
 // --beside-cores busy (default 1: each SENSITIVE file passes beside a process spinning on one core,
 // docs/performance.md "Test suite"); then the others, longest first, so that the run ends with short files.
@@ -26,7 +28,9 @@
 // summary splits the run's CPU between the test files' own processes and the agent processes each file started,
 // and lists the test file processes by their own CPU (servers, in-process agents, assertions; agents not included).
 //
-//   node scripts/test.js [--jobs N] [--cores X] [--heavy-jobs N] [--beside-cores X] [--retries N] [--batches N] [--cpu-report] [file.test.js ...]
+//   node scripts/test.js [--jobs N] [--cores X] [--heavy-jobs N] [--beside-cores X] [--retries N] [--batches N] [--cpu-report] [--simulate] [file.test.js ...]
+//
+// --simulate runs nothing: each file takes its PROFILES wall (100 times faster), to compare scheduling rules.
 //
 // Environment: UBICRAWL_TEST_JOBS, UBICRAWL_TEST_CORES, UBICRAWL_TEST_HEAVY_JOBS, UBICRAWL_TEST_BESIDE_CORES, UBICRAWL_TEST_RETRIES, UBICRAWL_TEST_BATCHES
 // (the same as the flags), UBICRAWL_TEST_FILE_TIMEOUT (seconds a file may take before it is killed and failed;
@@ -46,7 +50,7 @@ const testDir = join(root, 'dist', 'test');
  * `heavyJobs` of them at once, besides the SENSITIVE one.
  */
 const HEAVY = new Set([
-  'hostile-peer-stranger', 'hostile-peer-garbage', 'hostile-peer-churn', 'hostile-peer-flood', 'mesh-crawl', 'mesh-crash', 'mesh-scope',
+  'hostile-peer-stranger', 'hostile-peer-garbage', 'hostile-peer-churn', 'hostile-peer-flood', 'mesh-crawl', 'mesh-crawl-static', 'mesh-crash', 'mesh-scope',
   'mesh-admission', 'mesh-integration', 'mesh-replica', 'mesh-replica-leave', 'mesh-block', 'api-mesh', 'mesh-sitemaps', 'join-order', 'graph', 'wan', 'render', 'render-crawl',
   'mesh-policy', 'zones-wan', 'partition-wan', 'host-state', 'partition-heal', 'slow-first-dial', 'mesh-connections',
 ]);
@@ -79,7 +83,8 @@ const BUSY = new Set(['memory']);
  */
 const PROFILES = new Map(Object.entries({
   'hostile-peer-stranger': [32, 14], 'hostile-peer-garbage': [27, 12], 'hostile-peer-churn': [17, 9], 'hostile-peer-flood': [36, 21],
-  'mesh-crawl': [39, 32], 'zones-wan': [26, 24],
+  // mesh-crawl's static mesh of three is mesh-crawl-static since session 17 (its join/leave case alone: 36-48 s, 26-27 CPU-s).
+  'mesh-crawl': [30, 24], 'mesh-crawl-static': [15, 10], 'zones-wan': [26, 24],
   memory: [16, 6], crawl: [73, 22], 'mesh-crash': [71, 39], 'partition-heal': [66, 20], 'mesh-scope': [63, 19], ending: [52, 7],
   'join-order': [51, 13], 'scope-crawl': [49, 10], 'mesh-replica': [49, 20], 'mesh-replica-leave': [35, 12], 'host-state': [48, 7], crash: [46, 11],
   'politeness-crawl': [42, 4], 'recrawl-crawl': [38, 9], frontier: [33, 9], 'mesh-admission': [31, 9], simhash: [28, 11],
@@ -116,13 +121,14 @@ const SHARED = new Set([
 function parseArgs(argv) {
   const opts = {
     jobs: Number(process.env.UBICRAWL_TEST_JOBS ?? Math.max(6, availableParallelism() * 3)),
-    heavyJobs: Number(process.env.UBICRAWL_TEST_HEAVY_JOBS ?? Math.max(2, Math.floor(availableParallelism() / 2) + 1)),
+    heavyJobs: Number(process.env.UBICRAWL_TEST_HEAVY_JOBS ?? Math.max(3, Math.floor(availableParallelism() / 2) + 2)),
     besideCores: Number(process.env.UBICRAWL_TEST_BESIDE_CORES ?? 1),
     cores: Number(process.env.UBICRAWL_TEST_CORES ?? availableParallelism()),
     timeoutS: Number(process.env.UBICRAWL_TEST_FILE_TIMEOUT ?? 420),
     retries: Number(process.env.UBICRAWL_TEST_RETRIES ?? 1),
     batches: Number(process.env.UBICRAWL_TEST_BATCHES ?? Math.max(2, availableParallelism())),
     cpuReport: false,
+    simulate: false,
     files: [],
   };
   for (let i = 0; i < argv.length; i++) {
@@ -134,6 +140,7 @@ function parseArgs(argv) {
     else if (a === '--retries') opts.retries = Number(argv[++i]);
     else if (a === '--batches') opts.batches = Number(argv[++i]);
     else if (a === '--cpu-report') opts.cpuReport = true;
+    else if (a === '--simulate') opts.simulate = true;
     else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
     else opts.files.push(a);
   }
@@ -184,8 +191,19 @@ function batchesOf(files, n) {
   return batches;
 }
 
+/**
+ * --simulate: runs nothing; each file "takes" its PROFILES wall, a hundred times faster, so that the schedule's
+ * wall over PROFILES can be compared between scheduling rules in seconds.
+ */
+const SIMULATE_SPEED = 100;
+function simulateFile(file) {
+  const started = Date.now();
+  return new Promise((resolve) => setTimeout(() => resolve({ file, code: 0, signal: null, timedOut: false, cpu: null, at: (started - runStart) * SIMULATE_SPEED, ms: (Date.now() - started) * SIMULATE_SPEED, output: '' }), (wallOf(file) * 1000) / SIMULATE_SPEED));
+}
+
 /** Runs one file; resolves with its exit, output and wall time. Killed (its whole process group) after the timeout. */
 function runFile(file, timeoutS) {
+  if (simulating) return simulateFile(file);
   const started = Date.now();
   // The file runs in this child itself (not under `--test`, which would start one more process per file: a
   // second of wall and a fifth of a second of CPU each); node:test still reports it and sets the exit code.
@@ -209,7 +227,7 @@ function runFile(file, timeoutS) {
       const cpuNow = childCpuSeconds();
       const cpu = cpuNow === null || lastCpu === null ? null : cpuNow - lastCpu;
       lastCpu = cpuNow;
-      resolve({ file, code, signal, timedOut, cpu, ms: Date.now() - started, output: Buffer.concat(chunks).toString() });
+      resolve({ file, code, signal, timedOut, cpu, at: started - runStart, ms: Date.now() - started, output: Buffer.concat(chunks).toString() });
     });
   });
 }
@@ -230,6 +248,8 @@ function childCpuSeconds() {
 }
 let lastCpu = childCpuSeconds();
 
+/** When the run started: each report says when its file started in it (what ran beside what, for the schedule). */
+let runStart = Date.now();
 const running = new Set();
 function killGroup(child) {
   try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
@@ -277,8 +297,11 @@ function nextStartable(queue, s, opts) {
   return -1;
 }
 
+let simulating = false;
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
+  simulating = opts.simulate;
+  runStart = Date.now();
   // The SENSITIVE files first (others beside them within --beside-cores), then the rest: longest first.
   const units = opts.batches ? [...opts.files.filter((f) => !isShared(f)), ...batchesOf(opts.files.filter(isShared), opts.batches)] : [...opts.files];
   const queue = units.sort((a, b) => Number(isSensitive(b)) - Number(isSensitive(a)) || wallOf(b) - wallOf(a) || rel(a).localeCompare(rel(b)));
@@ -341,6 +364,7 @@ async function main() {
   }
   const cpuEnd = childCpuSeconds();
   const cpu = cpuEnd !== null && cpuStart !== null ? `, CPU ${(cpuEnd - cpuStart).toFixed(1)} s` : '';
+  if (simulating) process.stdout.write(`\n# simulated over PROFILES: wall ${((Date.now() - t0) * SIMULATE_SPEED / 1000).toFixed(0)} s\n`);
   process.stdout.write(`\n# ${opts.files.length} files in ${results.length} processes, ${failed.length} failed, ${flaky.length} flaky; wall ${((Date.now() - t0) / 1000).toFixed(1)} s, sum of file times ${(sumMs / 1000).toFixed(1)} s${cpu}\n`);
   for (const r of flaky) process.stdout.write(`# FLAKY ${rel(r.file)}: failed beside other files, passed alone (its output above)\n`);
   for (const r of failed) process.stdout.write(`# FAILED ${rel(r.file)}${r.timedOut ? ` (killed after ${opts.timeoutS} s)` : ''}${failedInBatch(r)}\n`);
@@ -404,7 +428,7 @@ const cpuText = (r) => (r.cpu === null ? '' : `(CPU ${r.cpu.toFixed(1).padStart(
 function report(r) {
   const ok = r.code === 0 && !r.timedOut;
   const cpu = r.cpu === null ? '' : `, CPU ${r.cpu.toFixed(1)} s`;
-  process.stdout.write(`\n# ${ok ? 'ok' : 'FAILED'} ${rel(r.file)} (${(r.ms / 1000).toFixed(1)} s${cpu}${r.timedOut ? ', timed out' : ''}${r.signal ? `, ${r.signal}` : ''})${ok ? '' : failedInBatch(r)}\n`);
+  process.stdout.write(`\n# ${ok ? 'ok' : 'FAILED'} ${rel(r.file)} (${(r.ms / 1000).toFixed(1)} s${cpu}, started at ${(r.at / 1000).toFixed(0)} s${r.timedOut ? ', timed out' : ''}${r.signal ? `, ${r.signal}` : ''})${ok ? '' : failedInBatch(r)}\n`);
   process.stdout.write(r.output.endsWith('\n') || !r.output ? r.output : r.output + '\n');
 }
 
