@@ -68,6 +68,76 @@ test('Fence: a claim outlives every read entered before its release was asked fo
   assert.equal(f.pending, 0);
 });
 
+/** A gate for reads held back after they were made (they answer as of when they ran). */
+function heldReads() {
+  const waiting: Array<() => void> = [];
+  let holding = true;
+  return {
+    waiting,
+    async after<T>(read: Promise<T>): Promise<T> { const v = await read; if (holding) await new Promise<void>((r) => waiting.push(r)); return v; },
+    release() { holding = false; for (const r of waiting.splice(0)) r(); },
+  };
+}
+
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 2));
+  assert.ok(cond());
+}
+
+test('an exact duplicate whose store read missed the original\'s put, answered after the original was committed, still finds it (the claim is looked up before the read leaves its fence)', async () => {
+  const store = await openStore(tempDir());
+  try {
+    const gate = heldReads();
+    let hold = false;
+    // The digests sublevel, its getMany answered late while `hold`: what a loaded thread pool does.
+    const digests = new Proxy(store.digests, {
+      get(target, key) {
+        const v = Reflect.get(target, key, target) as unknown;
+        if (key === 'getMany' && hold) return (keys: Buffer[]) => gate.after(target.getMany(keys));
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const d = new ContentDedup(digests, store.simhash, { digest: 'sha256' });
+    await d.load();
+    const body = Buffer.from('<p>one article, two addresses</p>');
+    const a = await d.checkExact('http://a.test/dir1/a', new Date(), body);
+    assert.equal(a.original, undefined);
+    hold = true;
+    const b = d.checkExact('http://a.test/dir2/a', new Date(), body);
+    await until(() => gate.waiting.length === 1); // b's read ran: the put below is not in it
+    await store.db.batch(a.ops as never);
+    d.committed(a); // released once b's read leaves
+    gate.release();
+    assert.equal((await b).original?.uri, 'http://a.test/dir1/a');
+    assert.deepEqual(d.inMemory, { digests: 0, fingerprints: 0 });
+  } finally {
+    await store.close();
+  }
+});
+
+test('a near-duplicate whose index query ran before the other page was indexed, answered after, still finds it in memory', async () => {
+  const store = await openStore(tempDir());
+  try {
+    const d = new ContentDedup(store.digests, store.simhash, { maxDistance: 3 });
+    const gate = heldReads();
+    const query = d.index.query.bind(d.index);
+    let calls = 0;
+    d.index.query = (fp, max) => (++calls === 1 ? gate.after(query(fp, max)) : query(fp, max));
+    const fp = simhash64('the same article with one word changed at the end of it, here');
+    const b = d.checkNearFingerprint('http://b.test/', fp ^ 1n); // its query runs on an empty index, answered late
+    await until(() => gate.waiting.length === 1);
+    const a = await d.checkNearFingerprint('http://a.test/', fp);
+    assert.equal(a?.match, undefined, 'b is not in memory yet: its check has not come back');
+    await a!.indexed; // a is in the index, and leaves memory once b's query is done
+    gate.release();
+    assert.deepEqual((await b)?.match, { url: 'http://a.test/', distance: 1 });
+    await (await b)!.indexed;
+    assert.deepEqual(d.inMemory, { digests: 0, fingerprints: 0 });
+  } finally {
+    await store.close();
+  }
+});
+
 test('WARC/1.1 §6.7.2: of two identical payloads checked at the same moment, exactly one is the original', async () => {
   const dir = tempDir();
   const store = await openStore(dir);

@@ -244,13 +244,17 @@ export class ContentDedup {
     this.counts.digestReads++;
     const t = this.digestFence.enter();
     let stored: DigestRecord | undefined;
+    let claimed: DigestRecord | undefined;
     try {
       const v = await this.readDigest(Buffer.from(digest, 'utf8'));
       stored = v === undefined ? undefined : decodeDigestRecord(v) ?? undefined;
+      // Looked up before leaving the fence: leaving can release (at once) the claim of a capture whose put
+      // this read did not see, and looked up after, neither would show it.
+      claimed = this.claimedDigests.get(digest)?.rec;
     } finally {
       this.digestFence.leave(t);
     }
-    const prev = stored ?? this.claimedDigests.get(digest)?.rec;
+    const prev = stored ?? claimed;
     if (prev !== undefined && prev.uri !== url) {
       this.counts.exact++;
       return { digest, recordId, original: prev, ops: [] };
@@ -318,15 +322,16 @@ export class ContentDedup {
     const max = this.config.maxDistance;
     const t = this.simFence.enter();
     let best: { url: string; distance: number } | undefined;
+    const hi = Number(fp >> 32n), lo = Number(fp & 0xffffffffn);
     try {
       for (const h of await this.index.query(fp, max)) best = closer(best, h.id, h.distance, url);
+      // Scanned before leaving the fence, as in checkExact: leaving can drop an entry the query did not see.
+      for (const r of this.recent) {
+        const d = popcount32((r.hi ^ hi) >>> 0) + popcount32((r.lo ^ lo) >>> 0);
+        if (d <= max) best = closer(best, r.id, d, url);
+      }
     } finally {
       this.simFence.leave(t);
-    }
-    const hi = Number(fp >> 32n), lo = Number(fp & 0xffffffffn);
-    for (const r of this.recent) {
-      const d = popcount32((r.hi ^ hi) >>> 0) + popcount32((r.lo ^ lo) >>> 0);
-      if (d <= max) best = closer(best, r.id, d, url);
     }
     if (best) this.counts.near++;
     const entry = { hi, lo, id: url };
