@@ -117,7 +117,9 @@ test(`crash safety: SIGKILL at ${KILLS} random points of a crawl (seed ${SEED}),
     // The last run finishes the crawl.
     const first = web.requests().length;
     // Politeness state survives the restarts unchanged (docs/storage.md "Host state"): a host whose robots.txt keeps
-    // failing gets its retries once in the whole crawl, not once per run, so its backoff stays within the idle grace.
+    // failing gets its retries once in the whole crawl, not once per run, so its backoff stays within the idle grace
+    // while it waits for them (level 3 at most: 10-20 s). After the last one (level 4: 20-40 s) nothing waits: its
+    // URLs, those found later included, fail without a request (docs/politeness.md "Ending a run").
     const last = spawnAgent(args);
     const { code } = await last.closed;
     assert.equal(code, 0, last.stderr.slice(-2000));
