@@ -8,7 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startSyntheticWeb } from '../bench/web/index.js';
-import { readdirSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { decodeEntry } from '../src/frontier/frontier.js';
 import { openStore } from '../src/store/db.js';
 import { verifyWarc } from '../src/warc/reader.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
@@ -22,6 +23,22 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Seen-set states of a completed URL (src/crawl/agent.ts `finish`): 2 fetched, 3 failed or not fetched, 5 settled elsewhere. */
 const COMPLETED = new Set([2, 3, 5]);
+
+/** The URLs still in the frontier on disk, with their kind (for a failure message). */
+async function queuedOnDisk(dataDir: string): Promise<string[]> {
+  const store = await openStore(dataDir);
+  try {
+    const out: string[] = [];
+    for await (const [k, v] of store.frontier.iterator({ limit: 20 })) {
+      const host = await store.hosts.get(Buffer.from(k).subarray(0, 8));
+      const e = decodeEntry(Buffer.from(v), host === undefined ? undefined : Buffer.from(host).toString('latin1'));
+      out.push(e ? `${e.kind} ${e.url}` : `undecodable entry ${Buffer.from(k).toString('hex')}`);
+    }
+    return out;
+  } finally {
+    await store.close();
+  }
+}
 
 /**
  * Opens the killed agent's store (it must open cleanly) and returns which of
@@ -66,6 +83,10 @@ test(`crash safety: SIGKILL at ${KILLS} random points of a crawl (seed ${SEED}),
     const runs: [number, number][] = [];
     /** Per kill: the pages fetched so far that the store had not completed (in flight when killed). */
     const inFlightAtKill: Set<string>[] = [];
+    /** Runs that completed a page, so wrote a response record: each left a WARC file. A run killed before its
+     * first record leaves none (src/warc/writer.ts recoverWarcFile deletes a file with only its warcinfo). */
+    let recordingRuns = 0;
+    let completedBefore = 0;
     for (let k = 0; k < KILLS; k++) {
       const first = web.requests().length;
       const run = spawnAgent(args);
@@ -87,6 +108,8 @@ test(`crash safety: SIGKILL at ${KILLS} random points of a crawl (seed ${SEED}),
       const fetchedSoFar = [...fetchCounts(web.requests()).keys()];
       const { done, queued } = await completedIn(join(dir, 'data'), fetchedSoFar);
       const open = new Set(fetchedSoFar.filter((u) => !done.has(u)));
+      if (done.size > completedBefore) recordingRuns++;
+      completedBefore = done.size;
       inFlightAtKill.push(open);
       // Pages an earlier kill left open and this run did not reach yet stay open; the window bounds this run's own.
       // A page whose every answer in this run was a 5xx or 429 waits for a retry: queued work, not in flight.
@@ -100,15 +123,22 @@ test(`crash safety: SIGKILL at ${KILLS} random points of a crawl (seed ${SEED}),
     // The last run finishes the crawl.
     const first = web.requests().length;
     // Politeness state survives the restarts unchanged (docs/storage.md "Host state"): a host whose robots.txt keeps
-    // failing gets its retries once in the whole crawl, not once per run, so its backoff stays within the idle grace.
+    // failing gets its retries once in the whole crawl, not once per run, so its backoff stays within the idle grace
+    // while it waits for them (level 3 at most: 10-20 s). After the last one (level 4: 20-40 s) nothing waits: its
+    // URLs, those found later included, fail without a request (docs/politeness.md "Ending a run").
     const last = spawnAgent(args);
     const { code } = await last.closed;
     assert.equal(code, 0, last.stderr.slice(-2000));
     assert.match(last.stderr, /"msg":"agent started"/);
     runs.push([first, web.requests().length]);
-    const summary = JSON.parse(last.stdout) as { pages: number; queued: number; failure?: string };
+    const summary = JSON.parse(last.stdout) as { pages: number; queued: number; failure?: string; deferred?: unknown };
     assert.equal(summary.failure, undefined);
-    assert.equal(summary.queued, 0, 'nothing left queued');
+    if (summary.queued !== 0) {
+      // Kept for a post-mortem: the last run's logs (UBICRAWL_CRASH_LOG names the file).
+      if (process.env.UBICRAWL_CRASH_LOG) writeFileSync(process.env.UBICRAWL_CRASH_LOG, last.stderr + '\n' + last.stdout);
+      const left = await queuedOnDisk(join(dir, 'data'));
+      assert.fail(`nothing left queued: ${summary.queued} queued; deferred ${JSON.stringify(summary.deferred)}; on disk: ${left.join(', ')}; stderr: ${last.stderr.slice(-3000)}`);
+    }
 
     const log = web.requests();
     const counts = fetchCounts(log);
@@ -132,7 +162,8 @@ test(`crash safety: SIGKILL at ${KILLS} random points of a crawl (seed ${SEED}),
     const warcDir = join(dir, 'data', 'warc');
     assert.deepEqual(readdirSync(warcDir).filter((f) => f.endsWith('.open')), [], 'no WARC file left open');
     const files = readdirSync(warcDir).filter((f) => f.endsWith('.warc.gz'));
-    assert.ok(files.length > KILLS, 'one WARC file per run at least');
+    // The last run completed the crawl's remaining pages: it wrote records too.
+    assert.ok(files.length >= recordingRuns + 1, `one WARC file per run that wrote a record at least (${files.length} files, ${recordingRuns + 1} such runs)`);
     let responses = 0;
     for (const f of files) {
       const v = await verifyWarc(join(warcDir, f));

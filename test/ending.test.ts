@@ -124,6 +124,36 @@ test('a host whose robots.txt answers 503 throughout: the run ends within --idle
   }
 });
 
+// A Crawl-delay is the host's ordinary pace, not deferred work: `--until-idle` used to end a run whose only host
+// waited longer than --idle-grace between two requests, with its URLs queued and nothing said (0 pages, exit 0).
+test('a host whose Crawl-delay is longer than --idle-grace: the run waits for it and fetches every page', async () => {
+  const hits: Hit[] = [];
+  const server: Server = createServer((req, res) => {
+    const path = req.url ?? '/';
+    hits.push({ host: 'c.test', path, at: Date.now() });
+    if (path === '/robots.txt') { res.writeHead(200, { 'content-type': 'text/plain' }); res.end('User-agent: *\nCrawl-delay: 2\nDisallow:\n'); return; }
+    const n = Number(/^\/p(\d+)$/.exec(path)?.[1] ?? 0);
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(`<html><body><p>page ${n}</p>${n < 2 ? `<a href="/p${n + 1}">next</a>` : ''}</body></html>`);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  const dir = tempDir();
+  try {
+    const run = spawnAgent(joinArgs(join(dir, 'data'), ['--seed', `http://c.test:${port}/`, '--idle-grace', '500ms', '--resolve', `c.test:${port}:127.0.0.1`]));
+    const r = await run.closed;
+    assert.equal(r.code, 0, run.stderr.slice(-2000));
+    const summary = JSON.parse(run.stdout) as CrawlSummary;
+    assert.deepEqual(hits.map((h) => h.path), ['/robots.txt', '/', '/p1', '/p2'], 'robots.txt and every page');
+    const gaps = hits.slice(1).map((h, i) => h.at - hits[i]!.at);
+    assert.ok(gaps.every((g) => g >= 1900), `requests ${gaps.join(', ')} ms apart: the Crawl-delay of 2 s holds`);
+    assert.equal(summary.queued, 0, 'nothing left queued');
+    assert.equal(summary.deferred, undefined, 'nothing deferred');
+  } finally {
+    await new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); });
+  }
+});
+
 test('the only seed host does not resolve: the run ends within seconds, one line names the host and the reason, exit code 1', async () => {
   const dns = await startDnsServer({}); // NXDOMAIN for every name
   const dir = tempDir();
@@ -217,11 +247,12 @@ test('deferred work: why a host waits, the bounded report, and the --until-idle 
   assert.equal(deferral(due, now), undefined);
   assert.equal(deferral(parked, now), undefined, 'a parked host fails its URLs, it keeps none');
 
+  const hosts = [robots, backoff, floor, due, parked];
   const counters = { queued: 5, recovering: false, pendingHosts: 0, loadsRunning: 0, readyHosts: 2, activeHosts: 2, wake: now + 8000 as number | undefined };
   const frontier = {
     get queued() { return counters.queued; }, get recovering() { return counters.recovering; }, get pendingHosts() { return counters.pendingHosts; },
     get loadsRunning() { return counters.loadsRunning; }, get readyHosts() { return counters.readyHosts; }, get activeHosts() { return counters.activeHosts; },
-    nextWake: () => counters.wake, allHosts: () => [robots, backoff, floor, due, parked].values(), inMemory: () => [].values(),
+    nextWake: () => counters.wake, allHosts: () => hosts.values(), inMemory: () => [].values(),
   } as unknown as DeferredFrontier;
   const work = new DeferredWork({ frontier, graceMs: 2000 });
   const r = work.report(now, 1);
@@ -236,6 +267,14 @@ test('deferred work: why a host waits, the bounded report, and the --until-idle 
   counters.pendingHosts = 1;
   assert.equal(work.onlyDeferred(now), false, 'a host waiting for a slot has work due now');
   counters.pendingHosts = 0;
+  // A host whose ordinary delay (here a Crawl-delay) runs past the grace is crawled slowly, not deferred.
+  const slow = host('s.test', 2, (d, h) => { h.nextAllowed = now + 40_000; d.polite.nextAllowedAt = now + 40_000; d.polite.reason = 'crawl-delay'; });
+  hosts.push(slow);
+  assert.equal(deferral(slow, now), undefined);
+  assert.equal(work.onlyDeferred(now), false, 'a host on its ordinary delay past the grace holds the run');
+  assert.equal(work.onlyDeferred(now), false, 'still (the host found is checked first)');
+  (slow as { queued: number }).queued = 0;
+  assert.equal(work.onlyDeferred(now), true, 'its URLs done: only deferred work again');
   counters.queued = 0;
   assert.equal(work.onlyDeferred(now), false, 'nothing queued is plain idle, not deferred');
 });

@@ -3,7 +3,7 @@
 // server; the agent's side (settle, process, ownership) recorded by the test.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openStore, type Store } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
@@ -14,7 +14,7 @@ import { Fetcher, type FetchOutcome } from '../src/fetch/fetcher.js';
 import { HostResolver } from '../src/fetch/dns.js';
 import { AddressPolicy } from '../src/fetch/address.js';
 import { RobotsCache } from '../src/robots/cache.js';
-import { newHostPoliteness, politenessConfig } from '../src/politeness/host.js';
+import { newHostPoliteness, politenessConfig, type PolitenessConfig } from '../src/politeness/host.js';
 import { PolitenessControl } from '../src/politeness/control.js';
 import { SideClocks } from '../src/politeness/side-clocks.js';
 import { createMetrics } from '../src/api/metrics.js';
@@ -37,6 +37,8 @@ interface Rig {
   handedOn: number;
   requests: string[];
   port: number;
+  /** Every origin's port: `port` first, then the second origin's. */
+  ports: number[];
   gateUntil: number;
   owned: boolean;
   inMesh: boolean;
@@ -52,24 +54,42 @@ function hostData(): HostData {
   };
 }
 
-async function rig(): Promise<Rig> {
+interface RigOptions {
+  /** Answers a request the rig's own way (robots.txt included); false: the default answer. */
+  answer?(req: IncomingMessage, res: ServerResponse): boolean;
+  /** Politeness settings over the rig's (no floor). */
+  politeness?: Partial<PolitenessConfig>;
+  /** A second origin of HOST (another port, the same answers): its requests are logged as `:<port><path>`. */
+  secondOrigin?: boolean;
+}
+
+async function rig(opts: RigOptions = {}): Promise<Rig> {
   const requests: string[] = [];
-  const server: Server = createServer((req, res) => {
-    requests.push(req.url ?? '');
+  const serve = (label: () => string) => (req: IncomingMessage, res: ServerResponse) => {
+    requests.push(label() + (req.url ?? ''));
+    if (opts.answer?.(req, res)) return;
     if (req.url === '/robots.txt') { res.writeHead(200, { 'content-type': 'text/plain' }); res.end('User-agent: *\nDisallow: /private\n'); return; }
     res.writeHead(200, { 'content-type': 'text/html' });
     res.end('<html><body>page</body></html>');
-  });
+  };
+  const server: Server = createServer(serve(() => ''));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
+  const servers = [server];
+  if (opts.secondOrigin) {
+    const other: Server = createServer(serve(() => `:${(other.address() as AddressInfo).port}`));
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    servers.push(other);
+  }
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
   const config = defaultConfig();
   config.minDelayMs = 0;
-  config.resolve = [parseResolveRule(`${HOST}:${port}:127.0.0.1`)];
+  config.resolve = ports.map((p) => parseResolveRule(`${HOST}:${p}:127.0.0.1`));
   const store = await openStore(tempDir('ubicrawl-turn-'));
   const frontier = new Frontier<HostData>(store.frontier, store.hosts, store.meta, { maxActiveHosts: 4, headSize: 8, createData: hostData });
   await frontier.recover();
   const fetcher = new Fetcher(config.fetch, config.userAgent, new HostResolver(config.resolve, config.dns), { addresses: new AddressPolicy(config.allowAddress) });
-  const r = { store, frontier, settled: [], processed: [], handedOn: 0, requests, port, gateUntil: 0, owned: true, inMesh: false } as unknown as Rig;
+  const r = { store, frontier, settled: [], processed: [], handedOn: 0, requests, port, ports, gateUntil: 0, owned: true, inMesh: false } as unknown as Rig;
   /** What the agent's `finish` does with the frontier: the URL is acknowledged. */
   const done = async (q: QueuedUrl, h: HostState<HostData>) => {
     await store.db.batch([frontier.doneOp(q)]);
@@ -79,7 +99,7 @@ async function rig(): Promise<Rig> {
   const seen = { get: async (k: Buffer) => { r.duringSeenRead?.(); return store.seen.get(k); } } as unknown as Store['seen'];
   r.turns = new HostTurn({
     store: { seen }, frontier, fetcher, robots: new RobotsCache(store.robots, fetcher, config.robots),
-    politeness: new PolitenessControl(politenessConfig({ minDelayMs: 0 })), sideClocks: new SideClocks(), recrawl: undefined,
+    politeness: new PolitenessControl(politenessConfig({ minDelayMs: 0, politeness: opts.politeness })), sideClocks: new SideClocks(), recrawl: undefined,
     stats: new CrawlStats(), metrics: createMetrics(), recentErrors: new RecentErrors(), log: silentLogger, token: 'ubicrawl', maxPagesPerHost: 0,
     inMesh: () => r.inMesh,
     owns: () => r.owned,
@@ -92,12 +112,16 @@ async function rig(): Promise<Rig> {
     background: (job) => { void job(); },
     discoverSitemaps: async () => {},
   });
-  r.close = async () => { await fetcher.close(); await store.close(); await new Promise((res) => server.close(res)); };
+  r.close = async () => {
+    await fetcher.close();
+    await store.close();
+    for (const s of servers) await new Promise((res) => s.close(res));
+  };
   return r;
 }
 
-async function queue(r: Rig, paths: string[]): Promise<string[]> {
-  const urls = paths.map((p) => `http://${HOST}:${r.port}${p}`);
+async function queue(r: Rig, paths: string[], port = r.port): Promise<string[]> {
+  const urls = paths.map((p) => `http://${HOST}:${port}${p}`);
   const items = urls.map((url) => ({ host: HOST, hostKey: hostKey(HOST), url, depth: 0, hops: 0 }));
   await r.store.db.batch(r.frontier.enqueueOps(items));
   r.frontier.committed(items);
@@ -207,5 +231,46 @@ test('host turn: a handoff gate that closes while the turn waits holds the reque
     assert.ok((r.frontier.nextWake() ?? 0) >= r.gateUntil - 1000, 'released until the gate opens');
     assert.equal(r.frontier.queued, 1, 'the URL stays queued');
     assert.equal(r.handedOn, 0, 'still ours: not handed on');
+  } finally { await r.close(); }
+});
+
+// RFC 9309 §2.3.1.4 after the retries: robots.txt kept unreachable means "disallow all", so the host's URLs are
+// recorded as failed without a request. None of them may wait for the host's clock, which its last 503 set (here
+// an hour, its Retry-After): an `--until-idle` run would end with them queued (docs/politeness.md "Ending a run").
+test('host turn: robots.txt given up on after its retries: every URL of the origin settles at once, those read from disk and those queued later too; a request to another origin still waits for the host\'s clock', async () => {
+  let robotsAsked = 0;
+  const r = await rig({
+    secondOrigin: true,
+    // Short backoffs and robots.txt retries; the last 503 asks for an hour.
+    politeness: { backoffBaseMs: 5, retryBaseMs: 5, maxRetries: 3 },
+    answer: (req, res) => {
+      if (req.url !== '/robots.txt') return false;
+      const last = ++robotsAsked >= 4;
+      res.writeHead(503, { 'content-type': 'text/plain', ...(last ? { 'retry-after': '3600' } : {}) });
+      res.end('busy');
+      return true;
+    },
+  });
+  try {
+    // More URLs than the host's head holds (8): the rest are read from disk after the robots.txt verdict.
+    const first = await queue(r, Array.from({ length: 20 }, (_, i) => `/p/${i}`));
+    await pump(r, () => r.settled.length >= first.length, 200, 10_000);
+    assert.deepEqual(r.requests, ['/robots.txt', '/robots.txt', '/robots.txt', '/robots.txt'], 'robots.txt asked 1 + 3 times, no page');
+    const h = r.frontier.host(HOST)!;
+    assert.ok(h.data.polite.nextAllowedAt > Date.now() + 3_000_000, 'the last 503 asked for an hour');
+    assert.deepEqual(r.settled.map((s) => s.url).sort(), [...first].sort(), 'every URL settled, none left waiting for the hour');
+    assert.ok(r.settled.every((s) => s.failure === 'robots-unreachable'));
+    assert.equal(r.frontier.queued, 0);
+    // A URL of the origin queued later (a link found on another host): settled without waiting either.
+    const [late] = await queue(r, ['/late']);
+    await pump(r, () => r.settled.length > first.length, 10, 2000);
+    assert.deepEqual(r.settled.slice(first.length), [{ url: late, failure: 'robots-unreachable' }]);
+    // Another origin of the host needs its own robots.txt: a request, which the host's clock holds.
+    const [other] = await queue(r, ['/q'], r.ports[1]);
+    const turns = await pump(r, () => false, 3, 500);
+    assert.ok(turns <= 1, `${turns} turns: the host waits for its clock`);
+    assert.equal(r.requests.length, 4, `no request before the host's clock allows it: ${r.requests.join(', ')}`);
+    assert.equal(r.frontier.queued, 1, `${other} stays queued`);
+    assert.ok((r.frontier.nextWake() ?? 0) >= h.data.polite.nextAllowedAt, 'released until the host\'s clock');
   } finally { await r.close(); }
 });

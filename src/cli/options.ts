@@ -209,7 +209,7 @@ export const JOIN_OPTIONS: readonly CliOption[] = [
   { flags: '--max-pages <n>', help: 'stop after fetching this many pages (0 = no limit)', config: 'maxPages', parse: intArg('--max-pages', 0) },
   { flags: '--until-idle', help: 'exit once nothing is left to crawl (with --recrawl: and nothing is due within --recrawl-horizon)', config: 'untilIdle' },
   {
-    flags: '--idle-grace <duration>', help: 'with --until-idle: end when only deferred work is left (hosts in backoff, paused or awaiting a robots.txt retry) and none of it is due within this long (hosts paused by the operator: once this long has passed with nothing else left); it stays queued for the next run',
+    flags: '--idle-grace <duration>', help: 'with --until-idle: end when only deferred work is left (hosts in backoff, paused or awaiting a robots.txt retry; a host\'s ordinary delay, e.g. a long Crawl-delay, is not deferred and is waited for) and none of it is due within this long (hosts paused by the operator: once this long has passed with nothing else left); it stays queued for the next run',
     config: 'idleGraceMs', parse: durationArg('--idle-grace'), show: formatDuration,
   },
   { flags: '--max-duration <duration>', help: 'stop after this long (e.g. 90s, 2h; 0 = no limit)', config: 'maxDurationMs', parse: durationArg('--max-duration'), show: formatDuration },

@@ -48,16 +48,20 @@ export const DEFERRED_LISTED = 20;
 export class DeferredWork {
   /** Since when only deferred work with an operator's pause among it is left (undefined: not now). */
   private heldSince: number | undefined;
+  /** The last host found waiting past the grace on its ordinary delay (`waitsOnItsDelay`). */
+  private slowHost: HostState<HostData> | undefined;
 
   constructor(private readonly c: DeferredComponents) {}
 
   /**
    * True when URLs are queued and every host that has them waits on its clock
    * (none is due, in flight, loading or waiting for a slot) or on an operator's
-   * pause, the earliest clock not due within the grace; with a paused host
+   * pause, the earliest clock not due within the grace and none of them the
+   * host's ordinary delay (`deferral` names no reason); with a paused host
    * among them, once that has lasted the grace (a pause has no end to wait
    * for, but an operator who just paused a host may resume it soon). Cheap:
-   * counters of the frontier and the paused hosts, no walk over every host.
+   * counters of the frontier and the paused hosts; a walk over the hosts only
+   * once every clock is past the grace.
    */
   onlyDeferred(now: number): boolean {
     const f = this.c.frontier;
@@ -67,9 +71,25 @@ export class DeferredWork {
     if (held < 0 || f.readyHosts + inSlots !== f.activeHosts) return this.notOnly();
     const wake = f.nextWake();
     if (wake === undefined ? held === 0 : wake <= now + this.c.graceMs) return this.notOnly();
+    if (wake !== undefined && this.waitsOnItsDelay(now)) return this.notOnly();
     if (held === 0) return true;
     this.heldSince ??= now;
     return now - this.heldSince >= this.c.graceMs;
+  }
+
+  /**
+   * Whether a host waits past the grace on its ordinary delay (a Crawl-delay, k × its response time, the per-IP
+   * rest, a handoff gate), which is no reason to defer: the run is crawling slowly, not waiting on a failure, and
+   * holds open for it. Only when every waiting host is past the grace (so rarely) does this walk the hosts; the
+   * host found is checked first next time.
+   */
+  private waitsOnItsDelay(now: number): boolean {
+    const waits = (h: HostState<HostData>) => h.queued > 0 && !h.inFlight && !h.data.polite.parked
+      && Math.max(h.nextAllowed, h.data.polite.nextAllowedAt) > now + this.c.graceMs && deferral(h, now, this.c.frontier) === undefined;
+    if (this.slowHost && waits(this.slowHost)) return true;
+    this.slowHost = undefined;
+    for (const h of this.c.frontier.allHosts()) if (waits(h)) { this.slowHost = h; return true; }
+    return false;
   }
 
   private notOnly(): false {

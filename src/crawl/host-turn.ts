@@ -124,8 +124,9 @@ export class HostTurn {
     for (;;) {
       const q = this.takeDue(h);
       if (q === null) return; // only retries waiting: the host was released until the first is due
-      // Never before the host's own clock: this turn may have settled URLs after a request (src/crawl/robots-turn.ts).
-      if (!q) { this.frontier.release(h, h.data.polite.parked ? Date.now() : Math.max(Date.now(), h.data.polite.nextAllowedAt)); return; }
+      // On the host's own clock (this turn may have settled URLs after a request, src/crawl/robots-turn.ts), unless
+      // its turns only settle URLs without a request: then URLs read from disk or queued later need not wait for it.
+      if (!q) { this.frontier.release(h, this.settlesOnly(h) ? Date.now() : Math.max(Date.now(), h.data.polite.nextAllowedAt)); return; }
       h.data.pendingAcks++;
       if (h.data.polite.parked) {
         // A parked host is not contacted again in this run: its URLs are recorded as failed.
@@ -230,6 +231,16 @@ export class HostTurn {
   }
 
   /**
+   * Whether the host's turns record its URLs as failed without a request: parked, or its robots.txt given up on
+   * after its retries (RFC 9309 §2.3.1.4: unreachable, so nothing is allowed). No request may wait on such a
+   * turn, and a URL that does need one (another origin's robots.txt, or the verdict expired) waits for the
+   * host's clock at the last check before it (`beforeRequest`).
+   */
+  private settlesOnly(h: HostState<HostData>): boolean {
+    return h.data.polite.parked || h.data.robotsFailures > this.politeness.cfg.maxRetries;
+  }
+
+  /**
    * The host's next URL, skipping retries that are not yet due. Null when
    * only such retries are queued in memory: the host is then released until
    * the earliest of them.
@@ -265,6 +276,15 @@ export class HostTurn {
     // The ring or the handoff gate may have changed since the turn began (src/crawl/request-recheck.ts).
     const held = holdBeforeRequest(this.c, h, q, Date.now());
     if (held) { this.log.info({ host: h.name, url: q.url, why: held }, 'request held back: the host changed hands or waits for a handoff since its turn began'); return null; }
+    // The host's own clock holds every request. A turn normally begins on it; a host whose turns only settle URLs
+    // (`settlesOnly`) is handed out before it, and a URL of such a turn that needs a request waits here.
+    const clock = h.data.polite.nextAllowedAt;
+    if (clock > Date.now()) {
+      this.frontier.unshift(h, q);
+      h.data.pendingAcks--;
+      this.frontier.release(h, clock);
+      return null;
+    }
     const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
     const host = unbracketHost(u.hostname);
     const resolver = this.fetcher.resolver;

@@ -115,7 +115,8 @@ export class RobotsTurn {
       h.data.robotsHop = undefined;
       await this.robotsDecided(h, origin, step.entry);
       // Its retries used up (RFC 9309 §2.3.1.4): the host's URLs are recorded as failed in this turn, without a
-      // request, so none waits for the host's clock (the host turn releases it on that clock afterwards).
+      // request, so none waits for the host's clock (nor do those read from disk or queued later: the host turn
+      // releases the host at once, src/crawl/host-turn.ts `settlesOnly`).
       if (!other && step.entry.verdict === 'unreachable' && h.data.robotsFailures > this.c.politeness.cfg.maxRetries) return 'next';
     }
     this.c.frontier.release(h, other ? Math.max(now, h.data.polite.nextAllowedAt) : next);
