@@ -20,7 +20,10 @@ const DEAD_AFTER = DEAD_AFTER_MS;
  * not yet acknowledged by the next owner (outbox linger + one DRUM round there;
  * under a second on this loaded 2-core machine). Asserted as: every page
  * fetched twice was first requested by the killed agent, within this many ms
- * before the kill, and fetched at most twice.
+ * before the kill, and fetched at most twice. The window is bounded in pages,
+ * not in time: at load 25–34 the victim's slowest completion came 5.8–11 s
+ * after its request, and this assertion failed (docs/mesh.md "Crashes", what
+ * is left); the exact one below held in every such run.
  */
 const IN_FLIGHT_WINDOW_MS = 5000;
 
