@@ -85,7 +85,8 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
     // kill, a seen entry refused).
     const shape = (u: string) => `${u} ${web.requests().filter((r) => r.url === u).map((r) => `${agentOf(r.userAgent)}@${Math.round(r.start - killedAt)}`).join(' ')} ` +
       `(victim at the kill: ${!requested.has(u) ? 'never requested' : unsettled(u) ? 'not settled' : victim.unreplicated.has(u) ? 'settled, replica not acknowledged' : 'settled, replica acknowledged'})`;
-    const story = () => `\n${membershipEvents([a0, a2, a1, { ...a1b, name: 'a1 (restarted)' }], 20)}\nrefusals:\n${[a0, a2, a1b].map((a) => `${a.name}: ${a.log().split('\n').filter((l) => l.includes('"refused items from a peer"')).slice(-5).map((l) => l.slice(0, 300)).join('\n  ') || '(none)'}`).join('\n')}`;
+    const a1back = { ...a1b, name: 'a1 (restarted)' };
+    const story = () => `\n${membershipEvents([a0, a2, a1, a1back], 20)}\nrefusals:\n${[a0, a2, a1back].map((a) => `${a.name}: ${a.log().split('\n').filter((l) => l.includes('"refused items from a peer"')).slice(-5).map((l) => l.slice(0, 300)).join('\n  ') || '(none)'}`).join('\n')}`;
     const settledTwice = twice.filter((u) => !unsettled(u));
     t.diagnostic(`victim at the kill: ${requested.size} pages requested, ${[...requested].filter(unsettled).length} of them not settled, ` +
       `${victim.unreplicated.size} settled pages' replicas not yet acknowledged; fetched twice: ${twice.length - settledTwice.length} unsettled, ` +
