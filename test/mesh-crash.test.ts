@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkPoliteness, type SyntheticWeb } from '../bench/web/index.js';
 import {
-  MIN_DELAY, DEAD_AFTER_MS, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, meshWeb, whoFetched, victimState, seenKeyHex, type AgentProc,
+  MIN_DELAY, DEAD_AFTER_MS, startAgentProcess, agentOf, pageCounts, waitFor, listeningOn, meshWeb, whoFetched, victimState, seenKeyHex, membershipEvents, type AgentProc,
 } from './mesh-agents.js';
 
 /** --dead-after of the test agents (mesh-agents.ts), ms. */
@@ -20,7 +20,10 @@ const DEAD_AFTER = DEAD_AFTER_MS;
  * not yet acknowledged by the next owner (outbox linger + one DRUM round there;
  * under a second on this loaded 2-core machine). Asserted as: every page
  * fetched twice was first requested by the killed agent, within this many ms
- * before the kill, and fetched at most twice.
+ * before the kill, and fetched at most twice. The window is bounded in pages,
+ * not in time: at load 25–34 the victim's slowest completion came 5.8–11 s
+ * after its request, and this assertion failed (docs/mesh.md "Crashes", what
+ * is left); the exact one below held in every such run.
  */
 const IN_FLIGHT_WINDOW_MS = 5000;
 
@@ -70,18 +73,27 @@ test('an agent SIGKILLed mid-crawl and restarted with its data dir: nothing miss
       const rs = web.requests().filter((r) => r.url === u).sort((x, y) => x.start - y.start);
       return rs.length > 2 || agentOf(rs[0]!.userAgent) !== 'a1' || rs[0]!.start > diedAt || rs[0]!.start < killedAt - IN_FLIGHT_WINDOW_MS;
     });
-    assert.deepEqual(outside.slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], `no page fetched twice outside the killed agent's in-flight window (killed at ${Math.round(killedAt)})`);
     // Exactly: a page fetched twice is one the victim had requested and, at the kill, either not settled in its
     // store or settled with its replica seen entry not yet acknowledged by the host's next owner (the replica is
     // queued in the same write as the completion, and sent on its own lane: docs/mesh.md "Crashes").
     const requested = new Set(web.requests().filter((r) => agentOf(r.userAgent) === 'a1' && r.start <= diedAt && r.url).map((r) => r.url!));
     const unsettled = (u: string) => !victim.settled.has(seenKeyHex(u));
     const inFlight = (u: string) => requested.has(u) && (unsettled(u) || victim.unreplicated.has(u));
+    // A failure says which shape it is, so that one seen in a full-suite run can be read without a rerun
+    // (docs/mesh.md "Crashes", known gaps): each page's fetches in ms from the kill, the victim's state of it
+    // at the kill, and each agent's membership events (a survivor that declared the victim dead before the
+    // kill, a seen entry refused).
+    const shape = (u: string) => `${u} ${web.requests().filter((r) => r.url === u).map((r) => `${agentOf(r.userAgent)}@${Math.round(r.start - killedAt)}`).join(' ')} ` +
+      `(victim at the kill: ${!requested.has(u) ? 'never requested' : unsettled(u) ? 'not settled' : victim.unreplicated.has(u) ? 'settled, replica not acknowledged' : 'settled, replica acknowledged'})`;
+    const a1back = { ...a1b, name: 'a1 (restarted)' };
+    const story = () => `\n${membershipEvents([a0, a2, a1, a1back], 20)}\nrefusals:\n${[a0, a2, a1back].map((a) => `${a.name}: ${a.log().split('\n').filter((l) => l.includes('"refused items from a peer"')).slice(-5).map((l) => l.slice(0, 300)).join('\n  ') || '(none)'}`).join('\n')}`;
     const settledTwice = twice.filter((u) => !unsettled(u));
     t.diagnostic(`victim at the kill: ${requested.size} pages requested, ${[...requested].filter(unsettled).length} of them not settled, ` +
       `${victim.unreplicated.size} settled pages' replicas not yet acknowledged; fetched twice: ${twice.length - settledTwice.length} unsettled, ` +
-      `${settledTwice.length} settled with the replica on its way`);
-    assert.deepEqual(twice.filter((u) => !inFlight(u)).slice(0, 4).map((u) => `${u} ${whoFetched(web, u)}`), [], 'every page fetched twice was in the victim\'s in-flight window at the kill');
+      `${settledTwice.length} settled with the replica on its way` + (twice.length === 0 ? '' : `; the oldest was first requested ` +
+      `${Math.round(killedAt - Math.min(...twice.map((u) => Math.min(...web.requests().filter((r) => r.url === u).map((r) => r.start)))))} ms before the kill`));
+    assert.deepEqual(outside.slice(0, 4).map(shape), [], `no page fetched twice outside the killed agent's in-flight window (killed at ${Math.round(killedAt)}, restarted ${Math.round(restartedAt - killedAt)} ms later)${story()}`);
+    assert.deepEqual(twice.filter((u) => !inFlight(u)).slice(0, 4).map(shape), [], `every page fetched twice was in the victim's in-flight window at the kill${story()}`);
     // Its hosts came back: after the restart it crawls again, and a host it fetched after
     // its return was not fetched by anyone else from then on.
     assert.ok(hostsBack.size >= 5, `the restarted agent crawled its hosts again (${hostsBack.size} hosts)`);
