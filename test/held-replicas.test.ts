@@ -9,10 +9,10 @@ import { HostRing } from '../src/assign/ring.js';
 import { openStore } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { Outbox } from '../src/mesh/index.js';
-import { FrontierReplica, decodeHeld, encodeHeld } from '../src/crawl/frontier-replica.js';
+import { decodeHeld, encodeHeld } from '../src/crawl/frontier-replica.js';
 import { heldVerdict } from '../src/crawl/held-replicas.js';
-import { silentLogger } from '../src/util/log.js';
 import { tempDir } from './helpers.js';
+import { replicaAlone } from './replica-fixture.js';
 
 const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'; // self
 const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
@@ -54,10 +54,7 @@ test('replicated frontier: a URL held for a sender that another member owns the 
     const ofC = hosts.find((h) => ring.nextOwnersOf(h, 2).join() === [C, B].join())!; // B's in B's view; we are not next
     const ofB = hosts.find((h) => ring.nextOwnersOf(h, 2).join() === [B, C].join())!; // B's in both views; we are not next
     const promoted: string[] = [];
-    const replica = new FrontierReplica({
-      store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
-      replicas: 1, promoteAfterMs: 20, log: silentLogger, promote: async (urls) => { promoted.push(...urls.map((u) => u.url)); },
-    });
+    const replica = replicaAlone(store, { promoted });
     replica.attach({ id: A, membership: { ring, member: (id) => (members.has(id) ? { state: 'active' } : undefined) }, replicas: outbox });
     replica.ringChanged();
     await replica.settled;
@@ -93,10 +90,7 @@ test('a replica seen entry refused as a seen entry still trims what the same sen
   try {
     const ring = new HostRing({ replicas: 64 });
     for (const id of [A, B, C]) ring.add(id);
-    const replica = new FrontierReplica({
-      store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
-      replicas: 1, promoteAfterMs: 20, log: silentLogger, promote: async () => {},
-    });
+    const replica = replicaAlone(store);
     replica.attach({ id: A, membership: { ring, member: () => ({ state: 'active' }) }, replicas: outbox });
     const url = 'http://h1.example/settled-at-b';
     const key = seenKey(hostKey('h1.example'), url);
@@ -124,10 +118,7 @@ test('a restarted agent promotes nothing held the moment its ring gains a member
     const host = Array.from({ length: 400 }, (_, i) => `h${i}.example`).find((h) => full.nextOwnersOf(h, 2).join() === [C, A].join())!;
     const promoted: string[] = [];
     const promoteAfterMs = 300;
-    const replica = new FrontierReplica({
-      store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
-      replicas: 1, promoteAfterMs, log: silentLogger, promote: async (urls) => { promoted.push(...urls.map((u) => u.url)); },
-    });
+    const replica = replicaAlone(store, { promoteAfterMs, promoted });
     replica.attach({ id: A, membership: { ring, member: (id) => (members.has(id) ? { state: 'active' } : undefined) }, replicas: outbox });
     const url = `http://${host}/queued-at-c`;
     await replica.hold([{ key: seenKey(hostKey(host), url), url, depth: 1, sitemap: false, from: C }]);

@@ -9,9 +9,8 @@ import { HostRing } from '../src/assign/ring.js';
 import { openStore } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { Outbox } from '../src/mesh/index.js';
-import { FrontierReplica } from '../src/crawl/frontier-replica.js';
-import { silentLogger } from '../src/util/log.js';
 import { tempDir } from './helpers.js';
+import { replicaAlone } from './replica-fixture.js';
 
 const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA'; // self
 const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
@@ -28,10 +27,7 @@ test('replicated frontier: a member that left with nothing queued has its held U
     const ofB = hosts.find((h) => ring.nextOwnersOf(h, 2).join() === [B, A].join())!;
     const ofC = hosts.find((h) => ring.nextOwnersOf(h, 2).join() === [C, A].join())!;
     const promoted: string[] = [];
-    const replica = new FrontierReplica({
-      store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
-      replicas: 1, promoteAfterMs: 20, log: silentLogger, promote: async (urls) => { promoted.push(...urls.map((u) => u.url)); },
-    });
+    const replica = replicaAlone(store, { promoted });
     replica.attach({ id: A, membership: { ring }, replicas: outbox });
     replica.ringChanged();
     await replica.settled;

@@ -9,12 +9,12 @@ import { openStore } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { Outbox, classifyItem, encodeItem, HELD_QUEUED_HOPS, HELD_REPLICA_HOPS } from '../src/mesh/index.js';
 import { decodeBatch, encodeBatchFrame, FLAG_REPLICA } from '../src/mesh/wire.js';
-import { FrontierReplica, decodeHeld, encodeHeld } from '../src/crawl/frontier-replica.js';
+import { decodeHeld, encodeHeld } from '../src/crawl/frontier-replica.js';
 import { passOnTargets } from '../src/crawl/held-replicas.js';
 import { HeldPassOn } from '../src/crawl/pass-held.js';
 import { encodeFetchRecord } from '../src/crawl/records.js';
-import { silentLogger } from '../src/util/log.js';
 import { tempDir } from './helpers.js';
+import { replicaAlone } from './replica-fixture.js';
 
 const O = '12D3KooWQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ';
 const L = '12D3KooWLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLLL';
@@ -125,10 +125,7 @@ test('a replica passed on never replaces one held already; one held for an owner
     for (const id of [N, M]) ring.add(id);
     const members = new Set([N, M, O]);
     const promoted: string[] = [];
-    const replica = new FrontierReplica({
-      store, frontier: { allHosts: () => [][Symbol.iterator]() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
-      replicas: 1, promoteAfterMs: 20, log: silentLogger, promote: async (urls) => { promoted.push(...urls.map((u) => u.url)); },
-    });
+    const replica = replicaAlone(store, { promoted });
     replica.attach({ id: N, membership: { ring, member: (id) => (members.has(id) ? { state: 'active' } : undefined) }, replicas: outbox });
     replica.ringChanged();
     await replica.settled;

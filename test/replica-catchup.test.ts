@@ -8,10 +8,9 @@ import { HostRing } from '../src/assign/ring.js';
 import { openStore } from '../src/store/db.js';
 import { hostKey, seenKey } from '../src/store/keys.js';
 import { Outbox, classifyItem, encodeItem } from '../src/mesh/index.js';
-import { FrontierReplica } from '../src/crawl/frontier-replica.js';
 import { encodeFetchRecord } from '../src/crawl/records.js';
-import { silentLogger } from '../src/util/log.js';
 import { tempDir } from './helpers.js';
+import { replicaAlone } from './replica-fixture.js';
 
 const A = '12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA';
 const B = '12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB';
@@ -33,10 +32,7 @@ test('catch-up: a new successor gets the settled pages\' seen entries of a host,
     };
     await settle(h1!, ['/', '/a', '/b']);
     const hosts = [{ name: h1! }];
-    const replica = new FrontierReplica({
-      store, frontier: { allHosts: () => hosts.values() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
-      replicas: 1, promoteAfterMs: 60_000, log: silentLogger, promote: async () => {},
-    });
+    const replica = replicaAlone(store, { frontier: { allHosts: () => hosts.values() as never }, promoteAfterMs: 60_000 });
     replica.attach({ id: A, membership: { ring }, replicas: outbox });
     // Alone: h1's URL is queued for nobody.
     assert.equal(replica.queueOps([{ url: `http://${h1}/c`, host: h1!, depth: 1 }]), undefined);
@@ -94,10 +90,7 @@ test('catch-up: seen entries handed to the owner of a host with nothing queued r
       return url;
     };
     const settledHosts = new Set<string>();
-    const replica = new FrontierReplica({
-      store, frontier: { allHosts: () => [].values() as never }, drum: { exclusive: <T>(fn: () => Promise<T>) => fn() } as never,
-      replicas: 1, promoteAfterMs: 60_000, log: silentLogger, promote: async () => {}, settledHosts: () => settledHosts,
-    });
+    const replica = replicaAlone(store, { promoteAfterMs: 60_000, settledHosts: () => settledHosts });
     replica.attach({ id: A, membership: { ring }, replicas: outbox });
     const drained = async (peer: string) => {
       const out: string[] = [];
