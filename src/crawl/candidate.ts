@@ -49,12 +49,17 @@ export interface HostData {
 
 export interface RecentFetch { url: string; status: number | null; at: number; durationMs: number | null; error: string | null }
 
+/** Whether the host's robots.txt is given up on: unreachable after its retries (RFC 9309 §2.3.1.4), `maxRetries` the crawl's. */
+export function robotsGivenUp(d: HostData, maxRetries: number): boolean {
+  return d.robotsFailures > maxRetries;
+}
+
 /**
- * Until when the host's robots.txt stays given up on (RFC 9309 §2.3.1.4: unreachable after its retries, whose
- * count `maxRetries` is the crawl's), as restored with its state; 0 when its retries are not used up.
+ * Until when the host's robots.txt stays given up on (`robotsGivenUp`), as restored with its state; 0 when its
+ * retries are not used up.
  */
 export function robotsGivenUpUntil(d: HostData, maxRetries: number): number {
-  return d.robotsFailures > maxRetries ? d.robotsGaveUpUntil ?? 0 : 0;
+  return robotsGivenUp(d, maxRetries) ? d.robotsGaveUpUntil ?? 0 : 0;
 }
 
 export function newHostData(): HostData {

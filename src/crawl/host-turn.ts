@@ -26,7 +26,7 @@ import type { AgentMetrics } from '../api/metrics.js';
 import type { RecentErrors } from '../api/history.js';
 import { bump, type CrawlStats } from './stats.js';
 import type { FetchRecord } from './records.js';
-import { robotsGivenUpUntil, type HostData, type RecentFetch } from './candidate.js';
+import { robotsGivenUp, robotsGivenUpUntil, type HostData, type RecentFetch } from './candidate.js';
 import type { Logger } from '../util/log.js';
 import { unbracketHost } from '../url/host.js';
 import { handOnTurn, holdBeforeRequest } from './request-recheck.js';
@@ -168,7 +168,7 @@ export class HostTurn {
         return;
       }
       if (robots.rules.crawlDelay(this.token) !== undefined) h.data.polite.crawlDelayMs = robots.rules.crawlDelay(this.token)! * 1000;
-      if (robots.verdict === 'unreachable' && h.data.robotsFailures <= this.politeness.cfg.maxRetries && !h.data.polite.parked) {
+      if (robots.verdict === 'unreachable' && !robotsGivenUp(h.data, this.politeness.cfg.maxRetries) && !h.data.polite.parked) {
         // RFC 9309 §2.3.1.4: nothing may be fetched while robots.txt is unreachable; the URLs wait for it (a transient
         // failure, retried like one: src/politeness/host.ts) rather than failing at once.
         this.frontier.unshift(h, q);
@@ -237,7 +237,7 @@ export class HostTurn {
    * host's clock at the last check before it (`beforeRequest`).
    */
   private settlesOnly(h: HostState<HostData>): boolean {
-    return h.data.polite.parked || h.data.robotsFailures > this.politeness.cfg.maxRetries;
+    return h.data.polite.parked || robotsGivenUp(h.data, this.politeness.cfg.maxRetries);
   }
 
   /**

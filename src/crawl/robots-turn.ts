@@ -13,7 +13,7 @@ import type { PolitenessControl, Verdict } from '../politeness/control.js';
 import type { SideClocks } from '../politeness/side-clocks.js';
 import type { AgentMetrics } from '../api/metrics.js';
 import type { CrawlStats } from './stats.js';
-import type { HostData } from './candidate.js';
+import { robotsGivenUp, type HostData } from './candidate.js';
 import type { Logger } from '../util/log.js';
 
 /** A host held for one robots.txt redirect hop made on another host's turn (RobotsTurn.holdHopHost). */
@@ -117,7 +117,7 @@ export class RobotsTurn {
       // Its retries used up (RFC 9309 §2.3.1.4): the host's URLs are recorded as failed in this turn, without a
       // request, so none waits for the host's clock (nor do those read from disk or queued later: the host turn
       // releases the host at once, src/crawl/host-turn.ts `settlesOnly`).
-      if (!other && step.entry.verdict === 'unreachable' && h.data.robotsFailures > this.c.politeness.cfg.maxRetries) return 'next';
+      if (!other && step.entry.verdict === 'unreachable' && robotsGivenUp(h.data, this.c.politeness.cfg.maxRetries)) return 'next';
     }
     this.c.frontier.release(h, other ? Math.max(now, h.data.polite.nextAllowedAt) : next);
     return 'done';
