@@ -171,9 +171,7 @@ export class HostTurn {
       if (robots.verdict === 'unreachable' && !robotsGivenUp(h.data, this.politeness.cfg.maxRetries) && !h.data.polite.parked) {
         // RFC 9309 §2.3.1.4: nothing may be fetched while robots.txt is unreachable; the URLs wait for it (a transient
         // failure, retried like one: src/politeness/host.ts) rather than failing at once.
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        this.frontier.release(h, Math.max(robots.expires, h.data.polite.nextAllowedAt));
+        this.waitUntil(h, q, Math.max(robots.expires, h.data.polite.nextAllowedAt));
         return;
       }
       if (!robots.rules.isAllowed(q.url, this.token)) {
@@ -216,9 +214,7 @@ export class HostTurn {
         this.recrawl?.forget(q); // prepared again (conditional headers) on the next attempt
         q.attempt = (q.attempt ?? 0) + 1;
         q.notBefore = v.retryAt;
-        this.frontier.unshift(h, q);
-        h.data.pendingAcks--;
-        this.frontier.release(h, v.nextAllowedAt);
+        this.waitUntil(h, q, v.nextAllowedAt);
         return;
       }
       // The host's clock starts now; processing the page need not hold the host (or the fetch slot).
@@ -228,6 +224,13 @@ export class HostTurn {
       this.c.background(() => this.c.process(q, h, out, v?.failure), true);
       return;
     }
+  }
+
+  /** Puts the turn's URL back at the head of its host (its acknowledgement no longer pending) and the host back at `at`. */
+  private waitUntil(h: HostState<HostData>, q: QueuedUrl, at: number): void {
+    this.frontier.unshift(h, q);
+    h.data.pendingAcks--;
+    this.frontier.release(h, at);
   }
 
   /**
@@ -279,12 +282,7 @@ export class HostTurn {
     // The host's own clock holds every request. A turn normally begins on it; a host whose turns only settle URLs
     // (`settlesOnly`) is handed out before it, and a URL of such a turn that needs a request waits here.
     const clock = h.data.polite.nextAllowedAt;
-    if (clock > Date.now()) {
-      this.frontier.unshift(h, q);
-      h.data.pendingAcks--;
-      this.frontier.release(h, clock);
-      return null;
-    }
+    if (clock > Date.now()) { this.waitUntil(h, q, clock); return null; }
     const port = Number(u.port) || (u.protocol === 'https:' ? 443 : 80);
     const host = unbracketHost(u.hostname);
     const resolver = this.fetcher.resolver;
@@ -302,12 +300,7 @@ export class HostTurn {
     if (blocked) return blocked;
     const now = Date.now();
     const t = this.politeness.reserveIp(known.address, now);
-    if (t > now) {
-      this.frontier.unshift(h, q);
-      h.data.pendingAcks--;
-      this.frontier.release(h, t);
-      return null;
-    }
+    if (t > now) { this.waitUntil(h, q, t); return null; }
     return this.politeness.ipClock ? known.address : undefined;
   }
 
