@@ -189,16 +189,13 @@ test('docs/mesh.md "URL exchange": garbage on the protocol is rejected and count
   }
 });
 
-/** A receiver taking batches with `accept`, and a sender with a URL lane and a replica lane (docs/mesh.md "Crashes"). */
-async function twoLanes(accept: AcceptFn, o: { readIdleMs?: number; idleCloseMs?: number } = {}) {
-  const rNode = await createMeshNode({ dataDir: tempDir() });
-  const rEx = new UrlExchange({ node: rNode, accept, readIdleMs: o.readIdleMs });
-  await rEx.start();
+/** A sender with a URL lane and a replica lane (docs/mesh.md "Crashes"). */
+async function senderLanes(o: { idleCloseMs?: number; backoffMinMs?: number; backoffMaxMs?: number } = {}) {
   const sNode = await createMeshNode({ dataDir: tempDir() });
   const sDb = await openDb(tempDir());
   const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
   const replicas = await Outbox.open({ db: sub(sDb, 'replicas'), recentSize: 0 });
-  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {}, idleCloseMs: o.idleCloseMs });
+  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {}, ...o });
   await sEx.start();
   const close = async () => {
     await sEx.stop(500);
@@ -206,10 +203,22 @@ async function twoLanes(accept: AcceptFn, o: { readIdleMs?: number; idleCloseMs?
     await replicas.close();
     await sNode.stop();
     await sDb.close();
+  };
+  return { sNode, sDb, outbox, replicas, sEx, close };
+}
+
+/** A receiver taking batches with `accept`, and a sender with both lanes (`senderLanes`). */
+async function twoLanes(accept: AcceptFn, o: { readIdleMs?: number; idleCloseMs?: number } = {}) {
+  const rNode = await createMeshNode({ dataDir: tempDir() });
+  const rEx = new UrlExchange({ node: rNode, accept, readIdleMs: o.readIdleMs });
+  await rEx.start();
+  const sender = await senderLanes({ idleCloseMs: o.idleCloseMs });
+  const close = async () => {
+    await sender.close();
     await rEx.stop(500);
     await rNode.stop();
   };
-  return { rNode, rEx, sNode, sDb, outbox, replicas, sEx, close };
+  return { ...sender, rNode, rEx, close };
 }
 
 test('docs/mesh.md "Crashes": replica seen entries go on their own lane, accepted while the sender\'s URL batches are held up; a replica frame carries nothing else', async () => {
@@ -291,13 +300,8 @@ test('docs/mesh.md "URL exchange": a receiver resetting replica streams while th
   await rNode.libp2p.handle(PROTOCOL_URLS, ({ stream }) => {
     setTimeout(() => { resets++; stream.abort(new Error('refused (test)')); }, Math.random() * 20);
   });
-  const sNode = await createMeshNode({ dataDir: tempDir() });
-  const sDb = await openDb(tempDir());
-  const outbox = await Outbox.open({ db: sub(sDb, 'outbox') });
-  const replicas = await Outbox.open({ db: sub(sDb, 'replicas'), recentSize: 0 });
+  const { sNode, sDb, replicas, sEx, close } = await senderLanes({ backoffMinMs: 5, backoffMaxMs: 20 });
   const rdb = sDb.sublevel<Buffer, Buffer>('replicas', enc) as unknown as OutboxDb;
-  const sEx = new UrlExchange({ node: sNode, outbox, replicaOutbox: replicas, accept: async () => {}, backoffMinMs: 5, backoffMaxMs: 20 });
-  await sEx.start();
   let written = 0;
   try {
     await sNode.dialPeer(rNode.addrs()[0]!);
@@ -317,11 +321,7 @@ test('docs/mesh.md "URL exchange": a receiver resetting replica streams while th
     assert.equal(replicas.queued(rNode.id), written, 'nothing acknowledged, nothing lost');
   } finally {
     process.off('unhandledRejection', onUnhandled);
-    await sEx.stop(500);
-    await outbox.close();
-    await replicas.close();
-    await sNode.stop();
-    await sDb.close();
+    await close();
     await rNode.stop();
   }
 });
